@@ -1,0 +1,251 @@
+"""Findings for analytic rows: which bottleneck, which property fits, which technique, what gain.
+
+Each rule is a small pure function of the row's context returning a Finding or None; ``advise`` runs
+them in order and ranks the findings by the time they could save. Gains are upper bounds from the
+roofline: a what-if cost (another dtype, the fused variant) placed on the same device.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from roofline.costs.base import Cost, Params, get_model
+from roofline.device import Device
+from roofline.errors import RooflineError
+from roofline.placement import Placement, place
+from roofline.properties import Property, join
+from roofline.units import format_bytes, format_time
+
+# NB: large cuBLAS/CUTLASS tiles on A100/H100-class parts; the source text's 1792 vs 1793 example uses them.
+TILE_M, TILE_N = 256, 128
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rule: str
+    bottleneck: str  # compute | memory | launch
+    properties: list[str]
+    technique: str
+    evidence: str
+    time_s: float  # the row's minimum time now
+    best_time_s: float | None = None  # minimum time after the technique (None: no bound known)
+
+    @property
+    def gain(self) -> float | None:
+        if self.best_time_s is None or self.best_time_s <= 0:
+            return None
+        return self.time_s / self.best_time_s
+
+    @property
+    def saving_s(self) -> float:
+        return 0.0 if self.best_time_s is None else max(self.time_s - self.best_time_s, 0.0)
+
+    def summary(self) -> str:
+        text = f"{join(tuple(Property(p) for p in self.properties))}: {self.technique}"
+        gain = self.gain
+        if gain is not None:
+            text += f"; at most {gain:.3g}x ({format_time(self.time_s)} -> {format_time(self.best_time_s or 0)})"
+        return text
+
+
+@dataclass(frozen=True)
+class Context:
+    kind: str
+    params: Params
+    cost: Cost
+    placement: Placement
+    device: Device
+
+    def what_if(self, **changes: Any) -> Placement | None:
+        """The placement of the same workload with some parameters changed (None if not applicable)."""
+        model = get_model(self.kind)
+        try:
+            params = model.parse({**self.params.model_dump(), **changes})
+            return place(model(params), self.device)
+        except RooflineError:
+            return None
+
+
+Rule = Callable[[Context], "Finding | None"]
+
+
+def _finding(
+    ctx: Context, rule: str, props: tuple[Property, ...], technique: str, evidence: str, best: float | None
+) -> Finding:
+    return Finding(
+        rule=rule,
+        bottleneck=ctx.placement.bound,
+        properties=[p.value for p in props],
+        technique=technique,
+        evidence=evidence,
+        time_s=ctx.placement.time_s,
+        best_time_s=best,
+    )
+
+
+def launch_bound(ctx: Context) -> Finding | None:
+    p = ctx.placement
+    if p.bound != "launch":
+        return None
+    work = p.time_s - p.launch_s
+    best = max(work, ctx.device.launch_floor_s)  # one graph launch / one fused kernel at best
+    evidence = (
+        f"{p.kernels} kernel(s) x {format_time(ctx.device.launch_floor_s)} launch floor = "
+        f"{format_time(p.launch_s)} of {format_time(p.time_s)}; the work itself needs {format_time(work)}"
+    )
+    technique = "fuse kernels (torch.compile), capture CUDA graphs (mode='reduce-overhead'), batch small ops"
+    return _finding(ctx, "launch-bound", (Property.LOCALITY, Property.ASSOCIATIVITY), technique, evidence, best)
+
+
+def naive_attention(ctx: Context) -> Finding | None:
+    impl = getattr(ctx.params, "impl", None) or getattr(ctx.params, "attention", None)
+    if impl != "naive":
+        return None
+    key = "impl" if hasattr(ctx.params, "impl") else "attention"
+    fused = ctx.what_if(**{key: "fused"})
+    if fused is None:
+        return None
+    evidence = (
+        f"materialises the score and probability matrices: {format_bytes(ctx.placement.bytes)} moved vs "
+        f"{format_bytes(fused.bytes)} fused ({ctx.placement.bytes / fused.bytes:.3g}x)"
+    )
+    technique = "online softmax + tiling: F.scaled_dot_product_attention / FlashAttention"
+    return _finding(
+        ctx, "naive-attention", (Property.ASSOCIATIVITY, Property.LOCALITY), technique, evidence, fused.time_s
+    )
+
+
+def fp32_matmul(ctx: Context) -> Finding | None:
+    if ctx.cost.dtype != "fp32" or ctx.cost.math != "tensor" or any(k.tf32 for k in ctx.cost.kernels):
+        return None
+    if ("tf32", "tensor") not in ctx.device.compute:
+        return None
+    tf32 = ctx.what_if(tf32=True)
+    if tf32 is None or tf32.time_s >= ctx.placement.time_s:
+        return None
+    evidence = (
+        f"fp32 matmul runs on the {ctx.placement.roof_label} roof "
+        f"({ctx.placement.peak_flops_per_s / 1e12:.3g} TFLOP/s); TF32 tensor cores offer "
+        f"{ctx.device.compute[('tf32', 'tensor')] / 1e12:.3g}"
+    )
+    technique = "TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or bf16 autocast"
+    return _finding(ctx, "fp32-matmul", (Property.REDUNDANCY,), technique, evidence, tf32.time_s)
+
+
+def memory_bound_weights(ctx: Context) -> Finding | None:
+    """Decode / GEMV: weight bytes dominate; batching amortises them, quantisation shrinks them."""
+    p = ctx.placement
+    if p.bound != "memory" or ctx.kind not in ("decode", "gemm"):
+        return None
+    headroom = p.ridge / p.intensity if p.intensity else math.inf
+    evidence = (
+        f"intensity {p.intensity:.3g} FLOP/B vs ridge {p.ridge:.3g}: "
+        f"up to ~{headroom:.0f}x more work per byte fits before compute binds"
+    )
+    best = None
+    technique = "batch requests (intensity grows with batch), quantize weights/KV (int8/int4/fp8), speculative decoding"
+    if ctx.kind == "decode":
+        current = getattr(ctx.params, "weight_dtype", None)
+        if current not in ("int4", "fp4"):
+            int4 = ctx.what_if(weight_dtype="int4")
+            if int4 is not None and int4.time_s < p.time_s:
+                best = int4.time_s
+                evidence += f"; int4 weights: {format_time(int4.time_s)} per step"
+    return _finding(ctx, "memory-bound-weights", (Property.REDUNDANCY,), technique, evidence, best)
+
+
+def memory_bound_elementwise(ctx: Context) -> Finding | None:
+    p = ctx.placement
+    if p.bound != "memory" or ctx.kind not in ("elementwise", "norm"):
+        return None
+    evidence = (
+        f"{p.intensity:.3g} FLOP/B, far below the ridge ({p.ridge:.3g}): the op is one round trip of "
+        f"{format_bytes(p.bytes)} through DRAM"
+    )
+    technique = "fuse it into its neighbours (torch.compile, Triton): inside a fused kernel its round trip vanishes"
+    # Fused into a neighbour, its DRAM round trip vanishes and only its arithmetic remains.
+    best = p.compute_s or None
+    return _finding(ctx, "elementwise-round-trip", (Property.LOCALITY,), technique, evidence, best)
+
+
+def wave_quantization(ctx: Context) -> Finding | None:
+    if ctx.kind != "gemm" or ctx.placement.bound != "compute" or not ctx.device.compute_units:
+        return None
+    m, n = ctx.params.m, ctx.params.n  # type: ignore[attr-defined]
+    batch = getattr(ctx.params, "batch", 1)
+    sms = ctx.device.compute_units
+
+    def waves(rows: int, cols: int) -> tuple[int, int]:
+        tiles = math.ceil(rows / TILE_M) * math.ceil(cols / TILE_N) * batch
+        return tiles, math.ceil(tiles / sms)
+
+    tiles, now = waves(m, n)
+    m2, n2 = max(m // TILE_M * TILE_M, TILE_M), max(n // TILE_N * TILE_N, TILE_N)
+    tiles2, better = waves(m2, n2)
+    if better >= now:
+        return None
+    evidence = (
+        f"with {TILE_M}x{TILE_N} tiles: {tiles} tiles on {sms} {ctx.device.unit_name}s = {now} waves, the last "
+        f"one {tiles - (now - 1) * sms}/{sms} full; m={m2} n={n2} needs {tiles2} tiles = {better} wave(s)"
+    )
+    technique = f"pad or trim M, N to tile multiples so the tiles fill whole waves (m={m2} n={n2})"
+    best = ctx.placement.time_s * better / now
+    return _finding(ctx, "wave-quantization", (Property.LOCALITY,), technique, evidence, best)
+
+
+def compute_bound(ctx: Context) -> Finding | None:
+    p = ctx.placement
+    if p.bound != "compute":
+        return None
+    evidence = f"intensity {p.intensity:.4g} FLOP/B is above the ridge {p.ridge:.4g}: the {p.roof_label} roof binds"
+    technique = "do fewer FLOPs: 2:4 structured sparsity, MoE, low-rank factorisation, weight sharing / FFT"
+    best = None
+    # NB: NVIDIA Ampere and later (the parts with TF32) run 2:4-sparse tensor math at twice the dense rate.
+    if ctx.device.vendor == "nvidia" and ("tf32", "tensor") in ctx.device.compute and ctx.cost.math == "tensor":
+        best = max(p.compute_s / 2, p.memory_s) + p.launch_s
+        evidence += "; 2:4 sparsity doubles this roof"
+    props = (Property.SPARSITY, Property.SEPARABILITY, Property.SYMMETRY)
+    return _finding(ctx, "compute-bound", props, technique, evidence, best)
+
+
+def lower_precision(ctx: Context) -> Finding | None:
+    """A compute-bound fp16/bf16 matmul on a device with fp8 tensor cores."""
+    p = ctx.placement
+    if p.bound != "compute" or ctx.cost.dtype not in ("fp16", "bf16") or not hasattr(ctx.params, "dtype"):
+        return None
+    if ("fp8", "tensor") not in ctx.device.compute:
+        return None
+    fp8 = ctx.what_if(dtype="fp8")
+    if fp8 is None or fp8.time_s >= p.time_s:
+        return None
+    evidence = (
+        f"fp8 tensor roof {ctx.device.compute[('fp8', 'tensor')] / 1e12:.4g} vs {p.peak_flops_per_s / 1e12:.4g} TFLOP/s"
+    )
+    technique = "fp8 matmuls (torch._scaled_mm, Transformer Engine) where accuracy allows"
+    return _finding(ctx, "lower-precision", (Property.REDUNDANCY,), technique, evidence, fp8.time_s)
+
+
+RULES: tuple[Rule, ...] = (
+    launch_bound,
+    naive_attention,
+    fp32_matmul,
+    wave_quantization,
+    memory_bound_weights,
+    memory_bound_elementwise,
+    compute_bound,
+    lower_precision,
+)
+
+
+def advise(ctx: Context, rules: tuple[Rule, ...] = RULES) -> list[Finding]:
+    """All findings for one row, largest possible saving first; savings equal to two significant digits
+    keep the rule order (the architecture table's order of preference)."""
+    findings = [f for rule in rules if (f := rule(ctx)) is not None]
+    order = {id(f): i for i, f in enumerate(findings)}
+    return sorted(findings, key=lambda f: (-float(f"{f.saving_s:.2g}"), order[id(f)]))

@@ -1,0 +1,84 @@
+"""The `roofline` command: a thin layer that parses, calls the library, renders, and maps errors to exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from roofline import __version__
+from roofline.cli import analyze, specs
+
+app = typer.Typer(
+    name="roofline",
+    help=(
+        "Roofline analysis and GPU performance diagnosis: what limits this kernel, which property to "
+        "exploit, and how much faster it can go.\n\n"
+        "Start with `roofline analyze gemm -m 4096 -n 4096 -k 4096 --dtype fp16 --device h100-sxm` "
+        "(napkin math, no GPU needed) or `roofline specs list`."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(specs.app, name="specs")
+app.add_typer(analyze.app, name="analyze")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"roofline {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """Roofline analysis and GPU performance diagnosis."""
+
+
+def _click_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(usage/click errors, exit signals) for whichever click this typer uses (vendored since typer 0.20)."""
+    errors: list[type[BaseException]] = [cls for cls in (getattr(typer, "TyperException", None),) if cls]
+    exits: list[type[BaseException]] = [typer.Exit, typer.Abort]
+    try:
+        import click
+    except ImportError:
+        pass
+    else:
+        errors.append(click.ClickException)
+        exits += [click.exceptions.Exit, click.exceptions.Abort]
+    return tuple(errors), tuple(exits)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: every known error becomes one line `Error: ...` and its exit code."""
+    from roofline.errors import EXIT_INTERRUPTED, EXIT_USAGE, RooflineError
+
+    click_errors, exits = _click_errors()
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=argv, prog_name="roofline", standalone_mode=False)
+    except RooflineError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("Interrupted.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except exits as exc:
+        if type(exc).__name__ == "Abort":
+            typer.echo("Interrupted.", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        sys.exit(getattr(exc, "exit_code", 0))
+    except click_errors as exc:
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        typer.echo(f"Error: {message}{hint}", err=True)
+        sys.exit(getattr(exc, "exit_code", EXIT_USAGE) or EXIT_USAGE)
+    except BrokenPipeError:  # `roofline ... | head`
+        sys.stderr.close()
+        sys.exit(0)
+    sys.exit(result if isinstance(result, int) else 0)

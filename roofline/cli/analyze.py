@@ -1,0 +1,369 @@
+"""`roofline analyze KIND`: napkin math for a workload on any device, no GPU needed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from roofline.cli.common import (
+    default_device_names,
+    json_option,
+    print_text,
+    registry,
+    spec_option,
+    split_list,
+)
+
+app = typer.Typer(
+    help=(
+        "Napkin math for a workload on any device (no GPU needed): FLOPs, bytes, intensity, ridge, bound, "
+        "attainable rate, minimum time, and the optimization that fits.\n\n"
+        "A comma list on a size option sweeps it (one row per value; several lists: every combination). "
+        "--device a,b,c compares devices side by side."
+    ),
+    no_args_is_help=True,
+)
+
+SWEEP = " Comma list sweeps."
+
+
+def _device() -> Any:
+    return typer.Option(
+        None,
+        "--device",
+        "-d",
+        help="Spec-sheet name(s), comma list to compare (default: $ROOFLINE_DEVICE or this GPU).",
+    )
+
+
+def _output() -> Any:
+    return typer.Option(None, "--output", "-o", help="Also write the report JSON here (read by plot and gate).")
+
+
+def _sizes(text: str | None, option: str, *, allow_zero: bool = False) -> Any:
+    from roofline.units import parse_sizes
+
+    if text is None:
+        return None
+    values = parse_sizes(text, option, allow_zero=allow_zero)
+    return values if len(values) > 1 else values[0]
+
+
+def _words(text: str | None, option: str) -> Any:
+    if text is None:
+        return None
+    values = split_list(text, option)
+    return values if len(values) > 1 else values[0]
+
+
+def _devices(device: str | None, spec: list[Path] | None) -> list:  # -> list[Device]
+    from roofline.device import Device
+
+    reg = registry(spec)
+    names = split_list(device, "--device") if device else default_device_names()
+    return [Device.from_sheet(reg.get(name)) for name in dict.fromkeys(names)]
+
+
+def _emit(rows: list, devices: list, as_json: bool, output: Path | None, title: str = "") -> None:
+    """Render or print JSON, and write the report when -o is given."""
+    from roofline.report import new_report, write_report
+
+    report = new_report(" ".join(["roofline", *sys.argv[1:]]), "analytic", devices, rows)
+    if output is not None:
+        write_report(report, output)
+    if as_json:
+        print_text(report.to_json())
+        return
+    from roofline.render.analysis import AnalysisRenderer
+
+    print_text(AnalysisRenderer(devices, title=title).render(rows))
+    if output is not None:
+        typer.echo(f"Report written to {output}", err=True)
+
+
+def run(
+    kind: str,
+    values: dict[str, Any],
+    device: str | None,
+    spec: list[Path] | None,
+    as_json: bool,
+    output: Path | None,
+) -> None:
+    from roofline.analysis import sweep
+
+    devices = _devices(device, spec)
+    rows = sweep(kind, {key: value for key, value in values.items() if value is not None}, devices)
+    _emit(rows, devices, as_json, output)
+
+
+@app.command()
+def gemm(
+    m: str = typer.Option(..., "-m", help="Rows of A and C." + SWEEP),
+    n: str = typer.Option(..., "-n", help="Columns of B and C." + SWEEP),
+    k: str = typer.Option(..., "-k", help="Inner (reduction) dimension." + SWEEP),
+    batch: str = typer.Option("1", "--batch", "-b", help="Batch of independent GEMMs (bmm)." + SWEEP),
+    dtype: str = typer.Option("fp16", "--dtype", help="Operand dtype: fp64 fp32 fp16 bf16 fp8 int8." + SWEEP),
+    out_dtype: str | None = typer.Option(None, "--out-dtype", help="Output dtype (default: --dtype)."),
+    tf32: bool = typer.Option(False, "--tf32", help="fp32 matmul on TF32 tensor cores."),
+    device: str | None = _device(),
+    spec: list[Path] | None = spec_option(),
+    as_json: bool = json_option(),
+    output: Path | None = _output(),
+) -> None:
+    """GEMM / batched GEMM: C = A @ B, 2*m*n*k FLOPs per batch entry."""
+    values = {
+        "m": _sizes(m, "-m"),
+        "n": _sizes(n, "-n"),
+        "k": _sizes(k, "-k"),
+        "batch": _sizes(batch, "--batch"),
+        "dtype": _words(dtype, "--dtype"),
+        "out_dtype": out_dtype,
+        "tf32": tf32,
+    }
+    run("gemm", values, device, spec, as_json, output)
+
+
+@app.command()
+def attention(
+    seq: str = typer.Option(..., "--seq", "-s", help="Query length (and key length unless --seq-kv)." + SWEEP),
+    heads: str = typer.Option(..., "--heads", help="Query heads." + SWEEP),
+    head_dim: str = typer.Option("128", "--head-dim", help="Head dimension." + SWEEP),
+    kv_heads: str | None = typer.Option(None, "--kv-heads", help="Key/value heads (GQA/MQA; default --heads)." + SWEEP),
+    seq_kv: str | None = typer.Option(None, "--seq-kv", help="Key/value length (default --seq)." + SWEEP),
+    batch: str = typer.Option("1", "--batch", "-b", help="Batch size." + SWEEP),
+    dtype: str = typer.Option("fp16", "--dtype", help="Q/K/V dtype." + SWEEP),
+    causal: bool = typer.Option(False, "--causal", help="Causal mask (about half the FLOPs)."),
+    impl: str = typer.Option(
+        "fused", "--impl", help="fused (FlashAttention/SDPA) or naive (materialises S x S)." + SWEEP
+    ),
+    device: str | None = _device(),
+    spec: list[Path] | None = spec_option(),
+    as_json: bool = json_option(),
+    output: Path | None = _output(),
+) -> None:
+    """Attention softmax(QK^T)V, naive or fused, causal or not, MHA/GQA/MQA."""
+    values = {
+        "seq_q": _sizes(seq, "--seq"),
+        "seq_kv": _sizes(seq_kv, "--seq-kv"),
+        "heads": _sizes(heads, "--heads"),
+        "kv_heads": _sizes(kv_heads, "--kv-heads"),
+        "head_dim": _sizes(head_dim, "--head-dim"),
+        "batch": _sizes(batch, "--batch"),
+        "dtype": _words(dtype, "--dtype"),
+        "causal": causal,
+        "impl": _words(impl, "--impl"),
+    }
+    run("attention", values, device, spec, as_json, output)
+
+
+def _llm(
+    kind: str,
+    model: str | None,
+    params: str | None,
+    d_model: str | None,
+    batch: str,
+    context: str | None,
+    seq: str | None,
+    dtype: str,
+    weight_dtype: str | None,
+    kv_dtype: str | None,
+    attention_impl: str,
+    device: str | None,
+    spec: list[Path] | None,
+    as_json: bool,
+    output: Path | None,
+) -> None:
+    from roofline.errors import UsageError
+
+    if (model is None) == (params is None):
+        raise UsageError("give either --model NAME|FILE.yaml or --params P (with --d-model) for the napkin form")
+    values = {
+        "model": model,
+        "params": _sizes(params, "--params"),
+        "d_model": _sizes(d_model, "--d-model"),
+        "batch": _sizes(batch, "--batch"),
+        "context": _sizes(context, "--context", allow_zero=True),
+        "seq": _sizes(seq, "--seq"),
+        "act_dtype": _words(dtype, "--dtype"),
+        "weight_dtype": _words(weight_dtype, "--weight-dtype"),
+        "kv_dtype": _words(kv_dtype, "--kv-dtype"),
+        "attention": _words(attention_impl, "--attention"),
+    }
+    run(kind, values, device, spec, as_json, output)
+
+
+_MODEL = "Model config: a name from workloads/llm (gpt2, llama-2-7b, llama-3-8b, llama-3-70b, mistral-7b) or a YAML."
+_PARAMS = "Napkin form: parameter count, e.g. 8.75e9 (needs --d-model)."
+
+
+@app.command()
+def decode(
+    model: str | None = typer.Option(None, "--model", help=_MODEL),
+    params: str | None = typer.Option(None, "--params", help=_PARAMS),
+    d_model: str | None = typer.Option(None, "--d-model", help="Hidden width for the napkin form."),
+    batch: str = typer.Option("1", "--batch", "-b", help="Concurrent sequences." + SWEEP),
+    context: str | None = typer.Option(
+        None, "--context", help="Tokens already in the KV cache of each sequence (default 0)." + SWEEP
+    ),
+    dtype: str = typer.Option("fp16", "--dtype", help="Activation dtype (GEMMs run in it)." + SWEEP),
+    weight_dtype: str | None = typer.Option(
+        None, "--weight-dtype", help="Weight dtype: int8/int4 = weight-only quantization." + SWEEP
+    ),
+    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV-cache dtype (default --dtype)." + SWEEP),
+    attention_impl: str = typer.Option("fused", "--attention", help="fused or naive." + SWEEP),
+    device: str | None = _device(),
+    spec: list[Path] | None = spec_option(),
+    as_json: bool = json_option(),
+    output: Path | None = _output(),
+) -> None:
+    """One LLM decode step (one new token per sequence): weights streamed once per step."""
+    _llm(
+        "decode",
+        model,
+        params,
+        d_model,
+        batch,
+        context,
+        None,
+        dtype,
+        weight_dtype,
+        kv_dtype,
+        attention_impl,
+        device,
+        spec,
+        as_json,
+        output,
+    )
+
+
+@app.command()
+def prefill(
+    model: str | None = typer.Option(None, "--model", help=_MODEL),
+    params: str | None = typer.Option(None, "--params", help=_PARAMS),
+    d_model: str | None = typer.Option(None, "--d-model", help="Hidden width for the napkin form."),
+    seq: str = typer.Option(..., "--seq", "-s", help="Prompt length in tokens." + SWEEP),
+    batch: str = typer.Option("1", "--batch", "-b", help="Prompts processed together." + SWEEP),
+    dtype: str = typer.Option("fp16", "--dtype", help="Activation dtype (GEMMs run in it)." + SWEEP),
+    weight_dtype: str | None = typer.Option(
+        None, "--weight-dtype", help="Weight dtype: int8/int4 = weight-only quantization." + SWEEP
+    ),
+    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV-cache dtype (default --dtype)." + SWEEP),
+    attention_impl: str = typer.Option("fused", "--attention", help="fused or naive." + SWEEP),
+    device: str | None = _device(),
+    spec: list[Path] | None = spec_option(),
+    as_json: bool = json_option(),
+    output: Path | None = _output(),
+) -> None:
+    """LLM prefill of a prompt: every prompt token through every layer, causal attention."""
+    _llm(
+        "prefill",
+        model,
+        params,
+        d_model,
+        batch,
+        None,
+        seq,
+        dtype,
+        weight_dtype,
+        kv_dtype,
+        attention_impl,
+        device,
+        spec,
+        as_json,
+        output,
+    )
+
+
+@app.command()
+def elementwise(
+    op: str = typer.Option(
+        ..., "--op", help="relu, gelu, gelu_tanh, silu, add, mul, ... (see docs/cost-models.md)." + SWEEP
+    ),
+    numel: str = typer.Option(..., "--numel", "-N", help="Elements, e.g. 16777216 or 4096x4096." + SWEEP),
+    dtype: str = typer.Option("fp16", "--dtype", help="Element dtype." + SWEEP),
+    device: str | None = _device(),
+    spec: list[Path] | None = spec_option(),
+    as_json: bool = json_option(),
+    output: Path | None = _output(),
+) -> None:
+    """An element-wise op: FLOPs per element from a table, each input read and the output written once."""
+    values = {"op": _words(op, "--op"), "numel": _sizes(numel, "--numel"), "dtype": _words(dtype, "--dtype")}
+    run("elementwise", values, device, spec, as_json, output)
+
+
+@app.command()
+def norm(
+    op: str = typer.Option("layernorm", "--op", help="layernorm, rmsnorm or softmax." + SWEEP),
+    rows: str = typer.Option(..., "--rows", help="Rows (tokens)." + SWEEP),
+    cols: str = typer.Option(..., "--cols", help="Normalised width (hidden size)." + SWEEP),
+    dtype: str = typer.Option("fp16", "--dtype", help="Element dtype." + SWEEP),
+    affine: bool = typer.Option(True, "--affine/--no-affine", help="Learned weight (and bias for layernorm)."),
+    device: str | None = _device(),
+    spec: list[Path] | None = spec_option(),
+    as_json: bool = json_option(),
+    output: Path | None = _output(),
+) -> None:
+    """Row-wise normalisations: layernorm, rmsnorm, softmax."""
+    values = {
+        "op": _words(op, "--op"),
+        "rows": _sizes(rows, "--rows"),
+        "cols": _sizes(cols, "--cols"),
+        "dtype": _words(dtype, "--dtype"),
+        "affine": affine,
+    }
+    run("norm", values, device, spec, as_json, output)
+
+
+@app.command()
+def conv2d(
+    batch: str = typer.Option("1", "--batch", "-b", help="Batch size." + SWEEP),
+    in_channels: str = typer.Option(..., "--in-channels", "-c", help="Input channels." + SWEEP),
+    out_channels: str = typer.Option(..., "--out-channels", "-o", help="Output channels." + SWEEP),
+    height: str = typer.Option(..., "--height", help="Input height." + SWEEP),
+    width: str = typer.Option(..., "--width", help="Input width." + SWEEP),
+    kernel_size: str = typer.Option("3", "--kernel-size", help="Square kernel size." + SWEEP),
+    stride: str = typer.Option("1", "--stride", help="Stride." + SWEEP),
+    padding: str = typer.Option("0", "--padding", help="Zero padding." + SWEEP),
+    groups: str = typer.Option("1", "--groups", help="Groups (depthwise = channels)." + SWEEP),
+    dtype: str = typer.Option("fp16", "--dtype", help="Dtype." + SWEEP),
+    tf32: bool = typer.Option(False, "--tf32", help="fp32 conv on TF32 tensor cores."),
+    device: str | None = _device(),
+    spec: list[Path] | None = spec_option(),
+    as_json: bool = json_option(),
+    output: Path | None = typer.Option(None, "--output", help="Also write the report JSON here."),
+) -> None:
+    """2-D convolution (NCHW): 2 * output elements * (Cin/groups) * kh * kw FLOPs."""
+    values = {
+        "batch": _sizes(batch, "--batch"),
+        "in_channels": _sizes(in_channels, "--in-channels"),
+        "out_channels": _sizes(out_channels, "--out-channels"),
+        "height": _sizes(height, "--height"),
+        "width": _sizes(width, "--width"),
+        "kernel_size": _sizes(kernel_size, "--kernel-size"),
+        "stride": _sizes(stride, "--stride"),
+        "padding": _sizes(padding, "--padding", allow_zero=True),
+        "groups": _sizes(groups, "--groups"),
+        "dtype": _words(dtype, "--dtype"),
+        "tf32": tf32,
+    }
+    run("conv2d", values, device, spec, as_json, output)
+
+
+@app.command()
+def suite(
+    file: str = typer.Argument(..., help="A suite YAML, or the name of a shipped suite (transformer-ops)."),
+    device: str | None = _device(),
+    spec: list[Path] | None = spec_option(),
+    as_json: bool = json_option(),
+    output: Path | None = _output(),
+) -> None:
+    """Every workload of a suite file (kind + parameters per entry; list values sweep)."""
+    from roofline.analysis import analyze_items
+    from roofline.workloads import load_suite
+
+    loaded, items = load_suite(file)
+    devices = _devices(device, spec)
+    _emit(analyze_items(items, devices), devices, as_json, output, title=f"suite {loaded.name}")

@@ -1,0 +1,384 @@
+"""One step of a decoder-only transformer LLM: decode (one new token per sequence) or prefill (a prompt).
+
+Two forms share one parameter class:
+  napkin: ``params`` (P) and ``d_model``, the source text's
+          I_decode(B) = 2PB / (P b_param + B d_model b_elem);
+  config: ``model`` (a shipped name such as 'llama-3-8b', or a path to a model YAML): every kernel of every
+          layer, built from the gemm, attention, elementwise and norm formulas.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from roofline.costs.attention import AttentionParams, attention
+from roofline.costs.base import Cost, Kernel, Params, combine, register, scale
+from roofline.costs.elementwise import ElementwiseParams, elementwise
+from roofline.costs.gemm import GemmParams, gemm
+from roofline.costs.norms import NormParams, norm
+from roofline.dtypes import nbytes
+from roofline.errors import WorkloadError
+from roofline.resources import data_dir
+from roofline.yamlio import load_yaml, validate
+
+Size = Annotated[int, Field(gt=0)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class ModelConfig(BaseModel):
+    """The shape of a decoder-only transformer, as in workloads/llm/*.yaml."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    source: str  # where the numbers come from (the model's config.json)
+    layers: Size
+    hidden: Size
+    heads: Size
+    kv_heads: Size | None = None  # None: = heads (MHA)
+    head_dim: Size | None = None  # None: = hidden / heads
+    ffn: Size  # FFN inner width (intermediate_size)
+    ffn_type: Literal["gated", "mlp"]  # gated: SwiGLU (gate, up, down); mlp: up, gelu, down
+    vocab: Size
+    norm: Literal["rmsnorm", "layernorm"]
+    tied_embeddings: bool
+    max_context: Size
+    bias: bool = False  # biases on every linear layer (GPT-2)
+    learned_positions: bool = False  # a learned max_context x hidden position table (GPT-2)
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelConfig:
+        if self.heads % self.n_kv_heads:
+            raise ValueError(f"kv_heads ({self.n_kv_heads}) must divide heads ({self.heads})")
+        if self.head_dim is None and self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) is not a multiple of heads ({self.heads}): give head_dim")
+        return self
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.kv_heads if self.kv_heads is not None else self.heads
+
+    @property
+    def dim_head(self) -> int:
+        return self.head_dim if self.head_dim is not None else self.hidden // self.heads
+
+
+def models_dir() -> Path:
+    return data_dir("workloads") / "llm"
+
+
+def available_models() -> list[str]:
+    """Names of the shipped model configs."""
+    return sorted(path.stem for path in models_dir().glob("*.yaml"))
+
+
+def load_config(model: str) -> ModelConfig:
+    """The config of a shipped model ``model`` (e.g. 'llama-3-8b') or of the YAML file at path ``model``."""
+    if model.endswith((".yaml", ".yml")) or "/" in model or "\\" in model:
+        path = Path(model).expanduser()
+        if not path.is_file():
+            raise WorkloadError(f"{model}: no such model config file")
+    else:
+        path = models_dir() / f"{model.strip().lower()}.yaml"
+        if not path.is_file():
+            raise WorkloadError(
+                f"unknown model {model!r}: use one of {', '.join(available_models())} "
+                "or the path of a model YAML (see docs/cost-models.md)"
+            )
+    return validate(ModelConfig, load_yaml(path, WorkloadError), str(path), WorkloadError)
+
+
+def parameter_count(config: ModelConfig) -> int:
+    """Exact parameter count of ``config``: embeddings, attention, FFN, norms, biases, LM head."""
+    c = config
+    hd, kv = c.dim_head, c.n_kv_heads
+    norm_params = c.hidden * (2 if c.norm == "layernorm" else 1)  # layernorm: weight + bias
+    qkv = c.hidden * (c.heads + 2 * kv) * hd
+    out = c.heads * hd * c.hidden
+    ffn = (3 if c.ffn_type == "gated" else 2) * c.hidden * c.ffn
+    layer = qkv + out + ffn + 2 * norm_params
+    if c.bias:
+        layer += (c.heads + 2 * kv) * hd + c.hidden  # qkv and o biases
+        layer += (2 * c.ffn if c.ffn_type == "gated" else c.ffn) + c.hidden  # ffn biases
+    total = c.layers * layer + norm_params + c.vocab * c.hidden  # final norm, token embedding
+    if c.learned_positions:
+        total += c.max_context * c.hidden
+    if not c.tied_embeddings:
+        total += c.vocab * c.hidden  # separate LM head
+    return total
+
+
+class LlmParams(Params):
+    """Parameters of one LLM step: ``model`` (config form) or ``params`` + ``d_model`` (napkin form)."""
+
+    sizes = ("batch", "context", "params", "d_model")
+
+    model: str | None = None
+    params: Size | None = None
+    d_model: Size | None = None
+    batch: Size = 1
+    context: Count = 0  # tokens already in the KV cache of each sequence
+    act_dtype: str = "fp16"
+    weight_dtype: str | None = None  # None: = act_dtype
+    kv_dtype: str | None = None  # None: = act_dtype
+    attention: Literal["fused", "naive"] = "fused"
+
+    _config: ModelConfig | None = PrivateAttr(None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            for name in ("weight_dtype", "kv_dtype"):
+                if data.get(name) is None:
+                    data[name] = data.get("act_dtype", "fp16")
+        return data
+
+    @model_validator(mode="after")
+    def _form(self) -> LlmParams:
+        napkin = self.params is not None or self.d_model is not None
+        if self.model is not None and napkin:
+            raise ValueError("give either model (a config) or params and d_model (napkin form), not both")
+        if self.model is None:
+            if self.params is None or self.d_model is None:
+                raise ValueError("give model (a name or a YAML path), or both params and d_model")
+            if self.context:
+                raise ValueError("the napkin form (params, d_model) does not model the KV cache: give model")
+        else:
+            self._config = load_config(self.model)  # WorkloadError names the problem and the choices
+        return self
+
+    @property
+    def config(self) -> ModelConfig | None:
+        return self._config
+
+    @property
+    def new_tokens(self) -> int:
+        """Tokens each sequence processes in this step."""
+        return 1
+
+    def label(self) -> str:
+        head = f"params={self.params:.4g} d_model={self.d_model}" if self._config is None else self._config.name
+        text = f"{head} batch={self.batch}"
+        if isinstance(self, PrefillParams):
+            text += f" seq={self.seq}"
+        if self.context or self._config is not None:
+            text += f" context={self.context}"
+        return text
+
+
+class DecodeParams(LlmParams):
+    """Decode: one new token per sequence, attending to ``context`` cached tokens plus itself."""
+
+
+class PrefillParams(LlmParams):
+    """Prefill: ``seq`` prompt tokens per sequence (after ``context`` cached ones, usually 0)."""
+
+    sizes = ("batch", "seq", "context", "params", "d_model")
+
+    seq: Size
+
+    @property
+    def new_tokens(self) -> int:
+        return self.seq
+
+
+# ---------------------------------------------------------------------------------------------------
+# Napkin form
+
+
+def _napkin(kind: str, p: LlmParams) -> Cost:
+    # NB: napkin form (the source text's I_decode): every parameter is one multiply-add per token
+    # (FLOPs = 2 P tokens), all weights are read once per step (P b_param) and one d_model-wide
+    # activation vector per token moves (tokens d_model b_elem). Attention, the KV cache, the embedding
+    # gather and per-layer activations are not modelled: give a model config for those.
+    assert p.params is not None and p.d_model is not None
+    tokens = p.batch * p.new_tokens
+    weights = nbytes(p.params, p.weight_dtype)
+    acts = nbytes(tokens * p.d_model, p.act_dtype)
+    notes = [
+        "napkin form: FLOPs = 2*params*tokens; bytes = params*b_param + tokens*d_model*b_elem",
+        "napkin form: attention, KV cache and per-layer activations not modelled",
+    ]
+    if p.attention != "fused":
+        notes.append("napkin form: attention implementation ignored")
+    if p.weight_dtype != p.act_dtype:
+        notes.append(f"weight-only {p.weight_dtype}: weights dequantised on the fly, math at {p.act_dtype}")
+    kernel = Kernel(f"{kind}_step", 2 * p.params * tokens, weights + acts, p.act_dtype, "tensor")
+    return Cost(kind, (kernel,), tuple(notes), {"weights": weights, "activations": acts})
+
+
+# ---------------------------------------------------------------------------------------------------
+# Config form: helpers that return one component's Cost with the LLM's byte terms
+# (weights, other_weights, kv_cache, activations, attention_scores).
+
+
+def _retag(part: Cost, name: str | None, terms: dict[str, str]) -> Cost:
+    """``part`` with its kernel renamed (single-kernel parts) and its byte terms mapped onto LLM terms."""
+    kernels = part.kernels
+    if name is not None:
+        kernels = tuple(dataclasses.replace(k, name=name) for k in kernels)
+    mapped: dict[str, int] = {}
+    for key, value in part.byte_terms.items():
+        mapped[terms[key]] = mapped.get(terms[key], 0) + value
+    return Cost(part.kind, kernels, part.notes, {k: v for k, v in mapped.items() if v})
+
+
+def _linear(name: str, m: int, n: int, k: int, p: LlmParams, cfg: ModelConfig) -> Cost:
+    # NB: y[m,n] = x[m,k] @ W[k,n]: the gemm formula at act_dtype, with the weight read at weight_dtype
+    # (int8/int4 weight-only quantization: dequantised on the fly, math at act_dtype on the tensor roof;
+    # quantization scales not counted). A bias adds one FLOP per output and n elements read (act_dtype).
+    base = gemm(GemmParams(m=m, n=n, k=k, dtype=p.act_dtype))
+    flops = base.flops
+    w = nbytes(k * n, p.weight_dtype)
+    acts = base.byte_terms["A"] + base.byte_terms["C"]
+    bias = nbytes(n, p.act_dtype) if cfg.bias else 0
+    if cfg.bias:
+        flops += m * n
+    kernel = dataclasses.replace(base.kernels[0], name=name, flops=flops, bytes=acts + w + bias)
+    terms = {"weights": w, "activations": acts}
+    if bias:
+        terms["other_weights"] = bias
+    return Cost(base.kind, (kernel,), base.notes, terms)
+
+
+def _norm(name: str, rows: int, p: LlmParams, cfg: ModelConfig) -> Cost:
+    part = norm(NormParams(op=cfg.norm, rows=rows, cols=cfg.hidden, dtype=p.act_dtype, affine=True))
+    return _retag(part, name, {"input": "activations", "output": "activations", "weights": "other_weights"})
+
+
+def _elementwise(name: str, op: str, numel: int, p: LlmParams) -> Cost:
+    part = elementwise(ElementwiseParams(op=op, numel=numel, dtype=p.act_dtype))
+    return _retag(part, name, {"inputs": "activations", "outputs": "activations"})
+
+
+def _attention(p: LlmParams, cfg: ModelConfig) -> Cost:
+    seq_q = p.new_tokens
+    part = attention(
+        AttentionParams(
+            batch=p.batch,
+            heads=cfg.heads,
+            kv_heads=cfg.n_kv_heads,
+            seq_q=seq_q,
+            seq_kv=p.context + seq_q,
+            head_dim=cfg.dim_head,
+            dtype=p.act_dtype,
+            kv_dtype=p.kv_dtype,
+            causal=seq_q > 1,
+            impl=p.attention,
+        )
+    )
+    terms = {
+        "q": "activations",
+        "o": "activations",
+        "k": "kv_cache",
+        "v": "kv_cache",
+        "scores": "attention_scores",
+        "probs": "attention_scores",
+    }
+    return _retag(part, None, terms)
+
+
+def _kv_write(tokens: int, p: LlmParams, cfg: ModelConfig) -> Cost:
+    # NB: the new tokens' K and V (written by the QKV GEMM at act_dtype) are copied into the cache at
+    # kv_dtype (read once, written once; a quantizing copy's few FLOPs are not counted). Rotary position
+    # embedding is assumed fused into this copy / the attention kernel: no kernel, no bytes counted.
+    numel = 2 * tokens * cfg.n_kv_heads * cfg.dim_head
+    read = nbytes(numel, p.act_dtype)
+    write = nbytes(numel, p.kv_dtype)
+    kernel = Kernel("kv_cache_write", 0, read + write, p.act_dtype, "vector")
+    notes = ("new K/V copied into the KV cache at kv_dtype; rotary embedding assumed fused (not counted)",)
+    return Cost("kv_cache_write", (kernel,), notes, {"activations": read, "kv_cache": write})
+
+
+def _embedding(tokens: int, p: LlmParams, cfg: ModelConfig) -> Cost:
+    # NB: a gather counts the rows touched, not the table: one hidden-wide row per token (repeated token
+    # ids counted each time), read at act_dtype (embedding tables are kept unquantized), written once.
+    # Learned positions (GPT-2): one position row per token read too, and added (1 FLOP per element).
+    numel = tokens * cfg.hidden
+    rows = nbytes(numel, p.act_dtype) * (2 if cfg.learned_positions else 1)
+    out = nbytes(numel, p.act_dtype)
+    flops = numel if cfg.learned_positions else 0
+    kernel = Kernel("embedding", flops, rows + out, p.act_dtype, "vector")
+    notes = ("embedding gather: one row per token read (rows touched, not the table)",)
+    return Cost("embedding", (kernel,), notes, {"other_weights": rows, "activations": out})
+
+
+def _layer(p: LlmParams, cfg: ModelConfig) -> Cost:
+    tokens = p.batch * p.new_tokens
+    hd, kv = cfg.dim_head, cfg.n_kv_heads
+    parts = [
+        _norm("attn_norm", tokens, p, cfg),
+        _linear("qkv_proj", tokens, (cfg.heads + 2 * kv) * hd, cfg.hidden, p, cfg),
+        _kv_write(tokens, p, cfg),
+        _attention(p, cfg),
+        _linear("o_proj", tokens, cfg.hidden, cfg.heads * hd, p, cfg),
+        _elementwise("residual_add", "add", tokens * cfg.hidden, p),
+        _norm("ffn_norm", tokens, p, cfg),
+    ]
+    if cfg.ffn_type == "gated":
+        # NB: SwiGLU: gate and up as one GEMM (N = 2 ffn), silu on the gate half (a view), times up.
+        parts += [
+            _linear("gate_up_proj", tokens, 2 * cfg.ffn, cfg.hidden, p, cfg),
+            _elementwise("silu", "silu", tokens * cfg.ffn, p),
+            _elementwise("mul", "mul", tokens * cfg.ffn, p),
+        ]
+    else:
+        # NB: plain MLP: up, GELU (erf form; GPT-2's tanh form is 9 FLOPs per element, not 5), down.
+        parts += [
+            _linear("up_proj", tokens, cfg.ffn, cfg.hidden, p, cfg),
+            _elementwise("gelu", "gelu", tokens * cfg.ffn, p),
+        ]
+    parts += [
+        _linear("down_proj", tokens, cfg.hidden, cfg.ffn, p, cfg),
+        _elementwise("residual_add", "add", tokens * cfg.hidden, p),
+    ]
+    return combine("layer", parts)
+
+
+def _config_step(kind: str, p: LlmParams, cfg: ModelConfig) -> Cost:
+    tokens = p.batch * p.new_tokens
+    parts = [
+        _embedding(tokens, p, cfg),
+        scale(_layer(p, cfg), cfg.layers),
+        _norm("final_norm", tokens, p, cfg),
+        # NB: LM head over every token processed: decode batch rows; prefill all batch*seq rows (as a
+        # plain forward does; serving engines that keep only each prompt's last logits do 1/seq of it).
+        # Tied embeddings: the same matrix, still read in full once. Sampling is not counted.
+        _linear("lm_head", tokens, cfg.vocab, cfg.hidden, p, cfg),
+    ]
+    notes = [
+        f"{cfg.name}: {cfg.layers} layers, hidden {cfg.hidden}, {cfg.heads} heads ({cfg.n_kv_heads} KV), "
+        f"ffn {cfg.ffn} {cfg.ffn_type}, vocab {cfg.vocab} (source: {cfg.source})",
+        f"weights at {p.weight_dtype}, activations at {p.act_dtype}, KV cache at {p.kv_dtype}",
+        "each weight matrix read once per step, whatever the batch (it stays resident across tokens)",
+        "LM head computed for every token processed (prefill: all batch*seq rows)",
+        "norm weights, biases and embedding rows kept at act_dtype (other_weights)",
+    ]
+    if p.weight_dtype != p.act_dtype:
+        notes.append(f"weight-only {p.weight_dtype}: dequantised on the fly, GEMM math at {p.act_dtype}")
+    if p.context + p.new_tokens > cfg.max_context:
+        notes.append(
+            f"context + new tokens = {p.context + p.new_tokens} exceeds {cfg.name}'s max_context {cfg.max_context}"
+        )
+    return combine(kind, parts, tuple(notes))
+
+
+def _step(kind: str, p: LlmParams) -> Cost:
+    cfg = p.config
+    return _napkin(kind, p) if cfg is None else _config_step(kind, p, cfg)
+
+
+@register("decode", DecodeParams, "one LLM decode step: one new token per sequence (napkin or model config)")
+def decode(p: DecodeParams) -> Cost:
+    return _step("decode", p)
+
+
+@register("prefill", PrefillParams, "one LLM prefill step over seq prompt tokens per sequence")
+def prefill(p: PrefillParams) -> Cost:
+    return _step("prefill", p)

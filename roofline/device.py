@@ -1,0 +1,116 @@
+"""A Device is the set of roofs one analysis uses: compute peaks per (dtype, unit), bandwidth per memory
+level, and a launch floor. It is built from a spec sheet (and, later, from measured ceilings), all in
+base units (FLOP/s, byte/s, s)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from roofline.errors import UsageError
+from roofline.specs.schema import SpecSheet
+
+Math = Literal["tensor", "vector"]
+ROOF_SOURCE_SPEC = "spec"
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One compute roof: peak rate and a label saying which unit it is ('bf16 tensor', 'fp32 vector')."""
+
+    flops_per_s: float
+    dtype: str
+    unit: Math
+
+    @property
+    def label(self) -> str:
+        return f"{self.dtype} {self.unit}"
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    display_name: str
+    vendor: str
+    compute: dict[tuple[str, str], float]  # (dtype, unit) -> FLOP/s (OP/s for integers)
+    bandwidth: dict[str, float]  # memory level -> byte/s ("dram" always present)
+    launch_floor_s: float
+    roof_source: str = ROOF_SOURCE_SPEC
+    capacities: dict[str, float] = field(default_factory=dict)  # level -> bytes
+    compute_units: int = 0  # SMs / CUs (0 when unknown, e.g. a CPU)
+    unit_name: str = "SM"
+
+    @classmethod
+    def from_sheet(cls, sheet: SpecSheet) -> Device:
+        compute: dict[tuple[str, str], float] = {}
+        for unit, peaks in (
+            ("vector", sheet.compute_dense_tflops.vector),
+            ("tensor", sheet.compute_dense_tflops.tensor),
+        ):
+            for dtype, tflops in peaks.model_dump().items():
+                if tflops is not None:
+                    compute[(dtype, unit)] = float(round(tflops * 1e12))
+        mem = sheet.memory
+        bandwidth = {"dram": float(round(mem.dram.bandwidth_gb_per_s * 1e9))}
+        capacities = {"dram": mem.dram.capacity_gb * 1e9}
+        for level in ("l2", "llc"):
+            cache = getattr(mem, level)
+            if cache is not None:
+                capacities[level] = cache.capacity_mib * 2**20
+                if cache.bandwidth_gb_per_s:
+                    bandwidth[level] = cache.bandwidth_gb_per_s * 1e9
+        if mem.smem is not None and mem.smem.bandwidth_gb_per_s:
+            bandwidth["smem"] = mem.smem.bandwidth_gb_per_s * 1e9
+        return cls(
+            name=sheet.name,
+            display_name=sheet.display_name,
+            vendor=sheet.vendor,
+            compute=compute,
+            bandwidth=bandwidth,
+            launch_floor_s=sheet.launch_floor_us * 1e-6,
+            capacities=capacities,
+            compute_units=sheet.compute_units,
+            unit_name=sheet.compute_unit_name,
+        )
+
+    @property
+    def dram_bandwidth(self) -> float:
+        return self.bandwidth["dram"]
+
+    def has_tensor_cores(self) -> bool:
+        return any(unit == "tensor" for _, unit in self.compute)
+
+    def roof(self, dtype: str, math: Math, *, tf32: bool = False) -> Roof:
+        """The compute roof an op of ``dtype`` runs against.
+
+        Matmul-like ops ('tensor'): fp32 uses the fp32 CUDA-core roof unless TF32 is requested (or the
+        device has matrix fp32, as AMD parts do); fp16/bf16/fp8/int8 use the tensor roof.
+        Element-wise ops ('vector'): fp64 uses the fp64 roof, everything else the fp32 roof unless the
+        sheet has a vector peak for that dtype. NB: packed half2 math could double the fp16 vector rate;
+        element-wise ops are memory-bound by orders of magnitude, so this does not move their bound.
+        """
+        c = self.compute
+        if math == "tensor":
+            if dtype == "fp32" and tf32:
+                if ("tf32", "tensor") in c:
+                    return Roof(c[("tf32", "tensor")], "tf32", "tensor")
+                raise UsageError(f"{self.name} has no TF32 tensor peak on its sheet: drop --tf32")
+            if dtype in ("fp32", "fp64", "tf32"):
+                key = "tf32" if dtype == "tf32" else dtype
+                if (key, "tensor") in c:
+                    return Roof(c[(key, "tensor")], key, "tensor")
+                if dtype != "tf32" and (dtype, "vector") in c:
+                    return Roof(c[(dtype, "vector")], dtype, "vector")
+            elif (dtype, "tensor") in c:
+                return Roof(c[(dtype, "tensor")], dtype, "tensor")
+            raise UsageError(
+                f"{self.name} has no dense {dtype} matrix peak on its sheet: pick another --dtype "
+                f"(it has: {', '.join(sorted({d for d, _ in c}))})"
+            )
+        if dtype == "fp64":
+            if ("fp64", "vector") in c:
+                return Roof(c[("fp64", "vector")], "fp64", "vector")
+            raise UsageError(f"{self.name} has no fp64 peak on its sheet: pick another --dtype")
+        if (dtype, "vector") in c:
+            return Roof(c[(dtype, "vector")], dtype, "vector")
+        return Roof(c[("fp32", "vector")], "fp32", "vector")

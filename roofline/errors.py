@@ -1,0 +1,43 @@
+"""Typed errors. The CLI turns each into one line ``Error: ...`` and the exit code it carries.
+
+Exit codes (documented in docs/cli.md):
+  0  success
+  1  the user's own code failed (their traceback is shown)
+  2  usage or input error: bad option, unknown device, invalid spec sheet or workload file
+  3  inconclusive (used by ``gate``)
+  130 interrupted (Ctrl-C)
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_USER_CODE = 1
+EXIT_USAGE = 2
+EXIT_INCONCLUSIVE = 3
+EXIT_INTERRUPTED = 130
+
+
+class RooflineError(Exception):
+    """Base class: a problem we can explain in one line."""
+
+    exit_code = EXIT_USAGE
+
+
+class UsageError(RooflineError):
+    """Bad option values, sizes, dtypes."""
+
+
+class SpecError(RooflineError):
+    """A spec sheet that cannot be read or does not validate."""
+
+
+class UnknownDeviceError(RooflineError):
+    """A device name that matches no spec sheet."""
+
+
+class WorkloadError(RooflineError):
+    """A workload, model config or suite file that cannot be used."""
+
+
+class ReportError(RooflineError):
+    """A report file that is missing, corrupt or of a foreign format."""

@@ -1,0 +1,179 @@
+"""Console rendering of analytic rows: one table (devices side by side when several) and the findings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.markup import escape
+
+from roofline.analysis import Row
+from roofline.device import Device
+from roofline.render.base import Renderer, to_text
+from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
+
+BOUND_STYLE = {"compute": "bold green", "memory": "bold yellow", "launch": "bold magenta"}
+
+
+def _bound(text: str) -> str:
+    return f"[{BOUND_STYLE.get(text, '')}]{text}[/]"
+
+
+def split_labels(rows: Sequence[Row]) -> tuple[str, dict[int, str]]:
+    """Common part of the rows' labels (shown once) and each row's varying part (shown in its cell)."""
+
+    def tokens(row: Row) -> list[str]:
+        items = row.label.split()
+        named = {item.split("=", 1)[0] for item in items} | set(items)
+        kin = [other for other in rows if other.kind == row.kind]
+        extra = [
+            f"{k}={v}"
+            for k, v in row.params.items()
+            if k not in named
+            and str(v) not in named
+            and isinstance(v, (str, int, float))
+            and not isinstance(v, bool)
+            and any(other.params.get(k) != v for other in kin)
+        ]
+        return [row.kind, *items, *extra]
+
+    per_row = [tokens(row) for row in rows]
+    common = [t for t in per_row[0] if all(t in other for other in per_row)] if per_row else []
+    labels = {i: " ".join(t for t in toks if t not in common) or toks[0] for i, toks in enumerate(per_row)}
+    return " ".join(common), labels
+
+
+def _header(devices: Sequence[Device], rows: Sequence[Row]) -> list[str]:
+    lines = []
+    for device in devices:
+        mine = [r for r in rows if r.device == device.name]
+        roofs = sorted({(r.roof, r.peak_flops_per_s, r.ridge) for r in mine})
+        roof_text = " · ".join(
+            f"{label} {format_rate(peak)} (ridge {format_intensity(ridge)} FLOP/B)" for label, peak, ridge in roofs
+        )
+        source = "spec sheet" if device.roof_source == "spec" else "measured (calibration)"
+        lines.append(f"[bold]{escape(device.display_name)}[/] ({device.name}) · roofs from {source}")
+        lines.append(
+            f"  {roof_text} · DRAM {format_rate(device.dram_bandwidth, 'B/s')} · "
+            f"launch floor {format_time(device.launch_floor_s)}"
+        )
+    return lines
+
+
+class AnalysisRenderer(Renderer):
+    """Rows from `roofline analyze`: full metrics for one device, a comparison for several."""
+
+    def __init__(self, devices: Sequence[Device], *, title: str = "", color: bool | None = None) -> None:
+        self.devices = list(devices)
+        self.title = title
+        self.color = color
+
+    def render(self, rows: Sequence[Row]) -> str:
+        if len(rows) == 1:
+            return to_text(*self._card(rows[0]), *self._findings(rows, single=True), color=self.color)
+        return to_text(
+            *_header(self.devices, rows),
+            self._table(rows),
+            *self._findings(rows, single=False),
+            color=self.color,
+        )
+
+    def _card(self, row: Row) -> list[str]:
+        """One workload on one device: every quantity on its own line."""
+        device = self.devices[0]
+        source = "spec sheet" if row.roof_source == "spec" else "measured (calibration)"
+        terms = ", ".join(f"{name} {format_bytes(value)}" for name, value in row.byte_terms.items())
+        fields = [
+            ("FLOPs", format_count(row.flops)),
+            ("bytes", format_bytes(row.bytes) + (f" ({terms})" if terms and len(row.byte_terms) > 1 else "")),
+            ("intensity", f"{format_intensity(row.intensity)} FLOP/B"),
+            (
+                "ridge",
+                f"{format_intensity(row.ridge)} FLOP/B ({row.roof} {format_rate(row.peak_flops_per_s)} / "
+                f"DRAM {format_rate(row.bandwidth_bytes_per_s, 'B/s')})",
+            ),
+            ("bound", _bound(row.bound)),
+            ("attainable", format_rate(row.attainable_flops_per_s)),
+            (
+                "min time",
+                f"{format_time(row.time_s)} (compute {format_time(row.compute_time_s)}, memory "
+                f"{format_time(row.memory_time_s)}, launch {format_time(row.launch_time_s)} for "
+                f"{row.kernels} kernel{'s' if row.kernels != 1 else ''})",
+            ),
+            ("fits", " + ".join(row.top.properties) if row.top else "-"),
+        ]
+        lines = [
+            f"[bold]{escape(row.kind + ' ' + row.label)}[/] on {escape(device.display_name)} ({device.name}), "
+            f"roofs from {source}"
+        ]
+        lines += [f"  {name:<11} {value}" for name, value in fields]
+        return lines
+
+    def _table(self, rows: Sequence[Row]) -> Any:
+        from rich.table import Table
+
+        common, labels = split_labels(rows)
+        title = " · ".join(part for part in (self.title, common) if part)
+        table = Table(title=escape(title) or None, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
+        table.add_column("workload", overflow="fold")
+        table.add_column("FLOPs", justify="right", no_wrap=True)
+        table.add_column("bytes", justify="right", no_wrap=True)
+        table.add_column("intensity\nFLOP/B", justify="right", no_wrap=True)
+        names = [d.name for d in self.devices]
+        shapes: dict[str, dict[str, Row]] = {}
+        for index, row in enumerate(rows):
+            shapes.setdefault(labels[index], {})[row.device] = row
+        if len(names) == 1:
+            for column in ("bound", "attainable", "min time"):  # numbers never wrap: the label does
+                table.add_column(column, justify="left" if column == "bound" else "right", no_wrap=True)
+            table.add_column("fits (property)", min_width=12)
+        else:
+            for name in names:
+                table.add_column(f"{name}\nmin time · bound", justify="right", no_wrap=True)
+        for label, by_device in shapes.items():
+            first = next(iter(by_device.values()))
+            cells = [
+                escape(label),
+                format_count(first.flops),
+                format_bytes(first.bytes),
+                format_intensity(first.intensity),
+            ]
+            if len(names) == 1:
+                top = first.top
+                cells += [
+                    _bound(first.bound),
+                    format_rate(first.attainable_flops_per_s),
+                    format_time(first.time_s),
+                    " + ".join(top.properties) if top else "",
+                ]
+            else:
+                for name in names:
+                    r = by_device.get(name)
+                    cells.append(f"{format_time(r.time_s)} · {_bound(r.bound)}" if r else "n/a")
+            table.add_row(*cells)
+        return table
+
+    def _findings(self, rows: Sequence[Row], *, single: bool) -> list[str]:
+        lines: list[str] = []
+        seen: set[tuple[str, str]] = set()
+        for row in rows:
+            if not row.findings:
+                continue
+            chosen = row.findings if single else row.findings[:1]
+            for finding in chosen:
+                key = (finding.rule, row.device if single else "")
+                if key in seen:
+                    continue
+                seen.add(key)
+                context = [] if single else [f"{row.kind} {row.label}"]
+                if len(self.devices) > 1:
+                    context.append(row.device)
+                where = f" [dim]({escape(', '.join(context))})[/]" if context else ""
+                if not lines:
+                    lines.append("\n[bold]Findings[/] (bottleneck → property: technique; roofline bound on the gain)")
+                lines.append(f"• [bold]{finding.bottleneck}[/]{where} → {escape(finding.summary())}")
+                lines.append(f"  [dim]evidence: {escape(finding.evidence)}[/]")
+        if single and rows and rows[0].notes:
+            lines.append("\n[dim]Assumptions: " + escape("; ".join(rows[0].notes)) + "[/]")
+        return lines

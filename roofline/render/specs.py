@@ -1,0 +1,146 @@
+"""Console rendering of spec sheets and detection results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from roofline.render.base import Renderer, to_text
+from roofline.specs.schema import SpecSheet
+from roofline.specs.summary import roofs, sheet_summary
+
+
+def _num(value: float | None, fmt: str = "{:,.4g}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+class SpecListRenderer(Renderer):
+    def render(self, reg: Any) -> str:  # SpecRegistry
+        table = Table(header_style="bold", box=box.SIMPLE_HEAD)
+        for column, justify in (
+            ("name", "left"),
+            ("device", "left"),
+            ("arch", "left"),
+            ("16-bit tensor\nTFLOP/s", "right"),
+            ("fp32\nTFLOP/s", "right"),
+            ("DRAM\nGB/s", "right"),
+            ("memory\nGB", "right"),
+            ("ridge\nFLOP/B", "right"),
+            ("from", "left"),
+        ):
+            table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        for name in reg.names():
+            s = sheet_summary(reg.sheets[name], reg.origins[name], str(reg.paths[name]))
+            tensor = f"{_num(s['tensor16_tflops'])} {s['tensor16_dtype']}" if s["tensor16_dtype"] else "-"
+            table.add_row(
+                s["name"],
+                escape(s["display_name"]),
+                s["architecture"],
+                tensor,
+                _num(s["fp32_tflops"]),
+                _num(s["dram_gb_per_s"], "{:,.0f}"),
+                _num(s["dram_capacity_gb"], "{:,.0f}"),
+                _num(s["ridge16_flop_per_byte"], "{:,.0f}"),
+                s["origin"],
+            )
+        note = "[dim]Dense peaks (no 2:4 sparsity). Ridge = 16-bit tensor peak / DRAM bandwidth.[/]"
+        return to_text(table, note)
+
+
+class SpecShowRenderer(Renderer):
+    def __init__(self, origin: str, path: Path) -> None:
+        self.origin = origin
+        self.path = path
+
+    def render(self, sheet: SpecSheet) -> str:
+        items: list[Any] = [
+            f"[bold]{escape(sheet.display_name)}[/] ({sheet.name}) · {sheet.vendor} {sheet.architecture}"
+            f" · {sheet.compute_units} {sheet.compute_unit_name}s"
+            + (f" · boost {sheet.boost_clock_mhz:g} MHz" if sheet.boost_clock_mhz else "")
+            + (f" · TDP {sheet.tdp_w:g} W" if sheet.tdp_w else "")
+        ]
+        if sheet.aliases:
+            items.append("aliases: " + escape(", ".join(sheet.aliases)))
+        table = Table(title="Compute roofs (dense)", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
+        for column in ("dtype", "unit", "peak", "ridge vs DRAM"):
+            table.add_column(column, justify="left" if column in ("dtype", "unit") else "right")
+        for roof in roofs(sheet):
+            unit = "TOP/s" if roof["dtype"].startswith("int") else "TFLOP/s"
+            table.add_row(
+                roof["dtype"],
+                roof["unit"],
+                f"{roof['peak_flops_per_s'] / 1e12:,.4g} {unit}",
+                f"{roof['ridge_flop_per_byte']:,.1f} FLOP/B",
+            )
+        items.append(table)
+        mem = sheet.memory
+        memory = Table(title="Memory", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
+        for column in ("level", "capacity", "bandwidth"):
+            memory.add_column(column)
+        memory.add_row(
+            f"DRAM ({mem.dram.type})",
+            f"{mem.dram.capacity_gb:g} GB",
+            f"{mem.dram.bandwidth_gb_per_s:,.0f} GB/s",
+        )
+        for label, cache in (("L2", mem.l2), ("LLC", mem.llc)):
+            if cache is not None:
+                scope = f" {cache.scope}" if cache.scope else ""
+                bandwidth = f"{cache.bandwidth_gb_per_s:,.0f} GB/s" if cache.bandwidth_gb_per_s else "-"
+                memory.add_row(label, f"{cache.capacity_mib:g} MiB{scope}", bandwidth)
+        if mem.smem is not None:
+            block = f" ({mem.smem.per_block_kib:g} per block)" if mem.smem.per_block_kib else ""
+            memory.add_row("shared memory", f"{mem.smem.per_sm_kib:g} KiB per SM{block}", "-")
+        items.append(memory)
+        items.append(f"launch floor: {sheet.launch_floor_us:g} us")
+        if sheet.interconnect is not None:
+            links = {k: v for k, v in sheet.interconnect.model_dump().items() if v}
+            items.append(
+                "interconnect: " + ", ".join(f"{k.replace('_gb_per_s', '')} {v:g} GB/s" for k, v in links.items())
+            )
+        if sheet.unconfirmed:
+            items.append("[yellow]unconfirmed:[/] " + escape(", ".join(sheet.unconfirmed)))
+        for note in sheet.notes:
+            items.append(f"[dim]note: {escape(note)}[/]")
+        for source in sheet.sources:
+            items.append(f"[dim]source: {escape(source)}[/]")
+        items.append(f"[dim]sheet: {escape(str(self.path))} ({self.origin})[/]")
+        return to_text(*items)
+
+
+class DetectRenderer(Renderer):
+    def render(self, result: Any) -> str:  # Detection
+        items: list[Any] = []
+        if not result.gpus:
+            cpu = result.cpu
+            items.append("No GPU detected (no NVML device and no CUDA device in torch).")
+            items.append(
+                f"CPU: {escape(str(cpu.model))} · {cpu.logical_cores} logical cores"
+                + (f", {cpu.physical_cores} physical" if cpu.physical_cores else "")
+                + (f" · torch dispatches to {cpu.isa}" if cpu.isa else "")
+                + (f" · torch threads {cpu.torch_threads}" if cpu.torch_threads else "")
+            )
+            items.append(f"[dim]{escape(cpu.note)}[/]")
+        for gpu in result.gpus:
+            sheet = gpu.sheet or "[yellow]no matching sheet[/]"
+            items.append(f"GPU {gpu.index}: [bold]{escape(gpu.name)}[/] → {sheet} [dim](via {gpu.source})[/]")
+            if gpu.checks:
+                table = Table(header_style="bold", box=box.SIMPLE_HEAD)
+                for column in ("quantity", "read at run time", "sheet", "ratio"):
+                    table.add_column(column, justify="left" if column == "quantity" else "right")
+                for check in gpu.checks:
+                    ratio = f"{check.ratio:.3f}" if check.ratio is not None else "-"
+                    style = "[yellow]" if check.warn else ""
+                    table.add_row(
+                        check.quantity,
+                        f"{_num(check.derived, '{:,.6g}')} {check.unit}",
+                        f"{_num(check.sheet, '{:,.6g}')} {check.unit}",
+                        f"{style}{ratio}",
+                    )
+                items.append(table)
+        for warning in result.warnings:
+            items.append(f"[yellow]warning:[/] {escape(warning)}")
+        return to_text(*items)

@@ -1,0 +1,104 @@
+"""The Report: the versioned JSON document every command writes and plot/gate/compare read.
+
+Reading is tolerant (unknown keys are kept and ignored, so older tools read newer minor versions);
+a different major version or a foreign document is an error, never silently reinterpreted.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from roofline import __version__
+from roofline.errors import ReportError
+from roofline.fileio import atomic_write_text
+
+SCHEMA = "roofline.report"
+VERSION = 1
+
+
+class DeviceInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    display_name: str
+    roof_source: str
+    dram_bandwidth_bytes_per_s: float
+    launch_floor_s: float
+    compute_flops_per_s: dict[str, float]  # 'dtype unit' -> FLOP/s
+
+
+class Report(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    schema_: str = SCHEMA
+    version: int = VERSION
+    tool_version: str = __version__
+    created_utc: str = ""
+    command: str = ""
+    source: str = "analytic"  # analytic | bench | diagnose
+    host: dict[str, str] = {}
+    devices: list[DeviceInfo] = []
+    rows: list[dict[str, Any]] = []
+
+    def to_json(self) -> str:
+        data = self.model_dump(mode="json")
+        data = {"schema": data.pop("schema_"), **data}
+        return json.dumps(data, indent=2, allow_nan=False, default=str) + "\n"
+
+
+def device_info(device: Any) -> DeviceInfo:
+    return DeviceInfo(
+        name=device.name,
+        display_name=device.display_name,
+        roof_source=device.roof_source,
+        dram_bandwidth_bytes_per_s=device.dram_bandwidth,
+        launch_floor_s=device.launch_floor_s,
+        compute_flops_per_s={f"{d} {u}": v for (d, u), v in sorted(device.compute.items())},
+    )
+
+
+def new_report(command: str, source: str, devices: list[Any], rows: list[BaseModel]) -> Report:
+    return Report(
+        created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        command=command,
+        source=source,
+        host={"python": platform.python_version(), "platform": platform.platform(terse=True)},
+        devices=[device_info(d) for d in devices],
+        rows=[row.model_dump(mode="json") for row in rows],
+    )
+
+
+def write_report(report: Report, path: Path) -> None:
+    atomic_write_text(Path(path), report.to_json())
+
+
+def read_report(path: Path) -> Report:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such report file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}: corrupt report (invalid JSON at line {exc.lineno}): re-create it") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ReportError(f'{path}: not a roofline report (no "schema": "{SCHEMA}")')
+    if data.get("version") != VERSION:
+        raise ReportError(
+            f"{path}: report version {data.get('version')!r} is not supported by roofline {__version__} "
+            f"(reads version {VERSION}): upgrade roofline"
+        )
+    data["schema_"] = data.pop("schema")
+    try:
+        return Report.model_validate(data)
+    except ValidationError as exc:
+        from roofline.yamlio import describe_validation_error
+
+        raise ReportError(f"{path}: corrupt report: {describe_validation_error(exc)}") from None

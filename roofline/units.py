@@ -1,0 +1,103 @@
+"""Units: parsing sizes from the command line and formatting quantities with explicit units.
+
+Everything inside the library is in base SI units (FLOP, byte, second, FLOP/s, byte/s); prefixes are
+decimal (1 GB = 1e9 bytes, 1 TB/s = 1e12 byte/s) as in vendor spec sheets. Only this module converts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from roofline.errors import UsageError
+
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "ki": 2**10, "mi": 2**20, "gi": 2**30}
+_ATOM = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*(ki|mi|gi|k|m|g|t)?\s*$", re.IGNORECASE)
+_POW = re.compile(r"^\s*(\d+)\s*\^\s*(\d+)\s*$")
+
+
+def _parse_atom(text: str, option: str) -> float:
+    text = text.strip()
+    pow_match = _POW.match(text)
+    if pow_match:
+        return float(int(pow_match.group(1)) ** int(pow_match.group(2)))
+    match = _ATOM.match(text)
+    if not match:
+        raise UsageError(
+            f"{option}: cannot read {text!r} as a size: use a number such as 4096, 4k, 2^12, 8.75e9 "
+            "or a product such as 4096x4096"
+        )
+    return float(match.group(1)) * _SUFFIX[(match.group(2) or "").lower()]
+
+
+def parse_size(text: str, option: str = "size", *, allow_zero: bool = False, integer: bool = True) -> float:
+    """One size: ``4096``, ``4k`` (=4000), ``4Ki`` (=4096), ``2^12``, ``8.75e9``, ``4096x4096`` (product)."""
+    parts = re.split(r"\s*[x*]\s*", text.strip(), flags=re.IGNORECASE)
+    value = 1.0
+    for part in parts:
+        value *= _parse_atom(part, option)
+    if integer:
+        if value != int(value):
+            raise UsageError(f"{option}: {text!r} is not a whole number")
+        value = int(value)
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UsageError(f"{option}: {text!r} must be {'zero or more' if allow_zero else 'positive'}")
+    return value
+
+
+def parse_sizes(text: str, option: str = "size", **kwargs: bool) -> list:
+    """A comma list of sizes (a sweep): ``1,8,64,256``."""
+    items = [item for item in text.split(",")]
+    if any(not item.strip() for item in items):
+        raise UsageError(f"{option}: empty item in {text!r}: write a comma list such as 1,8,64")
+    return [parse_size(item, option, **kwargs) for item in items]
+
+
+def _si(value: float, unit: str, prefixes: str = "kMGTPE", digits: int = 4) -> str:
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g} {unit}"
+    exponent = min(max(math.floor(math.log10(abs(value)) / 3), 0), len(prefixes))
+    text = f"{value / 1000**exponent:.{digits}g}"
+    if abs(float(text)) >= 1000 and exponent < len(prefixes):  # 999999 rounds to 1000k: say 1M
+        exponent += 1
+        text = f"{value / 1000**exponent:.{digits}g}"
+    prefix = "" if exponent == 0 else prefixes[exponent - 1]
+    return f"{text} {prefix}{unit}"
+
+
+def format_count(value: float, unit: str = "FLOP") -> str:
+    """137438953472 -> '137 GFLOP' (decimal prefixes)."""
+    return _si(value, unit)
+
+
+def format_bytes(value: float) -> str:
+    """100663296 -> '101 MB' (decimal, as spec sheets and the source texts write them)."""
+    return _si(value, "B")
+
+
+def format_rate(value: float, unit: str = "FLOP/s") -> str:
+    """9.894e14 -> '989 TFLOP/s'."""
+    return _si(value, unit)
+
+
+def format_bandwidth(bytes_per_s: float) -> str:
+    return _si(bytes_per_s, "B/s")
+
+
+def format_time(seconds: float) -> str:
+    """Seconds with the unit that keeps 3 significant digits: '5.22 ms', '143 us', '1.2 s'."""
+    if seconds == 0 or not math.isfinite(seconds):
+        return f"{seconds:g} s"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def format_intensity(flop_per_byte: float) -> str:
+    """FLOP/byte: one decimal from 10 up (1365.3), three significant digits below (1.25, 0.999)."""
+    if not math.isfinite(flop_per_byte):
+        return "inf"
+    if flop_per_byte >= 10:
+        return f"{flop_per_byte:,.1f}"
+    return f"{flop_per_byte:.3g}"

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+# Deterministic console output in CLI tests: fixed width, no colour.
+os.environ["COLUMNS"] = "120"
+os.environ["NO_COLOR"] = "1"
+os.environ.pop("ROOFLINE_DEVICE", None)
+os.environ.pop("ROOFLINE_SPECS_DIR", None)
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run `roofline ARGS` in-process through the real entry point (error boundary included)."""
+    from roofline.cli import main
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        else:
+            code = 0
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
