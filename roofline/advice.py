@@ -26,7 +26,7 @@ TILE_M, TILE_N = 256, 128
 
 
 class Finding(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     rule: str
     bottleneck: str  # compute | memory | launch

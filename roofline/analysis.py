@@ -17,7 +17,7 @@ from roofline.placement import place
 class Row(BaseModel):
     """One workload on one device. Field names carry their units; this is what reports store."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kind: str
     label: str

@@ -23,7 +23,7 @@ VERSION = 1
 
 
 class DeviceInfo(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     name: str
     display_name: str
@@ -34,7 +34,7 @@ class DeviceInfo(BaseModel):
 
 
 class Report(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     schema_: str = SCHEMA
     version: int = VERSION

@@ -15,7 +15,7 @@ from roofline.yamlio import load_yaml, validate
 
 
 class Suite(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str
     description: str = ""

@@ -363,3 +363,45 @@ def test_no_torch_import(args):
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.stderr.strip().splitlines()[-1] == "NO-TORCH", result.stderr
+
+
+def test_missing_dependency_is_one_line(cli, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "roofline.analysis":
+            raise ModuleNotFoundError("No module named 'pydantic'", name="pydantic")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    result = cli("analyze", "gemm", "-m", "1", "-n", "1", "-k", "1", "-d", "h100")
+    assert result.code == 2
+    assert "needs the Python package 'pydantic'" in _error_line(result)
+
+
+def test_specs_detect_renders_a_gpu_and_its_warnings(cli, monkeypatch):
+    from roofline.specs.detect import Check, CpuInfo, Detection, GpuInfo
+
+    gpu = GpuInfo(
+        index=0,
+        name="NVIDIA H100 80GB HBM3",
+        source="nvml+torch",
+        sheet="h100-sxm",
+        compute_capability="9.0",
+        memory_clock_mhz=2619,
+        bus_width_bits=5120,
+        checks=[Check("dram bandwidth", "GB/s", 2682.0, 3350.0, 0.8006, True)],
+    )
+    found = Detection(
+        gpus=[gpu],
+        cpu=CpuInfo("cpu", 2, 2, None, None),
+        warnings=["h100-sxm: derived DRAM bandwidth 2682 GB/s differs from the sheet's 3350 GB/s"],
+    )
+    monkeypatch.setattr("roofline.specs.detect.detect", lambda registry: found)
+    out = cli("specs", "detect").out
+    assert "GPU 0: NVIDIA H100 80GB HBM3 → h100-sxm (via nvml+torch)" in out
+    assert "memory clock 2619 MHz · 5120-bit bus" in out
+    assert "0.801" in out and "warning: h100-sxm: derived DRAM bandwidth 2682 GB/s" in out
+    assert cli("specs", "detect", "--json").json()["gpus"][0]["checks"][0]["warn"] is True

@@ -67,6 +67,16 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         typer.echo("Interrupted.", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    except ModuleNotFoundError as exc:  # a dependency of ours is missing from this environment
+        if exc.name is None or exc.name.split(".")[0] == "roofline":
+            raise
+        package = exc.name.split(".")[0]
+        typer.echo(
+            f"Error: roofline needs the Python package '{package}': install it (pip install {package}) "
+            "or reinstall roofline with its dependencies",
+            err=True,
+        )
+        sys.exit(EXIT_USAGE)
     except exits as exc:
         if type(exc).__name__ == "Abort":
             typer.echo("Interrupted.", err=True)

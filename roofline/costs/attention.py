@@ -119,7 +119,7 @@ def attention(p: AttentionParams) -> Cost:
         )
         notes += [
             "fused: Q, K, V read once, O written once; scores stay on chip (tile reloads not counted)",
-            "softmax FLOPs run on the fp32 vector units, overlapped with the matmuls",
+            "softmax FLOPs run on the fp32 vector units; their time adds to the matmul time",
         ]
         if p.causal:
             notes.append("causal: only unmasked (query, key) pairs counted (masked tiles skipped)")

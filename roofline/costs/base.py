@@ -100,7 +100,7 @@ def scale(cost: Cost, times: int) -> Cost:
 class Params(BaseModel):
     """Base of every workload's parameters: strict (unknown keys rejected), dtypes canonicalised."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     #: option names that take a size (sweepable with a comma list)
     sizes: ClassVar[tuple[str, ...]] = ()

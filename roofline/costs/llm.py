@@ -32,7 +32,7 @@ Count = Annotated[int, Field(ge=0)]
 class ModelConfig(BaseModel):
     """The shape of a decoder-only transformer, as in workloads/llm/*.yaml."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: str
     source: str  # where the numbers come from (the model's config.json)

@@ -127,7 +127,7 @@ class AnalysisRenderer(Renderer):
         if len(names) == 1:
             for column in ("bound", "attainable", "min time"):  # numbers never wrap: the label does
                 table.add_column(column, justify="left" if column == "bound" else "right", no_wrap=True)
-            table.add_column("fits (property)", min_width=12)
+            table.add_column("fits (property)", min_width=12, overflow="fold")
         else:
             for name in names:
                 table.add_column(f"{name}\nmin time · bound", justify="right", no_wrap=True)

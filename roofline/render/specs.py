@@ -20,33 +20,35 @@ def _num(value: float | None, fmt: str = "{:,.4g}") -> str:
 
 class SpecListRenderer(Renderer):
     def render(self, reg: Any) -> str:  # SpecRegistry
+        summaries = [sheet_summary(reg.sheets[n], reg.origins[n], str(reg.paths[n])) for n in reg.names()]
+        show_origin = any(s["origin"] != "built-in" for s in summaries)
         table = Table(header_style="bold", box=box.SIMPLE_HEAD)
-        for column, justify in (
+        columns = [
             ("name", "left"),
             ("device", "left"),
-            ("arch", "left"),
             ("16-bit tensor\nTFLOP/s", "right"),
             ("fp32\nTFLOP/s", "right"),
             ("DRAM\nGB/s", "right"),
             ("memory\nGB", "right"),
             ("ridge\nFLOP/B", "right"),
-            ("from", "left"),
-        ):
-            table.add_column(column, justify=justify)  # type: ignore[arg-type]
-        for name in reg.names():
-            s = sheet_summary(reg.sheets[name], reg.origins[name], str(reg.paths[name]))
+        ]
+        if show_origin:
+            columns.append(("from", "left"))
+        for column, justify in columns:
+            # only the long display name may wrap: names and numbers stay whole
+            table.add_column(column, justify=justify, no_wrap=column != "device")  # type: ignore[arg-type]
+        for s in summaries:
             tensor = f"{_num(s['tensor16_tflops'])} {s['tensor16_dtype']}" if s["tensor16_dtype"] else "-"
-            table.add_row(
+            cells = [
                 s["name"],
                 escape(s["display_name"]),
-                s["architecture"],
                 tensor,
                 _num(s["fp32_tflops"]),
                 _num(s["dram_gb_per_s"], "{:,.0f}"),
                 _num(s["dram_capacity_gb"], "{:,.0f}"),
                 _num(s["ridge16_flop_per_byte"], "{:,.0f}"),
-                s["origin"],
-            )
+            ]
+            table.add_row(*cells, *([s["origin"]] if show_origin else []))
         note = "[dim]Dense peaks (no 2:4 sparsity). Ridge = 16-bit tensor peak / DRAM bandwidth.[/]"
         return to_text(table, note)
 
@@ -127,6 +129,15 @@ class DetectRenderer(Renderer):
         for gpu in result.gpus:
             sheet = gpu.sheet or "[yellow]no matching sheet[/]"
             items.append(f"GPU {gpu.index}: [bold]{escape(gpu.name)}[/] → {sheet} [dim](via {gpu.source})[/]")
+            facts = [
+                f"compute capability {gpu.compute_capability}" if gpu.compute_capability else "",
+                f"driver {gpu.driver_version}" if gpu.driver_version else "",
+                f"max SM clock {gpu.max_sm_clock_mhz:g} MHz" if gpu.max_sm_clock_mhz else "",
+                f"memory clock {gpu.memory_clock_mhz:g} MHz" if gpu.memory_clock_mhz else "",
+                f"{gpu.bus_width_bits}-bit bus" if gpu.bus_width_bits else "",
+            ]
+            if any(facts):
+                items.append("  " + " · ".join(f for f in facts if f))
             if gpu.checks:
                 table = Table(header_style="bold", box=box.SIMPLE_HEAD)
                 for column in ("quantity", "read at run time", "sheet", "ratio"):

@@ -15,7 +15,7 @@ PositiveInt = Annotated[int, Field(gt=0)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class VectorPeaks(_Strict):
