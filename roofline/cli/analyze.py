@@ -160,121 +160,114 @@ def attention(
 
 
 def _llm(
-    kind: str,
+    kind: str, values: dict[str, Any], device: str | None, spec: list[Path] | None, as_json: bool, output: Path | None
+) -> None:
+    from roofline.errors import UsageError
+
+    if (values["model"] is None) == (values["params"] is None):
+        raise UsageError("give either --model NAME|FILE.yaml or --params P (with --d-model) for the napkin form")
+    run(kind, values, device, spec, as_json, output)
+
+
+# Options shared by decode and prefill (typer needs them in each signature; the definitions live here once).
+def _model() -> Any:
+    return typer.Option(
+        None,
+        "--model",
+        help="Model config: a shipped name (gpt2, llama-2-7b, llama-3-8b, llama-3-70b, mistral-7b) or a YAML file.",
+    )
+
+
+def _params() -> Any:
+    return typer.Option(None, "--params", help="Napkin form: parameter count, e.g. 8.75e9 (needs --d-model).")
+
+
+def _d_model() -> Any:
+    return typer.Option(None, "--d-model", help="Hidden width for the napkin form.")
+
+
+def _act_dtype() -> Any:
+    return typer.Option("fp16", "--dtype", help="Activation dtype (GEMMs run in it)." + SWEEP)
+
+
+def _weight_dtype() -> Any:
+    return typer.Option(None, "--weight-dtype", help="Weight dtype: int8/int4 = weight-only quantization." + SWEEP)
+
+
+def _kv_dtype() -> Any:
+    return typer.Option(None, "--kv-dtype", help="KV-cache dtype (default --dtype)." + SWEEP)
+
+
+def _attention_impl() -> Any:
+    return typer.Option("fused", "--attention", help="fused or naive." + SWEEP)
+
+
+def _llm_values(
     model: str | None,
     params: str | None,
     d_model: str | None,
     batch: str,
-    context: str | None,
-    seq: str | None,
     dtype: str,
     weight_dtype: str | None,
     kv_dtype: str | None,
     attention_impl: str,
-    device: str | None,
-    spec: list[Path] | None,
-    as_json: bool,
-    output: Path | None,
-) -> None:
-    from roofline.errors import UsageError
-
-    if (model is None) == (params is None):
-        raise UsageError("give either --model NAME|FILE.yaml or --params P (with --d-model) for the napkin form")
-    values = {
+) -> dict[str, Any]:
+    return {
         "model": model,
         "params": _sizes(params, "--params"),
         "d_model": _sizes(d_model, "--d-model"),
         "batch": _sizes(batch, "--batch"),
-        "context": _sizes(context, "--context", allow_zero=True),
-        "seq": _sizes(seq, "--seq"),
         "act_dtype": _words(dtype, "--dtype"),
         "weight_dtype": _words(weight_dtype, "--weight-dtype"),
         "kv_dtype": _words(kv_dtype, "--kv-dtype"),
         "attention": _words(attention_impl, "--attention"),
     }
-    run(kind, values, device, spec, as_json, output)
-
-
-_MODEL = "Model config: a name from workloads/llm (gpt2, llama-2-7b, llama-3-8b, llama-3-70b, mistral-7b) or a YAML."
-_PARAMS = "Napkin form: parameter count, e.g. 8.75e9 (needs --d-model)."
 
 
 @app.command()
 def decode(
-    model: str | None = typer.Option(None, "--model", help=_MODEL),
-    params: str | None = typer.Option(None, "--params", help=_PARAMS),
-    d_model: str | None = typer.Option(None, "--d-model", help="Hidden width for the napkin form."),
+    model: str | None = _model(),
+    params: str | None = _params(),
+    d_model: str | None = _d_model(),
     batch: str = typer.Option("1", "--batch", "-b", help="Concurrent sequences." + SWEEP),
     context: str | None = typer.Option(
         None, "--context", help="Tokens already in the KV cache of each sequence (default 0)." + SWEEP
     ),
-    dtype: str = typer.Option("fp16", "--dtype", help="Activation dtype (GEMMs run in it)." + SWEEP),
-    weight_dtype: str | None = typer.Option(
-        None, "--weight-dtype", help="Weight dtype: int8/int4 = weight-only quantization." + SWEEP
-    ),
-    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV-cache dtype (default --dtype)." + SWEEP),
-    attention_impl: str = typer.Option("fused", "--attention", help="fused or naive." + SWEEP),
+    dtype: str = _act_dtype(),
+    weight_dtype: str | None = _weight_dtype(),
+    kv_dtype: str | None = _kv_dtype(),
+    attention_impl: str = _attention_impl(),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
 ) -> None:
     """One LLM decode step (one new token per sequence): weights streamed once per step."""
-    _llm(
-        "decode",
-        model,
-        params,
-        d_model,
-        batch,
-        context,
-        None,
-        dtype,
-        weight_dtype,
-        kv_dtype,
-        attention_impl,
-        device,
-        spec,
-        as_json,
-        output,
-    )
+    values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
+    values["context"] = _sizes(context, "--context", allow_zero=True)
+    _llm("decode", values, device, spec, as_json, output)
 
 
 @app.command()
 def prefill(
-    model: str | None = typer.Option(None, "--model", help=_MODEL),
-    params: str | None = typer.Option(None, "--params", help=_PARAMS),
-    d_model: str | None = typer.Option(None, "--d-model", help="Hidden width for the napkin form."),
+    model: str | None = _model(),
+    params: str | None = _params(),
+    d_model: str | None = _d_model(),
     seq: str = typer.Option(..., "--seq", "-s", help="Prompt length in tokens." + SWEEP),
     batch: str = typer.Option("1", "--batch", "-b", help="Prompts processed together." + SWEEP),
-    dtype: str = typer.Option("fp16", "--dtype", help="Activation dtype (GEMMs run in it)." + SWEEP),
-    weight_dtype: str | None = typer.Option(
-        None, "--weight-dtype", help="Weight dtype: int8/int4 = weight-only quantization." + SWEEP
-    ),
-    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV-cache dtype (default --dtype)." + SWEEP),
-    attention_impl: str = typer.Option("fused", "--attention", help="fused or naive." + SWEEP),
+    dtype: str = _act_dtype(),
+    weight_dtype: str | None = _weight_dtype(),
+    kv_dtype: str | None = _kv_dtype(),
+    attention_impl: str = _attention_impl(),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
 ) -> None:
     """LLM prefill of a prompt: every prompt token through every layer, causal attention."""
-    _llm(
-        "prefill",
-        model,
-        params,
-        d_model,
-        batch,
-        None,
-        seq,
-        dtype,
-        weight_dtype,
-        kv_dtype,
-        attention_impl,
-        device,
-        spec,
-        as_json,
-        output,
-    )
+    values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
+    values["seq"] = _sizes(seq, "--seq")
+    _llm("prefill", values, device, spec, as_json, output)
 
 
 @app.command()
