@@ -37,7 +37,7 @@ def suite_path(name_or_path: str) -> Path:
 def load_suite(name_or_path: str) -> tuple[Suite, list[tuple[str, dict[str, Any], str]]]:
     """The suite and its expanded items as (kind, values, source) with every parameter validated."""
     path = suite_path(name_or_path)
-    suite = validate(Suite, load_yaml(path, WorkloadError), str(path), WorkloadError)
+    suite = validate(Suite, load_yaml(path, WorkloadError), str(path), WorkloadError, doc="docs/cost-models.md")
     items: list[tuple[str, dict[str, Any], str]] = []
     for index, entry in enumerate(suite.workloads):
         source = f"{path}: workloads[{index}]"

@@ -31,28 +31,33 @@ def load_yaml(path: Path, error: type[RooflineError]) -> Any:
         raise error(f"{path}:{where}: invalid YAML: {problem}") from None
 
 
-def describe_validation_error(exc: ValidationError) -> str:
+def describe_validation_error(exc: ValidationError, doc: str = "") -> str:
     """First problem of a pydantic error as 'field.path: message' (plus a count of the others)."""
     errors = exc.errors()
     first = errors[0]
     loc = ".".join(str(part) for part in first["loc"]) or "(top level)"
     kind = first["type"]
     if kind == "extra_forbidden":
-        message = "unknown key (check the spelling; see docs/spec-sheets.md for the allowed keys)"
+        message = "unknown key (check the spelling" + (f"; {doc} lists the allowed keys)" if doc else ")")
     elif kind == "missing":
         message = "required field is missing"
     else:
-        message = first["msg"]
-        if "input" in first and kind not in ("model_type", "dict_type"):
-            message += f" (got {first['input']!r})"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        value = first.get("input")
+        shown = repr(value)
+        # Echo the offending value when it is short and not already quoted in the message.
+        scalar = kind not in ("model_type", "dict_type") and not isinstance(value, (dict, list))
+        quoted = isinstance(value, str) and shown in message
+        if scalar and len(shown) <= 60 and not quoted:
+            message += f" (got {shown})"
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
     return f"{loc}: {message}{more}"
 
 
-def validate(model: type[M], data: Any, source: str, error: type[RooflineError]) -> M:
+def validate(model: type[M], data: Any, source: str, error: type[RooflineError], doc: str = "") -> M:
     if not isinstance(data, dict):
         raise error(f"{source}: expected a mapping of keys to values at the top level")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise error(f"{source}: {describe_validation_error(exc)}") from None
+        raise error(f"{source}: {describe_validation_error(exc, doc)}") from None

@@ -137,7 +137,9 @@ class CostModel:
             return self.params.model_validate(values)
         except ValidationError as exc:
             where = f"{source}: " if source else ""
-            raise WorkloadError(f"{where}{self.kind}: {describe_validation_error(exc)}") from None
+            raise WorkloadError(
+                f"{where}{self.kind}: {describe_validation_error(exc, 'docs/cost-models.md')}"
+            ) from None
 
 
 REGISTRY: dict[str, CostModel] = {}

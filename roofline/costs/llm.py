@@ -89,7 +89,7 @@ def load_config(model: str) -> ModelConfig:
                 f"unknown model {model!r}: use one of {', '.join(available_models())} "
                 "or the path of a model YAML (see docs/cost-models.md)"
             )
-    return validate(ModelConfig, load_yaml(path, WorkloadError), str(path), WorkloadError)
+    return validate(ModelConfig, load_yaml(path, WorkloadError), str(path), WorkloadError, doc="docs/cost-models.md")
 
 
 def parameter_count(config: ModelConfig) -> int:

@@ -25,7 +25,7 @@ def normalize(name: str) -> str:
 
 def load_sheet(path: Path) -> SpecSheet:
     data = load_yaml(path, SpecError)
-    return validate(SpecSheet, data, str(path), SpecError)
+    return validate(SpecSheet, data, str(path), SpecError, doc="docs/spec-sheets.md")
 
 
 @dataclass
