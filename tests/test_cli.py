@@ -217,6 +217,11 @@ def _error_line(result) -> str:
             "no dense bf16",
         ),
         (["specs", "show", "nope-gpu"], "unknown device 'nope-gpu'"),
+        (["analyze", "decode", "--model", "nope", "-d", "h100"], "unknown model 'nope': use one of gpt2"),
+        (["analyze", "decode", "-d", "h100"], "give either --model"),
+        (["analyze", "elementwise", "--op", "foo", "--numel", "8", "-d", "h100"], "unknown element-wise op 'foo'"),
+        (["analyze", "attention", "--seq", "8", "--heads", "6", "--kv-heads", "4", "-d", "h100"], "must divide"),
+        (["analyze", "suite", "no-such-suite", "-d", "h100"], "one of: transformer-ops"),
         (["specs", "validate", "/nonexistent/sheet.yaml"], "no such file"),
     ],
 )
@@ -266,6 +271,40 @@ def test_bad_spec_sheet_names_file_and_field(cli, tmp_path, broken, needle):
         assert result.code == 2
         line = _error_line(result)
         assert str(path) in line and needle in line
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (
+            "name: t\nworkloads:\n  - {kind: gemm, m: 0, n: 2, k: 3}\n",
+            "workloads[0]: gemm: m: Input should be greater than 0",
+        ),
+        ("name: t\nworkloads:\n  - {m: 1}\n", "workloads[0]: missing 'kind'"),
+        ("name: t\nworkloads:\n  - {kind: gemm, m: 1, n: 2, k: 3, colour: red}\n", "colour: unknown key"),
+        ("name: t\nworkloads:\n  - {kind: warp, m: 1}\n", "unknown workload kind 'warp'"),
+        ("name: t\nworkloads: [\n", "invalid YAML"),
+    ],
+)
+def test_bad_suite_file(cli, tmp_path, text, needle):
+    path = tmp_path / "suite.yaml"
+    path.write_text(text)
+    result = cli("analyze", "suite", str(path), "-d", "h100")
+    assert result.code == 2
+    assert needle in _error_line(result)
+
+
+def test_suite_rows(cli, tmp_path):
+    path = tmp_path / "suite.yaml"
+    path.write_text(
+        "name: t\nworkloads:\n  - {kind: gemm, m: [1, 2], n: 2, k: 3}\n  - {kind: norm, op: layernorm, rows: 2, cols: 8}\n"
+    )
+    rows = cli("analyze", "suite", str(path), "-d", "h100", "--json").json()["rows"]
+    assert [(r["kind"], r["flops"]) for r in rows] == [
+        ("gemm", 2 * 1 * 2 * 3),
+        ("gemm", 2 * 2 * 2 * 3),
+        ("norm", 7 * 16),
+    ]
 
 
 def test_user_sheet_is_usable(cli, tmp_path):
@@ -346,6 +385,8 @@ def test_every_command_has_help_and_is_in_the_docs(cli):
     [
         ["--help"],
         ["analyze", "gemm", "-m", "4096", "-n", "4096", "-k", "4096", "-d", "h100-sxm"],
+        ["analyze", "decode", "--model", "llama-3-8b", "--batch", "1,8", "-d", "h100-sxm"],
+        ["analyze", "suite", "transformer-ops", "-d", "h100-sxm,b200"],
         ["specs", "list"],
     ],
 )
