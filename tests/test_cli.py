@@ -297,7 +297,9 @@ def test_bad_suite_file(cli, tmp_path, text, needle):
 def test_suite_rows(cli, tmp_path):
     path = tmp_path / "suite.yaml"
     path.write_text(
-        "name: t\nworkloads:\n  - {kind: gemm, m: [1, 2], n: 2, k: 3}\n  - {kind: norm, op: layernorm, rows: 2, cols: 8}\n"
+        "name: t\nworkloads:\n"
+        "  - {kind: gemm, m: [1, 2], n: 2, k: 3}\n"
+        "  - {kind: norm, op: layernorm, rows: 2, cols: 8}\n"
     )
     rows = cli("analyze", "suite", str(path), "-d", "h100", "--json").json()["rows"]
     assert [(r["kind"], r["flops"]) for r in rows] == [
