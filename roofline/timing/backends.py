@@ -1,0 +1,144 @@
+"""Device backends for the timing engine: CUDA events, CUDA graph replay, the CPU clock, the L2 flush and
+the NVML clock monitor. torch and pynvml are imported lazily; NVML is only read, never set."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+# NVML clock-event reasons that mean the GPU is running slower than it could (bit -> name). 'GPU idle',
+# 'applications clocks setting' and 'display clock' are not slowdowns of a running kernel.
+NVML_SLOWDOWN_REASONS = {
+    0x4: "sw-power-cap",
+    0x8: "hw-slowdown",
+    0x20: "sw-thermal",
+    0x40: "hw-thermal",
+    0x80: "hw-power-brake",
+}
+
+
+def decode_reasons(mask: int) -> list[str]:
+    return [name for bit, name in NVML_SLOWDOWN_REASONS.items() if mask & bit]
+
+
+class CpuClock:
+    """Host monotonic clock around one call (nanosecond resolution)."""
+
+    method = "cpu-clock"
+
+    def __init__(self, clock_ns: Callable[[], int] = time.perf_counter_ns) -> None:
+        self._clock_ns = clock_ns
+
+    def time_once(self, fn: Callable[[], object], before: Callable[[], object] | None) -> float:
+        if before is not None:
+            before()
+        start = self._clock_ns()
+        fn()
+        return (self._clock_ns() - start) * 1e-9
+
+    def synchronize(self) -> None:
+        pass
+
+
+class CudaEvents:
+    """CUDA events recorded around one call on the current stream: device time of that call."""
+
+    method = "cuda-events"
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+        self._start = torch.cuda.Event(enable_timing=True)
+        self._end = torch.cuda.Event(enable_timing=True)
+
+    def time_once(self, fn: Callable[[], object], before: Callable[[], object] | None) -> float:
+        if before is not None:
+            before()
+        self._start.record()
+        fn()
+        self._end.record()
+        self._end.synchronize()
+        return self._start.elapsed_time(self._end) * 1e-3  # elapsed_time is in ms
+
+    def synchronize(self) -> None:
+        self._torch.cuda.synchronize()
+
+
+class CudaGraph:
+    """Replay of a CUDA graph holding ``calls`` back-to-back calls; a sample is the replay time / calls.
+
+    Removes CPU launch overhead from the timing (device time of back-to-back kernels, warm cache).
+    """
+
+    method = "cuda-graph"
+
+    def __init__(self, torch: Any, fn: Callable[[], object], calls: int = 20) -> None:
+        self._torch = torch
+        self._calls = calls
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):  # warm up on a side stream before capture, as CUDA graphs require
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        self._graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self._graph):
+            for _ in range(calls):
+                fn()
+        self._events = CudaEvents(torch)
+
+    def time_once(self, fn: Callable[[], object], before: Callable[[], object] | None) -> float:
+        return self._events.time_once(self._graph.replay, before) / self._calls
+
+    def synchronize(self) -> None:
+        self._torch.cuda.synchronize()
+
+
+def l2_flush(torch: Any, l2_bytes: int, device: str = "cuda") -> Callable[[], object]:
+    """A callable that evicts the L2 by writing a buffer twice its size (at least 64 MiB)."""
+    nbytes = max(2 * int(l2_bytes), 64 * 2**20)
+    buffer = torch.empty(nbytes // 4, dtype=torch.int32, device=device)
+
+    def flush() -> None:
+        buffer.fill_(0x5A5A5A5A)
+
+    return flush
+
+
+class NvmlClock:
+    """Reads the SM clock and the slowdown reasons of one GPU through NVML (read-only)."""
+
+    def __init__(self, pynvml: Any, index: int = 0) -> None:
+        self._nvml = pynvml
+        pynvml.nvmlInit()
+        self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        try:
+            self.max_clock_mhz: float | None = float(
+                pynvml.nvmlDeviceGetMaxClockInfo(self._handle, pynvml.NVML_CLOCK_SM)
+            )
+        except Exception:
+            self.max_clock_mhz = None
+        self._reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )
+
+    def sample(self) -> tuple[float | None, list[str]]:
+        try:
+            mhz: float | None = float(self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM))
+        except Exception:
+            mhz = None
+        try:
+            reasons = decode_reasons(int(self._reasons(self._handle))) if self._reasons else []
+        except Exception:
+            reasons = []
+        return mhz, reasons
+
+
+def nvml_clock(index: int = 0) -> NvmlClock | None:
+    """The clock monitor for GPU ``index``, or None when NVML is unavailable."""
+    try:
+        import pynvml
+
+        return NvmlClock(pynvml, index)
+    except Exception:
+        return None

@@ -1,0 +1,65 @@
+"""Statistics of timing samples and the adaptive stopping rule. Pure: no clocks, no devices."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+def quantile(samples: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile (q in [0, 1]) of unsorted samples."""
+    if not samples:
+        raise ValueError("no samples")
+    ordered = sorted(samples)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def median(samples: Sequence[float]) -> float:
+    return quantile(samples, 0.5)
+
+
+def relative_spread(samples: Sequence[float]) -> float:
+    """(p80 - p20) / median: a robust width of the central 60% of samples, relative to the median."""
+    mid = median(samples)
+    return (quantile(samples, 0.8) - quantile(samples, 0.2)) / mid if mid > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    """When to stop sampling: after min_samples and min_time_s, once the relative spread is under
+    target_spread, or once it has stopped shrinking (changed by less than plateau_tolerance of itself over
+    the last plateau_window samples); always at max_time_s or max_samples.
+
+    NB: the defaults follow measurement-facts.md: >= 10 samples, a minimum total time, then a 1-2% spread
+    target or a settled spread estimate, with a time cap.
+    """
+
+    min_samples: int = 10
+    min_time_s: float = 0.05
+    target_spread: float = 0.02
+    plateau_window: int = 10
+    plateau_tolerance: float = 0.1
+    max_time_s: float = 2.0
+    max_samples: int = 5000
+
+    def decide(self, samples: Sequence[float], elapsed_s: float) -> str | None:
+        """The reason to stop now ('converged', 'spread-stable', 'time-cap', 'sample-cap'), or None."""
+        n = len(samples)
+        if elapsed_s >= self.max_time_s:
+            return "time-cap"
+        if n >= self.max_samples:
+            return "sample-cap"
+        if n < self.min_samples or elapsed_s < self.min_time_s:
+            return None
+        spread = relative_spread(samples)
+        if spread <= self.target_spread:
+            return "converged"
+        if n >= self.min_samples + self.plateau_window:
+            before = relative_spread(samples[: n - self.plateau_window])
+            if abs(spread - before) <= self.plateau_tolerance * spread:
+                return "spread-stable"
+        return None
