@@ -41,3 +41,15 @@ class WorkloadError(RooflineError):
 
 class ReportError(RooflineError):
     """A report file that is missing, corrupt or of a foreign format."""
+
+
+class DeviceError(RooflineError):
+    """A device the command needs is absent or unusable (e.g. --device cuda where torch sees no GPU)."""
+
+
+class CalibrationError(RooflineError):
+    """A calibration cache file that is corrupt or of a foreign format."""
+
+    def __init__(self, message: str, path: object = None) -> None:
+        super().__init__(message)
+        self.path = path

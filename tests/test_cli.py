@@ -221,7 +221,7 @@ def _error_line(result) -> str:
         (["analyze", "decode", "-d", "h100"], "give either --model"),
         (["analyze", "elementwise", "--op", "foo", "--numel", "8", "-d", "h100"], "unknown element-wise op 'foo'"),
         (["analyze", "attention", "--seq", "8", "--heads", "6", "--kv-heads", "4", "-d", "h100"], "must divide"),
-        (["analyze", "suite", "no-such-suite", "-d", "h100"], "one of: transformer-ops"),
+        (["analyze", "suite", "no-such-suite", "-d", "h100"], "one of: bench-cpu, bench-gpu, transformer-ops"),
         (["specs", "validate", "/nonexistent/sheet.yaml"], "no such file"),
     ],
 )

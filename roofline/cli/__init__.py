@@ -7,7 +7,8 @@ import sys
 import typer
 
 from roofline import __version__
-from roofline.cli import analyze, specs
+from roofline.cli import analyze, bench, specs
+from roofline.cli import calibrate as calibrate_cli
 
 app = typer.Typer(
     name="roofline",
@@ -24,6 +25,8 @@ app = typer.Typer(
 )
 app.add_typer(specs.app, name="specs")
 app.add_typer(analyze.app, name="analyze")
+app.add_typer(bench.app, name="bench")
+app.command("calibrate")(calibrate_cli.calibrate)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,384 @@
+"""Measured ceilings of one machine: the data model, the cache on disk, and roofs built from them.
+
+Pure apart from the cache directory: no torch import (the measurements live in ``roofline.calibrate``).
+
+A :class:`Calibration` is one versioned JSON document per machine. The cache keeps one file per machine key
+(a slug of device kind, device name, driver, CUDA and torch versions; CPU: and torch's thread count), so a
+driver or torch upgrade is a new machine and is re-measured, while the old file stays for comparison.
+
+Reading is tolerant: unknown keys (written by a later minor version) are ignored. A file whose ``schema`` is
+not ``roofline.calibration`` or whose ``version`` differs from ours is foreign and raises
+:class:`CalibrationError`, as does a file that is not JSON or does not validate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zlib
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from roofline import __version__
+from roofline.device import Device
+from roofline.errors import CalibrationError
+from roofline.fileio import atomic_write_text
+
+SCHEMA = "roofline.calibration"
+VERSION = 1
+ENV_CACHE_DIR = "ROOFLINE_CACHE_DIR"
+ROOF_SOURCE_MEASURED = "measured"
+FILE_PREFIX = "calibration-"
+CORRUPT_SUFFIX = ".corrupt"
+
+CeilingKind = Literal["bandwidth", "compute", "latency"]
+
+# GEMM ceiling name -> operand dtype. int8 is in OP/s, the others in FLOP/s (2 per multiply-add).
+GEMM_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp64", "fp8", "int8")
+
+
+class _Model(BaseModel):
+    # Tolerant reading: keys written by a later minor version are ignored, not an error.
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+
+class Summary(_Model):
+    """What the timing engine saw for one ceiling (seconds per call)."""
+
+    median_s: float
+    p20_s: float
+    p80_s: float
+    n: int
+    method: str  # 'cuda-events', 'cuda-graph' (per call), 'host-sync', 'cpu-clock'
+    cache: str  # 'cold' (L2 flushed before every sample) or 'warm'
+    stop_reason: str = ""
+    relative_spread: float | None = None  # (p80 - p20) / median
+    throttled_count: int = 0
+    throttle_reasons: list[str] = Field(default_factory=list)
+    elapsed_s: float | None = None
+    threads: int | None = None
+    clock_mhz_median: float | None = None  # SM clock sampled after each sample (NVML), when read
+
+    @classmethod
+    def from_measurement(cls, m: object) -> Summary:  # m: roofline.timing.Measurement
+        return cls(
+            median_s=m.median_s,  # type: ignore[attr-defined]
+            p20_s=m.p20_s,  # type: ignore[attr-defined]
+            p80_s=m.p80_s,  # type: ignore[attr-defined]
+            n=m.n,  # type: ignore[attr-defined]
+            method=m.method,  # type: ignore[attr-defined]
+            cache=m.cache,  # type: ignore[attr-defined]
+            stop_reason=m.stop_reason,  # type: ignore[attr-defined]
+            relative_spread=_finite(m.relative_spread),  # type: ignore[attr-defined]
+            throttled_count=m.throttled_count,  # type: ignore[attr-defined]
+            throttle_reasons=list(m.throttle_reasons),  # type: ignore[attr-defined]
+            elapsed_s=m.elapsed_s,  # type: ignore[attr-defined]
+            threads=m.threads,  # type: ignore[attr-defined]
+            clock_mhz_median=_clock_median(m.clocks_mhz),  # type: ignore[attr-defined]
+        )
+
+
+class Ceiling(_Model):
+    """One measured ceiling in base units: byte/s (bandwidth), FLOP/s or OP/s (compute), s (latency)."""
+
+    name: str  # 'dram-copy', 'gemm-bf16', 'launch-events', 'cpu-triad', ...
+    kind: CeilingKind
+    value: float
+    unit: str  # 'B/s', 'FLOP/s', 'OP/s', 's'
+    dtype: str | None = None  # compute ceilings: the operand dtype
+    spec_value: float | None = None  # the sheet's figure in the same unit, when a sheet matches
+    ratio: float | None = None  # value / spec_value
+    work: float | None = None  # bytes or FLOPs (OPs) per timed call
+    shape: str = ""  # what was run: '8192x8192x8192', '1 GiB fp32 x2', ...
+    note: str = ""
+    measurement: Summary | None = None
+
+
+class Machine(_Model):
+    kind: Literal["cuda", "cpu"]
+    name: str  # GPU name as the device reports it, or the CPU model
+    sheet: str | None = None  # matched spec sheet (GPUs only)
+    driver: str | None = None
+    cuda: str | None = None  # torch.version.cuda
+    torch: str | None = None
+    cpu_threads: int | None = None  # torch.get_num_threads() during the measurement
+    logical_cores: int | None = None
+    isa: str | None = None  # torch.backends.cpu.get_cpu_capability()
+    llc_bytes: int | None = None
+    compute_capability: str | None = None
+    sm_count: int | None = None
+    l2_bytes: int | None = None
+    memory_bytes: int | None = None
+    max_sm_clock_mhz: float | None = None
+
+
+class Skipped(_Model):
+    name: str
+    reason: str
+
+
+class Calibration(_Model):
+    schema_: str = Field(SCHEMA, alias="schema")
+    version: int = VERSION
+    created_utc: datetime
+    tool_version: str = __version__
+    machine: Machine
+    ceilings: list[Ceiling] = Field(default_factory=list)
+    skipped: list[Skipped] = Field(default_factory=list)  # ceilings this device could not measure, and why
+    notes: list[str] = Field(default_factory=list)
+    elapsed_s: float | None = None
+    quick: bool = False  # small sizes for tests: not a ceiling
+
+    model_config = ConfigDict(extra="ignore", defer_build=True, populate_by_name=True)
+
+    def get(self, name: str) -> Ceiling | None:
+        return next((c for c in self.ceilings if c.name == name), None)
+
+    def value(self, name: str) -> float | None:
+        ceiling = self.get(name)
+        return ceiling.value if ceiling is not None else None
+
+    @property
+    def key(self) -> str:
+        return machine_key(self.machine)
+
+    def to_dict(self) -> dict:
+        return self.model_dump(mode="json", by_alias=True)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def _clock_median(clocks: list[float | None]) -> float | None:
+    from roofline.timing.stats import median
+
+    read = [c for c in clocks if c is not None]
+    return median(read) if read else None
+
+
+def _finite(value: float) -> float | None:
+    return value if value == value and value not in (float("inf"), float("-inf")) else None
+
+
+# ------------------------------------------------------------------------------------------------ cache
+
+
+def cache_dir(env: dict[str, str] | None = None) -> Path:
+    """$ROOFLINE_CACHE_DIR, else $XDG_CACHE_HOME/roofline, else ~/.cache/roofline."""
+    env = os.environ if env is None else env
+    if env.get(ENV_CACHE_DIR):
+        return Path(env[ENV_CACHE_DIR]).expanduser()
+    if env.get("XDG_CACHE_HOME"):
+        return Path(env["XDG_CACHE_HOME"]).expanduser() / "roofline"
+    return Path.home() / ".cache" / "roofline"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.") or "unknown"
+
+
+def machine_key(machine: Machine) -> str:
+    """A filesystem-safe key: kind, name, driver, CUDA (GPUs), torch, threads (CPUs)."""
+    parts = [machine.kind, machine.name]
+    if machine.driver:
+        parts.append(f"driver-{machine.driver}")
+    if machine.kind == "cuda":
+        parts.append(f"cuda-{machine.cuda or 'none'}")
+    parts.append(f"torch-{machine.torch or 'none'}")
+    if machine.kind == "cpu" and machine.cpu_threads:
+        parts.append(f"threads-{machine.cpu_threads}")
+    key = "-".join(_slug(p) for p in parts)
+    if len(key) > 150:  # keep file names well under the 255-byte limit; the checksum keeps them distinct
+        key = f"{key[:140].rstrip('-.')}-{zlib.crc32(key.encode()):08x}"
+    return key
+
+
+def cache_path(key: str, directory: Path | None = None) -> Path:
+    return (directory or cache_dir()) / f"{FILE_PREFIX}{key}.json"
+
+
+def save(cal: Calibration, directory: Path | None = None) -> Path:
+    """Write the calibration atomically to its cache file; returns the path."""
+    path = cache_path(cal.key, directory)
+    atomic_write_text(path, cal.to_json())
+    return path
+
+
+def parse(text: str, source: str = "calibration") -> Calibration:
+    """A Calibration from JSON text; CalibrationError when it is not JSON, foreign, or invalid."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CalibrationError(f"{source}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise CalibrationError(f"{source}: not a calibration document (a JSON {type(data).__name__})")
+    if data.get("schema") != SCHEMA:
+        raise CalibrationError(f"{source}: not a roofline calibration (schema {data.get('schema')!r})")
+    if data.get("version") != VERSION:
+        raise CalibrationError(
+            f"{source}: calibration version {data.get('version')!r}, this roofline reads version {VERSION}"
+        )
+    try:
+        return Calibration.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise CalibrationError(f"{source}: invalid calibration: {where}: {first.get('msg')}") from None
+
+
+def load(path: Path) -> Calibration:
+    """Read one calibration file; CalibrationError (with ``.path``) when it is unreadable or corrupt."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CalibrationError(f"{path}: cannot read ({exc})", path) from None
+    try:
+        return parse(text, str(path))
+    except CalibrationError as exc:
+        exc.path = path
+        raise
+
+
+def find(key: str, directory: Path | None = None) -> Calibration | None:
+    """The cached calibration for this machine key, or None when there is none.
+
+    Raises CalibrationError (``.path`` set) when the file exists but is corrupt, so the caller can say so."""
+    path = cache_path(key, directory)
+    if not path.is_file():
+        return None
+    return load(path)
+
+
+def quarantine(path: Path) -> Path:
+    """Move a corrupt cache file aside to ``FILE.corrupt`` (never deleted); returns the new path."""
+    path = Path(path)
+    target = path.with_name(path.name + CORRUPT_SUFFIX)
+    os.replace(path, target)
+    return target
+
+
+def cached(directory: Path | None = None) -> list[tuple[Path, Calibration]]:
+    """Every readable calibration in the cache directory; corrupt files are skipped (and left in place)."""
+    directory = directory or cache_dir()
+    if not directory.is_dir():
+        return []
+    found = []
+    for path in sorted(directory.glob(f"{FILE_PREFIX}*.json")):
+        try:
+            found.append((path, load(path)))
+        except CalibrationError:
+            continue
+    return found
+
+
+def latest_for_sheet(sheet_name: str, directory: Path | None = None) -> Calibration | None:
+    """The newest (by created_utc) cached GPU calibration whose machine matched ``sheet_name``."""
+    matches = [cal for _, cal in cached(directory) if cal.machine.kind == "cuda" and cal.machine.sheet == sheet_name]
+    return max(matches, key=lambda cal: _aware(cal.created_utc), default=None)
+
+
+def latest_cpu(directory: Path | None = None) -> Calibration | None:
+    """The newest cached CPU calibration (any CPU model: the caller checks ``machine`` when it matters)."""
+    matches = [cal for _, cal in cached(directory) if cal.machine.kind == "cpu"]
+    return max(matches, key=lambda cal: _aware(cal.created_utc), default=None)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+# ------------------------------------------------------------------------------------------------ roofs
+
+
+def gemm_roof_key(dtype: str, compute: dict[tuple[str, str], float]) -> tuple[str, str]:
+    """The (dtype, unit) roof a square GEMM of ``dtype`` runs against on a device with these roofs.
+
+    tf32, 16-bit, fp8 and int8 GEMMs run on tensor (matrix) cores. fp32 runs on CUDA cores on NVIDIA (no fp32
+    tensor roof) and on matrix cores where the sheet has one (AMD). fp64 uses the fp64 tensor roof where the
+    device has one (A100, H100), else the vector one.
+    """
+    if dtype in ("fp32", "fp64"):
+        return (dtype, "tensor") if (dtype, "tensor") in compute else (dtype, "vector")
+    return (dtype, "tensor")
+
+
+def apply(device: Device, cal: Calibration) -> Device:
+    """``device`` with its roofs replaced by the measured ceilings of ``cal`` (roof_source 'measured').
+
+    - DRAM bandwidth: the measured copy bandwidth ('dram-copy'), counting bytes read + bytes written, the
+      same convention the cost models use for compulsory bytes.
+    - Compute: each measured GEMM rate replaces the roof of its dtype (see :func:`gemm_roof_key`); roofs of
+      dtypes that were not measured keep the sheet's value.
+    - L2 bandwidth: the measured L2-resident copy (read + write), when there is one.
+    - Launch floor: one tiny kernel timed with CUDA events ('launch-events').
+    """
+    if cal.machine.kind != "cuda":
+        raise CalibrationError(f"calibration of {cal.machine.name!r} is a CPU calibration: use cpu_device()")
+    if cal.machine.sheet is not None and cal.machine.sheet != device.name:
+        raise CalibrationError(
+            f"calibration of {cal.machine.name!r} matched sheet {cal.machine.sheet!r}, not {device.name!r}"
+        )
+    compute = dict(device.compute)
+    for dtype in GEMM_DTYPES:
+        rate = cal.value(f"gemm-{dtype}")
+        if rate:
+            compute[gemm_roof_key(dtype, device.compute)] = rate
+    bandwidth = dict(device.bandwidth)
+    copy = cal.value("dram-copy")
+    if copy:
+        bandwidth["dram"] = copy  # copy: bytes read + bytes written per second
+    l2 = cal.value("l2-copy")
+    if l2:
+        bandwidth["l2"] = l2
+    launch = cal.value("launch-events")
+    return replace(
+        device,
+        compute=compute,
+        bandwidth=bandwidth,
+        launch_floor_s=launch or device.launch_floor_s,
+        roof_source=ROOF_SOURCE_MEASURED,
+    )
+
+
+def cpu_device(cal: Calibration) -> Device:
+    """A Device named 'cpu' whose roofs are this CPU's measured ceilings.
+
+    fp32/fp64 GEMM rates are both the 'vector' and the 'tensor' roof (a CPU matmul runs on the same SIMD
+    units, and matmul rows look up the 'tensor' roof); DRAM bandwidth is the copy bandwidth (read + write);
+    the launch floor is the host time of one tiny torch op (dispatch overhead).
+    """
+    if cal.machine.kind != "cpu":
+        raise CalibrationError(f"calibration of {cal.machine.name!r} is a GPU calibration: use apply()")
+    compute: dict[tuple[str, str], float] = {}
+    for dtype in ("fp32", "fp64"):
+        rate = cal.value(f"cpu-gemm-{dtype}")
+        if rate:
+            compute[(dtype, "vector")] = rate
+            compute[(dtype, "tensor")] = rate
+    copy = cal.value("cpu-copy")
+    missing = [name for name, ok in (("cpu-gemm-fp32", ("fp32", "vector") in compute), ("cpu-copy", copy)) if not ok]
+    if missing:
+        raise CalibrationError(f"CPU calibration lacks {', '.join(missing)}: re-measure with roofline calibrate")
+    capacities = {"llc": float(cal.machine.llc_bytes)} if cal.machine.llc_bytes else {}
+    return Device(
+        name="cpu",
+        display_name=cal.machine.name,
+        vendor="other",
+        compute=compute,
+        bandwidth={"dram": float(copy)},  # type: ignore[arg-type]
+        launch_floor_s=cal.value("launch-host") or 0.0,
+        roof_source=ROOF_SOURCE_MEASURED,
+        capacities=capacities,
+        compute_units=0,
+        unit_name="core",
+    )

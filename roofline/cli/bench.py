@@ -1,0 +1,425 @@
+"""`roofline bench KIND`: run built-in workloads for real on this machine and place them on its roofline."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from roofline.cli.analyze import SWEEP, _sizes, _words
+from roofline.cli.common import json_option, print_text, spec_option
+
+DEFAULT_OUTPUT = Path("roofline-bench.json")
+DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.run.DEFAULT_MAX_TIME_S (not imported: --help stays light)
+DEFAULT_DTYPE = " (default: bf16 on a GPU, fp32 on the CPU)." + SWEEP
+
+
+def _shipped_suites() -> list[str]:
+    from roofline.resources import data_dir
+
+    return sorted(path.stem for path in (data_dir("workloads") / "suites").glob("*.yaml"))
+
+
+class BenchGroup(TyperGroup):
+    """`roofline bench FILE.yaml` (or the name of a shipped suite) is short for `roofline bench suite FILE.yaml`."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        if args and args[0] not in self.commands and "suite" in self.commands:
+            first = args[0]
+            if first.endswith((".yaml", ".yml")) or first in _shipped_suites():
+                return "suite", self.commands["suite"], args
+        return super().resolve_command(ctx, args)
+
+
+app = typer.Typer(
+    cls=BenchGroup,
+    help=(
+        "Run built-in workloads for real on this machine (GPU or CPU) and place them on its roofline: measured "
+        "median time and spread, achieved FLOP/s and bytes/s, efficiency against the roofs, bound.\n\n"
+        "Roofs come from the GPU's spec sheet, or from `roofline calibrate` when this GPU has a cached "
+        "calibration (the CPU always uses measured roofs). Every run writes a report (-o, default "
+        "roofline-bench.json) with every sample. A comma list on a size option sweeps it. "
+        "`roofline bench FILE.yaml` runs a suite."
+    ),
+    no_args_is_help=True,
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    device: str | None
+    sheet: str | None
+    spec: list[Path] | None
+    warm: bool | None
+    max_time: float
+    output: Path
+    as_json: bool
+
+
+# Options shared by every bench command (typer needs them in each signature; the definitions live here once).
+def _device() -> Any:
+    return typer.Option(
+        None,
+        "--device",
+        "-d",
+        help="Where to run: cuda (cuda:N) or cpu (default: cuda when torch sees a GPU, else cpu).",
+        metavar="cuda|cpu",
+    )
+
+
+def _sheet() -> Any:
+    return typer.Option(
+        None,
+        "--sheet",
+        help="GPU spec sheet for the roofs (default: the sheet matching this GPU's name; a cached calibration "
+        "of that sheet replaces its roofs with measured ones).",
+    )
+
+
+def _warm() -> Any:
+    return typer.Option(
+        None,
+        "--warm/--cold",
+        help="Warm: no flush before each sample; cold: flush the L2 (CPU: the caches) before each sample, outside "
+        "the timed region (default: cold on a GPU, warm on the CPU).",
+        show_default=False,
+    )
+
+
+def _max_time() -> Any:
+    return typer.Option(
+        DEFAULT_MAX_TIME_S,
+        "--max-time",
+        help="Time budget per row in seconds (sampling stops earlier once the spread settles).",
+    )
+
+
+def _output() -> Any:
+    return typer.Option(
+        DEFAULT_OUTPUT, "--output", "-o", help="Report JSON, written atomically (rows with every sample)."
+    )
+
+
+def _options(
+    device: str | None,
+    sheet: str | None,
+    spec: list[Path] | None,
+    warm: bool | None,
+    max_time: float,
+    output: Path,
+    j: bool,
+) -> Options:
+    return Options(device, sheet, spec, warm, max_time, output, j)
+
+
+@contextmanager
+def _progress() -> Iterator[Any]:
+    """A transient progress bar over the rows on stderr (terminals only), as a run_bench progress callback."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("bench"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("", total=None)
+
+        def update(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total, description=label)
+
+        yield update
+
+
+def execute(items: list, opts: Options, title: str = "") -> None:
+    """Run the items on the target device, write the report, render it; exit 130 when interrupted."""
+    from roofline.bench.run import open_target, run_bench
+    from roofline.errors import EXIT_INTERRUPTED
+    from roofline.report import new_report, write_report
+
+    target = open_target(
+        opts.device, sheet=opts.sheet, spec_files=opts.spec or [], warm=opts.warm, max_time_s=opts.max_time
+    )
+    with _progress() as progress:
+        result = run_bench(items, target.device, target.harness, target.build, progress=progress)
+    if not result.rows and not result.interrupted:
+        error = result.first_error()
+        if error is not None:  # nothing ran, and not for lack of memory: a usage problem, one line
+            raise error
+    report = new_report(" ".join(["roofline", *sys.argv[1:]]), "bench", [target.device], result.rows)
+    report = report.model_copy(
+        update={
+            "bench": {**target.info, "roof_source": target.device.roof_source, "notes": target.notes},
+            "skipped": [s.to_dict() for s in result.skipped],
+            "interrupted": result.interrupted,
+            "total": result.total,
+        }
+    )
+    write_report(report, opts.output)
+    if opts.as_json:
+        print_text(report.to_json())
+    else:
+        from roofline.render.bench import BenchRenderer
+
+        renderer = BenchRenderer(
+            target.device,
+            timing=target.harness.description,
+            title=title,
+            notes=target.notes,
+            skipped=result.skipped,
+            interrupted=result.interrupted,
+            total=result.total,
+        )
+        print_text(renderer.render(result.rows))
+    typer.echo(f"Report written to {opts.output}", err=True)
+    if result.interrupted:
+        typer.echo(f"Interrupted: {len(result.rows)} of {result.total} rows measured and written.", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _default_dtype(opts: Options) -> str:
+    from roofline.bench.run import device_kind
+
+    return "bf16" if device_kind(opts.device) == "cuda" else "fp32"
+
+
+def _dtypes(text: str | None, opts: Options) -> Any:
+    return _words(text, "--dtype") if text is not None else _default_dtype(opts)
+
+
+def _run_kind(kind: str, values: dict[str, Any], opts: Options) -> None:
+    from roofline.bench.run import expand_items
+
+    execute(expand_items(kind, values), opts)
+
+
+@app.command()
+def gemm(
+    m: str = typer.Option(..., "-m", help="Rows of A and C." + SWEEP),
+    n: str = typer.Option(..., "-n", help="Columns of B and C." + SWEEP),
+    k: str = typer.Option(..., "-k", help="Inner (reduction) dimension." + SWEEP),
+    batch: str = typer.Option("1", "--batch", "-b", help="Batch of independent GEMMs (torch.bmm)." + SWEEP),
+    dtype: str | None = typer.Option(
+        None, "--dtype", help="Operand dtype: fp64 fp32 fp16 bf16 fp8 int8" + DEFAULT_DTYPE
+    ),
+    out_dtype: str | None = typer.Option(None, "--out-dtype", help="fp8 only: output dtype (default bf16)."),
+    tf32: bool = typer.Option(False, "--tf32", help="fp32 matmul on TF32 tensor cores."),
+    device: str | None = _device(),
+    sheet: str | None = _sheet(),
+    spec: list[Path] | None = spec_option(),
+    warm: bool | None = _warm(),
+    max_time: float = _max_time(),
+    output: Path = _output(),
+    as_json: bool = json_option(),
+) -> None:
+    """GEMM / batched GEMM, C = A @ B (torch.matmul / torch.bmm; fp8 torch._scaled_mm; int8 torch._int_mm)."""
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    values = {
+        "m": _sizes(m, "-m"),
+        "n": _sizes(n, "-n"),
+        "k": _sizes(k, "-k"),
+        "batch": _sizes(batch, "--batch"),
+        "dtype": _dtypes(dtype, opts),
+        "out_dtype": out_dtype,
+        "tf32": tf32,
+    }
+    _run_kind("gemm", values, opts)
+
+
+@app.command()
+def attention(
+    seq: str = typer.Option(..., "--seq", "-s", help="Query length (and key length unless --seq-kv)." + SWEEP),
+    heads: str = typer.Option(..., "--heads", help="Query heads." + SWEEP),
+    head_dim: str = typer.Option("128", "--head-dim", help="Head dimension." + SWEEP),
+    kv_heads: str | None = typer.Option(None, "--kv-heads", help="Key/value heads (GQA/MQA; default --heads)." + SWEEP),
+    seq_kv: str | None = typer.Option(None, "--seq-kv", help="Key/value length (default --seq)." + SWEEP),
+    batch: str = typer.Option("1", "--batch", "-b", help="Batch size." + SWEEP),
+    dtype: str | None = typer.Option(None, "--dtype", help="Q/K/V dtype" + DEFAULT_DTYPE),
+    causal: bool = typer.Option(False, "--causal", help="Causal mask."),
+    impl: str = typer.Option(
+        "sdpa",
+        "--impl",
+        help="naive (baddbmm, softmax, bmm: materialises S x S) and/or sdpa = fused "
+        "(scaled_dot_product_attention)." + SWEEP,
+    ),
+    device: str | None = _device(),
+    sheet: str | None = _sheet(),
+    spec: list[Path] | None = spec_option(),
+    warm: bool | None = _warm(),
+    max_time: float = _max_time(),
+    output: Path = _output(),
+    as_json: bool = json_option(),
+) -> None:
+    """Attention softmax(QK^T/sqrt(d))V: naive (three kernels) vs fused (SDPA), causal or not, MHA/GQA/MQA."""
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    values = {
+        "seq_q": _sizes(seq, "--seq"),
+        "seq_kv": _sizes(seq_kv, "--seq-kv"),
+        "heads": _sizes(heads, "--heads"),
+        "kv_heads": _sizes(kv_heads, "--kv-heads"),
+        "head_dim": _sizes(head_dim, "--head-dim"),
+        "batch": _sizes(batch, "--batch"),
+        "dtype": _dtypes(dtype, opts),
+        "causal": causal,
+        "impl": _words(impl, "--impl"),
+    }
+    _run_kind("attention", values, opts)
+
+
+@app.command()
+def elementwise(
+    op: str = typer.Option(..., "--op", help="relu, gelu, gelu_tanh, silu, add, mul, copy, ... ." + SWEEP),
+    numel: str = typer.Option(..., "--numel", "-N", help="Elements, e.g. 16777216, 2^24 or 4096x4096." + SWEEP),
+    dtype: str | None = typer.Option(None, "--dtype", help="Element dtype" + DEFAULT_DTYPE),
+    device: str | None = _device(),
+    sheet: str | None = _sheet(),
+    spec: list[Path] | None = spec_option(),
+    warm: bool | None = _warm(),
+    max_time: float = _max_time(),
+    output: Path = _output(),
+    as_json: bool = json_option(),
+) -> None:
+    """An element-wise op into a preallocated output (every op of `roofline analyze elementwise`)."""
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    values = {"op": _words(op, "--op"), "numel": _sizes(numel, "--numel"), "dtype": _dtypes(dtype, opts)}
+    _run_kind("elementwise", values, opts)
+
+
+@app.command()
+def norm(
+    op: str = typer.Option("layernorm", "--op", help="layernorm, rmsnorm or softmax." + SWEEP),
+    rows: str = typer.Option(..., "--rows", help="Rows (tokens)." + SWEEP),
+    cols: str = typer.Option(..., "--cols", help="Normalised width (hidden size)." + SWEEP),
+    dtype: str | None = typer.Option(None, "--dtype", help="Element dtype" + DEFAULT_DTYPE),
+    affine: bool = typer.Option(True, "--affine/--no-affine", help="Learned weight (and bias for layernorm)."),
+    device: str | None = _device(),
+    sheet: str | None = _sheet(),
+    spec: list[Path] | None = spec_option(),
+    warm: bool | None = _warm(),
+    max_time: float = _max_time(),
+    output: Path = _output(),
+    as_json: bool = json_option(),
+) -> None:
+    """Row-wise normalisations: F.layer_norm, F.rms_norm, softmax over the last dimension."""
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    values = {
+        "op": _words(op, "--op"),
+        "rows": _sizes(rows, "--rows"),
+        "cols": _sizes(cols, "--cols"),
+        "dtype": _dtypes(dtype, opts),
+        "affine": affine,
+    }
+    _run_kind("norm", values, opts)
+
+
+@app.command()
+def conv2d(
+    batch: str = typer.Option("1", "--batch", "-b", help="Batch size." + SWEEP),
+    in_channels: str = typer.Option(..., "--in-channels", "-c", help="Input channels." + SWEEP),
+    out_channels: str = typer.Option(..., "--out-channels", help="Output channels." + SWEEP),
+    height: str = typer.Option(..., "--height", help="Input height." + SWEEP),
+    width: str = typer.Option(..., "--width", help="Input width." + SWEEP),
+    kernel_size: str = typer.Option("3", "--kernel-size", help="Square kernel size." + SWEEP),
+    stride: str = typer.Option("1", "--stride", help="Stride." + SWEEP),
+    padding: str = typer.Option("0", "--padding", help="Zero padding." + SWEEP),
+    groups: str = typer.Option("1", "--groups", help="Groups (depthwise = channels)." + SWEEP),
+    dtype: str | None = typer.Option(None, "--dtype", help="Dtype" + DEFAULT_DTYPE),
+    tf32: bool = typer.Option(False, "--tf32", help="fp32 conv on TF32 tensor cores."),
+    device: str | None = _device(),
+    sheet: str | None = _sheet(),
+    spec: list[Path] | None = spec_option(),
+    warm: bool | None = _warm(),
+    max_time: float = _max_time(),
+    output: Path = _output(),
+    as_json: bool = json_option(),
+) -> None:
+    """2-D convolution, NCHW (F.conv2d)."""
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    values = {
+        "batch": _sizes(batch, "--batch"),
+        "in_channels": _sizes(in_channels, "--in-channels"),
+        "out_channels": _sizes(out_channels, "--out-channels"),
+        "height": _sizes(height, "--height"),
+        "width": _sizes(width, "--width"),
+        "kernel_size": _sizes(kernel_size, "--kernel-size"),
+        "stride": _sizes(stride, "--stride"),
+        "padding": _sizes(padding, "--padding", allow_zero=True),
+        "groups": _sizes(groups, "--groups"),
+        "dtype": _dtypes(dtype, opts),
+        "tf32": tf32,
+    }
+    _run_kind("conv2d", values, opts)
+
+
+@app.command()
+def decode(
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="Model config whose decoder-layer weight GEMMs run (qkv, o, gate/up, down): a shipped name "
+        "(gpt2, llama-2-7b, llama-3-8b, llama-3-70b, mistral-7b) or a YAML file.",
+    ),
+    n: str | None = typer.Option(None, "-n", help="Without --model: one weight GEMM's output width." + SWEEP),
+    k: str | None = typer.Option(None, "-k", help="Without --model: one weight GEMM's input width." + SWEEP),
+    batch: str = typer.Option("1", "--batch", "-b", help="Concurrent sequences = the GEMMs' M." + SWEEP),
+    dtype: str | None = typer.Option(None, "--dtype", help="Activation and weight dtype" + DEFAULT_DTYPE),
+    device: str | None = _device(),
+    sheet: str | None = _sheet(),
+    spec: list[Path] | None = spec_option(),
+    warm: bool | None = _warm(),
+    max_time: float = _max_time(),
+    output: Path = _output(),
+    as_json: bool = json_option(),
+) -> None:
+    """LLM decode, GEMV-shaped: the weight GEMMs of one decoder layer at M = batch (memory-bound at small batch)."""
+    from roofline.bench.run import decode_gemm_items, expand_items
+    from roofline.errors import UsageError
+
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    if model is not None and (n is not None or k is not None):
+        raise UsageError("give either --model NAME|FILE.yaml or one weight GEMM with -n N -k K, not both")
+    if model is None:
+        if n is None or k is None:
+            raise UsageError("give --model NAME|FILE.yaml (a decoder layer's GEMMs) or -n N -k K (one weight GEMM)")
+        items = decode_gemm_items(_sizes(batch, "--batch"), _sizes(n, "-n"), _sizes(k, "-k"), _dtypes(dtype, opts))
+    else:
+        values = {"model": model, "batch": _sizes(batch, "--batch"), "act_dtype": _dtypes(dtype, opts)}
+        items = expand_items("decode", values)
+    execute(items, opts)
+
+
+@app.command()
+def suite(
+    file: str = typer.Argument(
+        ..., help="A suite YAML, or the name of a shipped suite (bench-gpu, bench-cpu, transformer-ops)."
+    ),
+    device: str | None = _device(),
+    sheet: str | None = _sheet(),
+    spec: list[Path] | None = spec_option(),
+    warm: bool | None = _warm(),
+    max_time: float = _max_time(),
+    output: Path = _output(),
+    as_json: bool = json_option(),
+) -> None:
+    """Every workload of a suite file (kind + parameters per entry; list values sweep). Also `roofline bench FILE`."""
+    from roofline.bench.run import expand_suite
+    from roofline.workloads import load_suite
+
+    loaded, entries = load_suite(file)
+    items = expand_suite(entries)
+    execute(items, _options(device, sheet, spec, warm, max_time, output, as_json), title=f"suite {loaded.name}")
