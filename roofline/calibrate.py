@@ -37,11 +37,16 @@ MIB = 2**20
 
 # GPU sizes. fp32 and fp64 GEMMs run on CUDA cores / fp64 units and are slow: 4096 keeps them short.
 GEMM_SIZE = {"bf16": 8192, "fp16": 8192, "tf32": 8192, "fp8": 8192, "int8": 8192, "fp32": 4096, "fp64": 4096}
-# A GEMM warms up for 0.3 s and samples for at least 0.2 s: clocks settle under the power cap (an H100's bf16
-# GEMM fell from 788 to 686 TFLOP/s within a second of back-to-back calls, sw-power-cap at 1410-1575 MHz).
-GEMM_WARMUP_S = 0.3
-GEMM_MIN_TIME_S = 0.2
-FIRST_GEMM_WARMUP_S = 0.6  # the first GEMM also takes the GPU from idle to its loaded power state
+# A GEMM ceiling is measured from a rested GPU: GEMM_REST_S idle, a short warm-up, then at least 10 samples
+# within GEMM_MAX_TIME_S. NB: under sustained load a GPU can hit its power cap within a second (on the lent
+# H100 a bf16 8192^3 GEMM fell from ~800 to ~690 TFLOP/s, SM clock 1980 -> 1425 MHz, NVML 'sw-power-cap').
+# The ceiling is the median of the samples NVML did not flag as throttled; throttled samples are counted.
+GEMM_REST_S = 1.0
+GEMM_WARMUP_S = 0.01
+GEMM_MIN_TIME_S = 0.0
+GEMM_MAX_TIME_S = 0.25
+FIRST_GEMM_WARMUP_S = 0.05  # the first GEMM also pays cuBLAS start-up (not timed: the untimed first call)
+MIN_UNTHROTTLED = 5  # fewer unthrottled samples than this: the ceiling is the median of all samples
 GPU_DRAM_MIN_BYTES = 256 * MIB
 GPU_DRAM_LARGE_BYTES = GIB  # used when the GPU has room for it
 CUDA_STEPS = (
@@ -127,6 +132,19 @@ class _Steps:
             self.progress("done", len(self.names), len(self.names))
 
 
+def ceiling_time(m: Any) -> tuple[float, str]:
+    """The time a ceiling is computed from: the median of unthrottled samples when there are enough of them
+    (a ceiling is what the device does at its clocks, not under a power cap), else the median of all."""
+    from roofline.timing import median
+
+    if not m.throttled or not any(m.throttled):
+        return m.median_s, ""
+    kept = [t for t, slow in zip(m.samples_s, m.throttled, strict=True) if not slow]
+    if len(kept) >= MIN_UNTHROTTLED:
+        return median(kept), f"median of {len(kept)} unthrottled samples ({m.throttled_count} throttled set aside)"
+    return m.median_s, f"{m.throttled_count} of {m.n} samples throttled: the ceiling is probably low"
+
+
 def _rate_ceiling(
     name: str,
     kind: str,
@@ -139,7 +157,9 @@ def _rate_ceiling(
     spec: float | None = None,
     note: str = "",
 ) -> Ceiling:
-    value = work / m.median_s
+    seconds, how = ceiling_time(m)
+    value = work / seconds
+    note = "; ".join(part for part in (note, how) if part)
     return Ceiling(
         name=name,
         kind=kind,  # type: ignore[arg-type]
@@ -274,6 +294,13 @@ def calibrate_cuda(
     ) -> Any:
         return measure(fn, backend, flush=flush, rule=rule(min_time_s), warmup_s=warmup_s, clock=clock)
 
+    def timed_gemm(fn: Callable[[], object], warmup_s: float = GEMM_WARMUP_S) -> Any:
+        """A GEMM from a rested GPU: idle pause, short warm-up, >= 10 cold samples within GEMM_MAX_TIME_S."""
+        torch.cuda.synchronize()
+        time.sleep(GEMM_REST_S)
+        gemm_rule = StoppingRule(min_samples=10, min_time_s=GEMM_MIN_TIME_S, max_time_s=GEMM_MAX_TIME_S)
+        return measure(fn, events, flush=flush, rule=gemm_rule, warmup_s=warmup_s, clock=clock)
+
     l2_bytes = machine.l2_bytes or 50 * MIB
     free_bytes, _ = torch.cuda.mem_get_info(dev)
     nbytes = max(4 * l2_bytes, GPU_DRAM_MIN_BYTES)
@@ -358,7 +385,7 @@ def calibrate_cuda(
             old = torch.backends.cuda.matmul.allow_tf32
             torch.backends.cuda.matmul.allow_tf32 = tf32
             try:
-                m = timed(lambda: torch.mm(a, b, out=c), flush=flush, warmup_s=warmup_s, min_time_s=GEMM_MIN_TIME_S)
+                m = timed_gemm(lambda: torch.mm(a, b, out=c), warmup_s=warmup_s)
             finally:
                 torch.backends.cuda.matmul.allow_tf32 = old
             _check_output(torch, c, f"gemm-{dtype_name}")
@@ -400,7 +427,7 @@ def calibrate_cuda(
         def fn() -> None:
             holder[:] = [torch._scaled_mm(a, bt, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)]
 
-        m = timed(fn, flush=flush, warmup_s=GEMM_WARMUP_S, min_time_s=GEMM_MIN_TIME_S)
+        m = timed_gemm(fn)
         _check_output(torch, holder[0], "gemm-fp8")
         return _gemm_ceiling(
             "fp8", n, m, "e4m3 operands, B column-major, bf16 output, torch._scaled_mm; L2 flushed before each sample"
@@ -421,7 +448,7 @@ def calibrate_cuda(
         def fn() -> None:
             holder[:] = [torch._int_mm(a, bt)]
 
-        m = timed(fn, flush=flush, warmup_s=GEMM_WARMUP_S, min_time_s=GEMM_MIN_TIME_S)
+        m = timed_gemm(fn)
         _check_output(torch, holder[0], "gemm-int8")
         # NB: a row-major B runs ~7x slower on an H100 (127 vs 956 TOPS, hardware-facts.md)
         return _gemm_ceiling("int8", n, m, "int32 output, B column-major, torch._int_mm; L2 flushed before each sample")

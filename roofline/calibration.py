@@ -329,10 +329,13 @@ def apply(device: Device, cal: Calibration) -> Device:
             f"calibration of {cal.machine.name!r} matched sheet {cal.machine.sheet!r}, not {device.name!r}"
         )
     compute = dict(device.compute)
+    measured = set()
     for dtype in GEMM_DTYPES:
         rate = cal.value(f"gemm-{dtype}")
         if rate:
-            compute[gemm_roof_key(dtype, device.compute)] = rate
+            key = gemm_roof_key(dtype, device.compute)
+            compute[key] = rate
+            measured.add(key)
     bandwidth = dict(device.bandwidth)
     copy = cal.value("dram-copy")
     if copy:
@@ -347,6 +350,7 @@ def apply(device: Device, cal: Calibration) -> Device:
         bandwidth=bandwidth,
         launch_floor_s=launch or device.launch_floor_s,
         roof_source=ROOF_SOURCE_MEASURED,
+        measured=frozenset(measured),
     )
 
 

@@ -38,6 +38,8 @@ class Device:
     roof_source: str = ROOF_SOURCE_SPEC
     capacities: dict[str, float] = field(default_factory=dict)  # level -> bytes
     compute_units: int = 0  # SMs / CUs (0 when unknown, e.g. a CPU)
+    # With measured roofs: the compute roofs that were measured; the others keep the sheet's value.
+    measured: frozenset[tuple[str, str]] = frozenset()
     unit_name: str = "SM"
 
     @classmethod
@@ -76,6 +78,14 @@ class Device:
     @property
     def dram_bandwidth(self) -> float:
         return self.bandwidth["dram"]
+
+    def source_of(self, roof: Roof) -> str:
+        """Where a compute roof comes from: 'spec', 'measured', or 'spec compute, measured bandwidth'."""
+        if self.roof_source == ROOF_SOURCE_SPEC:
+            return ROOF_SOURCE_SPEC
+        if not self.measured or (roof.dtype, roof.unit) in self.measured:
+            return self.roof_source
+        return "spec compute, measured bandwidth"
 
     def has_tensor_cores(self) -> bool:
         return any(unit == "tensor" for _, unit in self.compute)

@@ -73,5 +73,5 @@ def place(cost: Cost, device: Device) -> Placement:
         time_s=total,
         bound=bound,  # type: ignore[arg-type]
         attainable_flops_per_s=cost.flops / work if work else float("inf"),
-        roof_source=device.roof_source,
+        roof_source=device.source_of(main_roof),
     )

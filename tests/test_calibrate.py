@@ -359,3 +359,54 @@ def test_calibrate_cuda_for_real():
         assert copy.value < copy.spec_value and bf16.value < bf16.spec_value
         assert 0 < copy.ratio < 1 and 0 < bf16.ratio < 1
     assert cal.value("launch-events") > 0
+
+
+# ------------------------------------------------------------------------------------ analyze --roofs
+
+
+def test_analyze_uses_measured_roofs_when_cached(cli, cache):
+    from roofline.calibration import save
+
+    args = ("analyze", "gemm", "-m", "8192", "-n", "8192", "-k", "8192", "--dtype", "bf16", "-d", "h100-sxm", "--json")
+    assert cli(*args).json()["rows"][0]["roof_source"] == "spec"  # nothing cached yet
+    missing = cli(*args, "--roofs", "measured")
+    assert missing.code == 2 and "no calibration of h100-sxm is cached" in missing.err
+    save(_gpu_cal())
+    row = cli(*args).json()["rows"][0]
+    assert row["roof_source"] == "measured"
+    assert row["peak_flops_per_s"] == 785e12 and row["bandwidth_bytes_per_s"] == 3.03e12
+    assert cli(*args, "--roofs", "spec").json()["rows"][0]["peak_flops_per_s"] == 989.4e12
+    # fp8 was not measured: its roof stays the sheet's, and the row says so
+    fp8 = cli(
+        "analyze", "gemm", "-m", "8192", "-n", "8192", "-k", "8192", "--dtype", "fp8", "-d", "h100-sxm", "--json"
+    ).json()["rows"][0]
+    assert fp8["roof_source"] == "spec compute, measured bandwidth"
+    assert "measured (calibration)" in cli(*args[:-1]).out
+
+
+def test_ceiling_sets_throttled_samples_aside():
+    from roofline.calibrate import ceiling_time
+    from roofline.timing.engine import Measurement
+
+    def m(samples, throttled):
+        from roofline.timing import median
+
+        return Measurement(
+            median_s=median(samples),
+            p20_s=0,
+            p80_s=0,
+            samples_s=samples,
+            method="cuda-events",
+            cache="cold",
+            stop_reason="converged",
+            warmup_calls=1,
+            elapsed_s=1.0,
+            throttled=throttled,
+        )
+
+    fast, slow = [1.0e-3] * 6, [1.2e-3] * 6
+    seconds, how = ceiling_time(m(fast + slow, [False] * 6 + [True] * 6))
+    assert seconds == 1.0e-3 and "6 unthrottled samples (6 throttled set aside)" in how
+    seconds, how = ceiling_time(m(fast[:3] + slow, [False] * 3 + [True] * 6))
+    assert seconds == 1.2e-3 and "6 of 9 samples throttled" in how  # too few unthrottled: all samples
+    assert ceiling_time(m(fast, [False] * 6)) == (1.0e-3, "")

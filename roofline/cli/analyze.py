@@ -59,12 +59,38 @@ def _words(text: str | None, option: str) -> Any:
     return values if len(values) > 1 else values[0]
 
 
-def _devices(device: str | None, spec: list[Path] | None) -> list:  # -> list[Device]
-    from roofline.device import Device
+def _roofs() -> Any:
+    return typer.Option(
+        "auto",
+        "--roofs",
+        help="spec (sheet), measured (this machine's `roofline calibrate` cache; error if none) or auto "
+        "(measured when a calibration of that device is cached, else spec).",
+    )
 
+
+def _devices(device: str | None, spec: list[Path] | None, roofs: str = "auto") -> list:  # -> list[Device]
+    from roofline.device import Device
+    from roofline.errors import UsageError
+
+    if roofs not in ("auto", "spec", "measured"):
+        raise UsageError(f"--roofs: {roofs!r} is not one of auto, spec, measured")
     reg = registry(spec)
     names = split_list(device, "--device") if device else default_device_names()
-    return [Device.from_sheet(reg.get(name)) for name in dict.fromkeys(names)]
+    devices = [Device.from_sheet(reg.get(name)) for name in dict.fromkeys(names)]
+    if roofs == "spec":
+        return devices
+    from roofline import calibration
+
+    resolved = []
+    for dev in devices:
+        cal = calibration.latest_for_sheet(dev.name)
+        if cal is None and roofs == "measured":
+            raise UsageError(
+                f"--roofs measured: no calibration of {dev.name} is cached: run `roofline calibrate` on that GPU "
+                "or use --roofs spec"
+            )
+        resolved.append(calibration.apply(dev, cal) if cal is not None else dev)
+    return resolved
 
 
 def _emit(rows: list, devices: list, as_json: bool, output: Path | None, title: str = "") -> None:
@@ -91,10 +117,11 @@ def run(
     spec: list[Path] | None,
     as_json: bool,
     output: Path | None,
+    roofs: str = "auto",
 ) -> None:
     from roofline.analysis import sweep
 
-    devices = _devices(device, spec)
+    devices = _devices(device, spec, roofs)
     rows = sweep(kind, {key: value for key, value in values.items() if value is not None}, devices)
     _emit(rows, devices, as_json, output)
 
@@ -110,6 +137,7 @@ def gemm(
     tf32: bool = typer.Option(False, "--tf32", help="fp32 matmul on TF32 tensor cores."),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
+    roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
 ) -> None:
@@ -123,7 +151,7 @@ def gemm(
         "out_dtype": out_dtype,
         "tf32": tf32,
     }
-    run("gemm", values, device, spec, as_json, output)
+    run("gemm", values, device, spec, as_json, output, roofs)
 
 
 @app.command()
@@ -141,6 +169,7 @@ def attention(
     ),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
+    roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
 ) -> None:
@@ -156,17 +185,23 @@ def attention(
         "causal": causal,
         "impl": _words(impl, "--impl"),
     }
-    run("attention", values, device, spec, as_json, output)
+    run("attention", values, device, spec, as_json, output, roofs)
 
 
 def _llm(
-    kind: str, values: dict[str, Any], device: str | None, spec: list[Path] | None, as_json: bool, output: Path | None
+    kind: str,
+    values: dict[str, Any],
+    device: str | None,
+    spec: list[Path] | None,
+    as_json: bool,
+    output: Path | None,
+    roofs: str,
 ) -> None:
     from roofline.errors import UsageError
 
     if (values["model"] is None) == (values["params"] is None):
         raise UsageError("give either --model NAME|FILE.yaml or --params P (with --d-model) for the napkin form")
-    run(kind, values, device, spec, as_json, output)
+    run(kind, values, device, spec, as_json, output, roofs)
 
 
 # Options shared by decode and prefill (typer needs them in each signature; the definitions live here once).
@@ -239,13 +274,14 @@ def decode(
     attention_impl: str = _attention_impl(),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
+    roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
 ) -> None:
     """One LLM decode step (one new token per sequence): weights streamed once per step."""
     values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
     values["context"] = _sizes(context, "--context", allow_zero=True)
-    _llm("decode", values, device, spec, as_json, output)
+    _llm("decode", values, device, spec, as_json, output, roofs)
 
 
 @app.command()
@@ -261,13 +297,14 @@ def prefill(
     attention_impl: str = _attention_impl(),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
+    roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
 ) -> None:
     """LLM prefill of a prompt: every prompt token through every layer, causal attention."""
     values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
     values["seq"] = _sizes(seq, "--seq")
-    _llm("prefill", values, device, spec, as_json, output)
+    _llm("prefill", values, device, spec, as_json, output, roofs)
 
 
 @app.command()
@@ -279,12 +316,13 @@ def elementwise(
     dtype: str = typer.Option("fp16", "--dtype", help="Element dtype." + SWEEP),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
+    roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
 ) -> None:
     """An element-wise op: FLOPs per element from a table, each input read and the output written once."""
     values = {"op": _words(op, "--op"), "numel": _sizes(numel, "--numel"), "dtype": _words(dtype, "--dtype")}
-    run("elementwise", values, device, spec, as_json, output)
+    run("elementwise", values, device, spec, as_json, output, roofs)
 
 
 @app.command()
@@ -296,6 +334,7 @@ def norm(
     affine: bool = typer.Option(True, "--affine/--no-affine", help="Learned weight (and bias for layernorm)."),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
+    roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
 ) -> None:
@@ -307,7 +346,7 @@ def norm(
         "dtype": _words(dtype, "--dtype"),
         "affine": affine,
     }
-    run("norm", values, device, spec, as_json, output)
+    run("norm", values, device, spec, as_json, output, roofs)
 
 
 @app.command()
@@ -325,6 +364,7 @@ def conv2d(
     tf32: bool = typer.Option(False, "--tf32", help="fp32 conv on TF32 tensor cores."),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
+    roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = typer.Option(None, "--output", help="Also write the report JSON here."),
 ) -> None:
@@ -342,7 +382,7 @@ def conv2d(
         "dtype": _words(dtype, "--dtype"),
         "tf32": tf32,
     }
-    run("conv2d", values, device, spec, as_json, output)
+    run("conv2d", values, device, spec, as_json, output, roofs)
 
 
 @app.command()
@@ -350,6 +390,7 @@ def suite(
     file: str = typer.Argument(..., help="A suite YAML, or the name of a shipped suite (transformer-ops)."),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
+    roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
 ) -> None:
@@ -358,5 +399,5 @@ def suite(
     from roofline.workloads import load_suite
 
     loaded, items = load_suite(file)
-    devices = _devices(device, spec)
+    devices = _devices(device, spec, roofs)
     _emit(analyze_items(items, devices), devices, as_json, output, title=f"suite {loaded.name}")

@@ -82,7 +82,7 @@ class AnalysisRenderer(Renderer):
     def _card(self, row: Row) -> list[str]:
         """One workload on one device: every quantity on its own line."""
         device = self.devices[0]
-        source = "spec sheet" if row.roof_source == "spec" else "measured (calibration)"
+        source = {"spec": "spec sheet", "measured": "measured (calibration)"}.get(row.roof_source, row.roof_source)
         terms = ", ".join(f"{name} {format_bytes(value)}" for name, value in row.byte_terms.items())
         fields = [
             ("FLOPs", format_count(row.flops)),

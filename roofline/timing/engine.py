@@ -87,7 +87,10 @@ def measure(
 ) -> Measurement:
     """Time ``fn``: one untimed call (lazy init), one timed call as the first estimate, warm-up calls sized
     from it to fill ``warmup_s``, then timed samples until ``rule`` says stop. With ``flush`` every sample
-    is cold-cache (the flush runs before it, untimed); without it the cache is warm."""
+    is cold-cache (the flush runs before it, untimed); without it the cache is warm.
+
+    NB: the rule's clock starts with the first sample: a slow first call (library initialisation, autotuning)
+    must not use up the sampling budget before any sample is taken."""
     rule = rule or StoppingRule()
     start = now()
     fn()
@@ -98,6 +101,7 @@ def measure(
         fn()
     backend.synchronize()
 
+    sampling_start = now()
     samples: list[float] = []
     throttled: list[bool] = []
     clocks: list[float | None] = []
@@ -111,7 +115,7 @@ def measure(
             low = mhz is not None and clock.max_clock_mhz is not None and mhz < THROTTLE_FRACTION * clock.max_clock_mhz
             throttled.append(bool(low or why))
             reasons.update(why)
-        stop = rule.decide(samples, now() - start)
+        stop = rule.decide(samples, now() - sampling_start)
     return Measurement(
         median_s=median(samples),
         p20_s=quantile(samples, 0.2),
