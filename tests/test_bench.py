@@ -586,3 +586,19 @@ def test_gpu_bf16_gemm_1024_efficiency(cli, tmp_path):
     (row,) = result.json()["rows"]
     assert row["method"] == "cuda-events" and row["cache"] == "cold"
     assert 0.2 <= row["efficiency"] <= 1.05, row
+
+
+def test_harness_rests_the_device_before_each_item():
+    log: list[str] = []
+    h = harness(1e-3)
+    h.rest_s = 0.5
+    h.sleep = lambda seconds: log.append(f"sleep {seconds}")
+    real_sync = h.backend.synchronize
+
+    def sync() -> None:
+        log.append("sync")
+        real_sync()
+
+    h.backend.synchronize = sync  # type: ignore[method-assign]
+    h.measure(lambda: None)
+    assert log[:2] == ["sync", "sleep 0.5"]  # idle only after the queued work has finished

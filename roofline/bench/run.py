@@ -43,6 +43,11 @@ BENCH_KINDS = ("gemm", "attention", "elementwise", "norm", "conv2d", "decode")
 #: a measured median within this factor of the launch floor (summed over kernels) reads as launch-bound
 LAUNCH_FACTOR = 2.0
 
+#: CUDA: seconds of idle before each row. NB: a large GEMM can push an H100 onto its power cap within a second;
+#: without a pause the next rows inherit the lowered clocks and the same suite drifts by up to 10% between
+#: runs (seen on the lent H100: 8192^3 bf16 at 1481 us, then 1630 us). Throttled samples are still flagged.
+REST_S = 0.5
+
 #: default time budget per row in seconds (the stopping rule usually stops far earlier)
 DEFAULT_MAX_TIME_S = 1.0
 
@@ -162,8 +167,13 @@ class Harness:
     cleanup: Callable[[], None] = _noop  # after each item, once its tensors are released (CUDA: empty_cache)
     description: str = ""  # e.g. 'device time per call (CUDA events), L2 flushed before each sample'
     cache: str | None = None  # 'cold' | 'warm' when ``flush`` does more than flush (None: from the measurement)
+    rest_s: float = 0.0  # idle time before each item (CUDA: REST_S), after synchronising the device
+    sleep: Callable[[float], None] = time.sleep
 
     def measure(self, fn: Callable[[], object]) -> Measurement:
+        if self.rest_s > 0:
+            self.backend.synchronize()
+            self.sleep(self.rest_s)
         return measure(
             fn,
             self.backend,
@@ -541,8 +551,9 @@ def _cuda_target(
         if sleep is not None:
             sleep(cycles)
 
-    description = "device time per call (CUDA events, GPU kept busy before each sample), " + (
-        "warm L2 (no flush)" if warm else "L2 flushed before each sample"
+    description = (
+        f"device time per call (CUDA events, GPU rested {REST_S:g} s per row, kept busy before each sample), "
+        + ("warm L2 (no flush)" if warm else "L2 flushed before each sample")
     )
 
     def cleanup() -> None:
@@ -556,6 +567,7 @@ def _cuda_target(
         cleanup=cleanup,
         description=description,
         cache="warm" if warm else "cold",
+        rest_s=REST_S,
     )
     info = {
         "device_kind": "cuda",
