@@ -42,6 +42,11 @@ GEMM_SIZE = {"bf16": 8192, "fp16": 8192, "tf32": 8192, "fp8": 8192, "int8": 8192
 # H100 a bf16 8192^3 GEMM fell from ~800 to ~690 TFLOP/s, SM clock 1980 -> 1425 MHz, NVML 'sw-power-cap').
 # The ceiling is the median of the samples NVML did not flag as throttled; throttled samples are counted.
 GEMM_REST_S = 1.0
+# NB: best of 3 bursts: on the lent H100s one burst of the same GEMM varied between 694 and 800 TFLOP/s (clocks
+# at 1980 MHz, nothing flagged); a ceiling is the best rate the device sustains for a burst, so the fastest
+# burst's median is kept (each burst's samples are still a median, never a single best sample).
+GEMM_BURSTS = 3
+GEMM_BURST_REST_S = 0.3
 GEMM_WARMUP_S = 0.01
 GEMM_MIN_TIME_S = 0.0
 GEMM_MAX_TIME_S = 0.25
@@ -295,11 +300,15 @@ def calibrate_cuda(
         return measure(fn, backend, flush=flush, rule=rule(min_time_s), warmup_s=warmup_s, clock=clock)
 
     def timed_gemm(fn: Callable[[], object], warmup_s: float = GEMM_WARMUP_S) -> Any:
-        """A GEMM from a rested GPU: idle pause, short warm-up, >= 10 cold samples within GEMM_MAX_TIME_S."""
-        torch.cuda.synchronize()
-        time.sleep(GEMM_REST_S)
+        """A GEMM from a rested GPU: GEMM_BURSTS bursts, each an idle pause, a short warm-up and >= 10 cold
+        samples within GEMM_MAX_TIME_S; the burst with the fastest ceiling time is kept (best of N)."""
         gemm_rule = StoppingRule(min_samples=10, min_time_s=GEMM_MIN_TIME_S, max_time_s=GEMM_MAX_TIME_S)
-        return measure(fn, events, flush=flush, rule=gemm_rule, warmup_s=warmup_s, clock=clock)
+        bursts = []
+        for burst in range(GEMM_BURSTS):
+            torch.cuda.synchronize()
+            time.sleep(GEMM_REST_S if burst == 0 else GEMM_BURST_REST_S)
+            bursts.append(measure(fn, events, flush=flush, rule=gemm_rule, warmup_s=warmup_s, clock=clock))
+        return min(bursts, key=lambda m: ceiling_time(m)[0])
 
     l2_bytes = machine.l2_bytes or 50 * MIB
     free_bytes, _ = torch.cuda.mem_get_info(dev)

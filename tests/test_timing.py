@@ -284,3 +284,15 @@ def test_cuda_events_time_a_real_kernel():
     # 2^24 floats read + written = 134 MB: at most a few TB/s, so tens of microseconds
     assert 10e-6 < cold.median_s < 5e-3
     assert warm.median_s < cold.median_s * 1.5
+
+
+def test_drifting_samples_are_discarded_as_late_warmup():
+    rule = StoppingRule(min_samples=10, min_time_s=0.0, plateau_window=5, max_time_s=10.0)
+    assert not rule.drifting([1e-3] * 10)
+    assert rule.drifting([3e-3] * 5 + [1e-3] * 5)  # first window 3x the last
+    now = FakeNow()
+    slow_then_fast = [3e-3] * 8 + [1e-3] * 40
+    result = measure(lambda: None, FakeBackend([1e-3, *slow_then_fast], now), now=now, warmup_s=0.0, rule=rule)
+    assert result.discarded > 0
+    assert result.median_s == pytest.approx(1e-3)  # the settled time, not a mix
+    assert result.to_dict()["discarded"] == result.discarded

@@ -48,6 +48,7 @@ class Measurement:
     clocks_mhz: list[float | None] = field(default_factory=list)  # per sample
     throttle_reasons: list[str] = field(default_factory=list)  # union over samples
     threads: int | None = None  # CPU: torch's intra-op thread count
+    discarded: int = 0  # early samples dropped because the timings were still drifting
 
     @property
     def n(self) -> int:
@@ -90,7 +91,9 @@ def measure(
     is cold-cache (the flush runs before it, untimed); without it the cache is warm.
 
     NB: the rule's clock starts with the first sample: a slow first call (library initialisation, autotuning)
-    must not use up the sampling budget before any sample is taken."""
+    must not use up the sampling budget before any sample is taken. When the samples drift (the first window's
+    median and the last one's differ by more than the rule's drift_tolerance), the older half is discarded as
+    late warm-up and counted in ``discarded``; the time cap still holds."""
     rule = rule or StoppingRule()
     start = now()
     fn()
@@ -106,6 +109,7 @@ def measure(
     throttled: list[bool] = []
     clocks: list[float | None] = []
     reasons: set[str] = set()
+    discarded = 0
     stop: str | None = None
     while stop is None:
         samples.append(backend.time_once(fn, flush))
@@ -115,6 +119,10 @@ def measure(
             low = mhz is not None and clock.max_clock_mhz is not None and mhz < THROTTLE_FRACTION * clock.max_clock_mhz
             throttled.append(bool(low or why))
             reasons.update(why)
+        if rule.drifting(samples):
+            half = len(samples) // 2
+            discarded += half
+            del samples[:half], throttled[:half], clocks[:half]
         stop = rule.decide(samples, now() - sampling_start)
     return Measurement(
         median_s=median(samples),
@@ -130,4 +138,5 @@ def measure(
         clocks_mhz=clocks,
         throttle_reasons=sorted(reasons),
         threads=threads,
+        discarded=discarded,
     )

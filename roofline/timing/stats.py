@@ -45,6 +45,16 @@ class StoppingRule:
     plateau_tolerance: float = 0.1
     max_time_s: float = 2.0
     max_samples: int = 5000
+    drift_tolerance: float = 0.1
+
+    def drifting(self, samples: Sequence[float]) -> bool:
+        """True when the last plateau_window samples' median differs from the first window's by more than
+        drift_tolerance: the device was still settling (clocks ramping, lazy autotuning) when sampling began."""
+        window = self.plateau_window
+        if len(samples) < 2 * window:
+            return False
+        first, last = median(samples[:window]), median(samples[-window:])
+        return first > 0 and abs(last / first - 1) > self.drift_tolerance
 
     def decide(self, samples: Sequence[float], elapsed_s: float) -> str | None:
         """The reason to stop now ('converged', 'spread-stable', 'time-cap', 'sample-cap'), or None."""
