@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 import pytest
 
@@ -10,6 +11,8 @@ os.environ["COLUMNS"] = "120"
 os.environ["NO_COLOR"] = "1"
 os.environ.pop("ROOFLINE_DEVICE", None)
 os.environ.pop("ROOFLINE_SPECS_DIR", None)
+# Hermetic: no test reads or writes the user's calibration cache (analyze --roofs auto would use it).
+os.environ["ROOFLINE_CACHE_DIR"] = tempfile.mkdtemp(prefix="roofline-test-cache-")
 
 
 def _cuda_available() -> bool:
