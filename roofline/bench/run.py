@@ -34,7 +34,6 @@ from roofline.analysis import Row, analyze_one, expand
 from roofline.costs.base import get_model
 from roofline.device import Device
 from roofline.errors import RooflineError, UsageError, WorkloadError
-from roofline.timing.backends import FLUSH_MIN_BYTES
 from roofline.timing.engine import Backend, ClockMonitor, Measurement, measure
 from roofline.timing.stats import StoppingRule
 
@@ -547,11 +546,9 @@ def _cuda_target(
     cycles = int(((clock.max_clock_mhz if clock is not None else None) or 2000) * BUSY_US)
 
     def before() -> None:
-        # Cold: the flush itself keeps the GPU busy (and leaves the L2 full of its dirty lines, as a preceding
-        # kernel's output would, the regime triton's do_bench measures too). Warm: a sleep kernel does.
         if flush is not None:
             flush()
-        elif sleep is not None:
+        if sleep is not None:
             sleep(cycles)
 
     description = (
@@ -622,7 +619,7 @@ def _cpu_target(torch: Any, warm: bool, rule: StoppingRule) -> Target:
     device, notes = cpu_device(torch)
     llc = llc_bytes() or 0
     flush = None if warm else l2_flush(torch, llc, device="cpu")
-    flushed = max(2 * llc, FLUSH_MIN_BYTES)  # what l2_flush writes
+    flushed = max(2 * llc, 64 * 2**20)  # what l2_flush writes
     description = f"wall time per call (host clock, {threads} threads), " + (
         "warm caches (no flush)" if warm else f"caches flushed before each sample ({flushed // 2**20} MiB written)"
     )

@@ -94,16 +94,9 @@ class CudaGraph:
         self._torch.cuda.synchronize()
 
 
-# As triton.testing.do_bench's cache flush: 256 MiB.
-FLUSH_MIN_BYTES = 256 * 2**20
-
-
 def l2_flush(torch: Any, l2_bytes: int, device: str = "cuda") -> Callable[[], object]:
-    """A callable that evicts the L2 by writing a buffer twice its size (at least FLUSH_MIN_BYTES).
-
-    NB: the write also keeps the GPU busy for tens of microseconds (256 MiB at 3 TB/s: ~90 us), long enough for
-    the host to queue the start event and the op behind it, so the events time the op and not its launch."""
-    nbytes = max(2 * int(l2_bytes), FLUSH_MIN_BYTES)
+    """A callable that evicts the L2 by writing a buffer twice its size (at least 64 MiB)."""
+    nbytes = max(2 * int(l2_bytes), 64 * 2**20)
     buffer = torch.empty(nbytes // 4, dtype=torch.int32, device=device)
 
     def flush() -> None:
