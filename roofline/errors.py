@@ -53,3 +53,13 @@ class CalibrationError(RooflineError):
     def __init__(self, message: str, path: object = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class UserCodeError(RooflineError):
+    """The user's own code (their model file, its forward) raised: show their traceback, exit 1."""
+
+    exit_code = EXIT_USER_CODE
+
+    def __init__(self, message: str, traceback_text: str = "") -> None:
+        super().__init__(message)
+        self.traceback_text = traceback_text

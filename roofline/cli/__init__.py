@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         result = command.main(args=argv, prog_name="roofline", standalone_mode=False)
     except RooflineError as exc:
+        traceback_text = getattr(exc, "traceback_text", "")
+        if traceback_text:  # the user's code failed: their traceback (ours trimmed), then our one line
+            typer.echo(traceback_text.rstrip("\n"), err=True)
         typer.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:

@@ -1,0 +1,81 @@
+"""Plain values passed between the diagnose stages (load -> count -> time -> place -> diagnose -> report).
+
+Every stage is a pure function of these (the torch-touching stages produce them), so each is tested on CPU
+with hand-built values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Phase = Literal["forward", "backward"]
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One aten op seen by the counting pass (a TorchDispatchMode), in execution order."""
+
+    index: int  # position in execution order within one iteration
+    op: str  # aten op, 'aten::mm' style (the profiler's spelling)
+    module: str  # nn.Module path that issued it, e.g. 'blocks.0.attn.q_proj' ('' = the top-level model)
+    module_type: str  # class name of that module, e.g. 'Linear'
+    phase: Phase
+    input_shapes: tuple[tuple[int, ...], ...]  # tensor inputs only, in argument order
+    input_dtypes: tuple[str, ...]  # canonical names (roofline.dtypes), '' for dtypes we do not name
+    output_shapes: tuple[tuple[int, ...], ...]
+    flops: int | None  # None: no cost formula for this op (listed as uncounted, never silently 0)
+    bytes: int | None  # compulsory bytes: inputs read once, outputs written once (views 0, broadcasts once)
+    dtype: str  # the dtype its roof is chosen by
+    math: Literal["tensor", "vector", "none"]  # 'none': moves no data and does no math (views, metadata)
+    non_contiguous: bool = False  # some tensor input is strided/transposed (not contiguous)
+    note: str = ""  # an assumption behind the count, or why it is uncounted
+
+    @property
+    def counted(self) -> bool:
+        return self.flops is not None and self.bytes is not None
+
+    def signature(self) -> tuple[str, tuple[tuple[int, ...], ...]]:
+        """Op and input shapes: how timing events are matched to counted ops."""
+        return self.op, self.input_shapes
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class KernelEvent:
+    """One GPU kernel from the profiler trace."""
+
+    name: str
+    start_us: float
+    duration_us: float
+    stream: int
+    external_id: int | None  # id of the CPU op that launched it ('External id' in the Kineto trace)
+    correlation: int | None  # shared with its launch API call
+
+
+@dataclass(frozen=True)
+class OpTiming:
+    """The measured time of one counted op (matched by signature and order)."""
+
+    index: int  # OpRecord.index it belongs to
+    device_time_s: float  # GPU: sum of its kernels' durations; CPU: the op's self CPU time
+    kernels: int  # kernels it launched (0 on the CPU)
+    launch_delay_s: float = 0.0  # summed: kernel start - (launch call end), clipped at 0
+    cpu_time_s: float = 0.0  # host time of the op call
+
+
+@dataclass
+class Timing:
+    """The timing pass of one iteration (averaged over the timed iterations)."""
+
+    device: str  # 'cuda' | 'cpu'
+    iterations: int
+    wall_s: float  # end-to-end time of one iteration (synchronised)
+    ops: list[OpTiming] = field(default_factory=list)
+    kernel_count: int = 0
+    gpu_busy_s: float = 0.0  # union of kernel intervals (0 on the CPU)
+    gpu_idle_s: float = 0.0  # span of the kernels minus busy
+    unmatched_time_s: float = 0.0  # device time of kernels/ops no counted op could be matched to
+    notes: list[str] = field(default_factory=list)
