@@ -7,7 +7,7 @@ import sys
 import typer
 
 from roofline import __version__
-from roofline.cli import analyze, bench, specs
+from roofline.cli import analyze, bench, diagnose, specs
 from roofline.cli import calibrate as calibrate_cli
 
 app = typer.Typer(
@@ -27,6 +27,7 @@ app.add_typer(specs.app, name="specs")
 app.add_typer(analyze.app, name="analyze")
 app.add_typer(bench.app, name="bench")
 app.command("calibrate")(calibrate_cli.calibrate)
+app.command("diagnose")(diagnose.diagnose)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,117 @@
+"""`roofline diagnose MODEL.py`: trace, count, time, place and diagnose a real PyTorch model."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from roofline.cli.common import json_option, print_text, spec_option
+
+DEFAULT_OUTPUT = Path("roofline-report.json")
+
+
+@contextmanager
+def _status() -> Iterator[Any]:
+    """A transient status line on stderr naming the running stage (terminals only), as a progress callback."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    with console.status("diagnose", spinner="dots") as status:
+
+        def update(stage: str) -> None:
+            status.update(f"diagnose: {stage}")
+
+        yield update
+
+
+def diagnose(
+    model: Path = typer.Argument(
+        ...,
+        help="The model file (Python): class Model + get_inputs() + get_init_inputs(), or a module-level `model` "
+        "with `example_inputs` / get_inputs(), or --entry NAME.",
+        metavar="MODEL.py",
+    ),
+    script_args: list[str] | None = typer.Argument(
+        None, help="Arguments for the script after `--` (its sys.argv[1:]).", metavar="[-- ARGS]"
+    ),
+    entry: str | None = typer.Option(
+        None, "--entry", help="A function in the file returning (model, inputs), used instead of the conventions."
+    ),
+    device: str | None = typer.Option(
+        None,
+        "--device",
+        "-d",
+        help="Where to run: cuda (cuda:N) or cpu (default: cuda when torch sees a GPU, else cpu).",
+        metavar="cuda|cpu",
+    ),
+    dtype: str | None = typer.Option(
+        None, "--dtype", help="Cast the model and its floating inputs: fp32, bf16 or fp16 (default: as written)."
+    ),
+    mode: str = typer.Option("inference", "--mode", help="inference (forward, no grad) or training (+ backward)."),
+    warmup: int = typer.Option(3, "--warmup", help="Untimed iterations before the profiled ones."),
+    iters: int = typer.Option(10, "--iters", help="Profiled iterations (times are per iteration)."),
+    sheet: str | None = typer.Option(
+        None,
+        "--sheet",
+        help="GPU spec sheet for the roofs (default: the sheet matching this GPU's name; a cached calibration "
+        "of that sheet replaces its roofs with measured ones unless --roofs spec).",
+    ),
+    spec: list[Path] | None = spec_option(),
+    roofs: str = typer.Option(
+        "auto",
+        "--roofs",
+        help="GPU: spec (the sheet), measured (this GPU's `roofline calibrate` cache; error if none) or auto "
+        "(measured when cached, else spec). The CPU always uses measured roofs.",
+    ),
+    top: int = typer.Option(10, "--top", help="Rows in the top ops and modules tables, and findings shown."),
+    as_json: bool = json_option(),
+    output: Path = typer.Option(
+        DEFAULT_OUTPUT, "--output", "-o", help="Report JSON, written atomically (read by plot and gate)."
+    ),
+) -> None:
+    """Run a PyTorch model, count what every op must do, time what it did, and say what limits it.
+
+    Counting pass: every aten op with its module, shapes, FLOPs and compulsory bytes. Timing pass (separate,
+    torch.profiler): device time per op, kernels, GPU idle. Each op, op type and module is placed on this device's
+    roofline (GPU: spec sheet, or measured roofs when calibrated; CPU: measured roofs); the findings name the
+    bottleneck, the property to exploit, the technique and the most the roofline lets you gain. Arguments after
+    `--` go to the script. See docs/diagnose.md.
+    """
+    from roofline.diagnose.pipeline import diagnose as run
+    from roofline.errors import UsageError
+    from roofline.report import write_report
+
+    if top < 1:
+        raise UsageError(f"--top {top}: at least 1")
+    with _status() as progress:
+        result = run(
+            model,
+            entry=entry,
+            device=device,
+            dtype=dtype,
+            mode=mode,
+            warmup=warmup,
+            iters=iters,
+            sheet=sheet,
+            spec_files=spec or [],
+            roofs=roofs,
+            argv=script_args or [],
+            progress=progress,
+        )
+    report = result.report(" ".join(["roofline", *sys.argv[1:]]))
+    write_report(report, output)
+    if as_json:
+        print_text(report.to_json())
+    else:
+        from roofline.render.diagnose import DiagnoseRenderer
+
+        print_text(DiagnoseRenderer(top=top).render(result))
+    typer.echo(f"Report written to {output}", err=True)

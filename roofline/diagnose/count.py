@@ -1,0 +1,272 @@
+"""The counting pass: run the model once under a TorchDispatchMode and record every aten op it executes.
+
+Each op becomes an :class:`~roofline.diagnose.records.OpRecord` with the nn.Module path that issued it, the phase
+(forward or backward), its tensor input and output shapes, canonical dtypes, whether an input is strided, and its
+analytic cost from :mod:`roofline.diagnose.opcosts`.
+
+Module paths. Forward: per-module pre/post hooks keep a stack of module paths (names from
+``model.named_modules()``; '' is the model itself). Backward: ops run inside autograd nodes, not inside module
+calls, so when each module's forward returns, the autograd nodes it created (reachable from its outputs without
+crossing its inputs) are tagged with its path; an op in backward is attributed to the module of the node that
+runs it (``torch._C._current_autograd_node()``). Nodes that no module created (the loss that run_once sums) are
+attributed to the model ('').
+
+Phase: 'backward' for an op executed while the autograd engine runs a node (``_current_autograd_node()`` is not
+None), 'forward' otherwise. So the loss reduction run_once adds after the model returns counts as forward work
+of the model (module ''), and every gradient op (AccumulateGrad's copies and adds included) as backward. Where
+torch has no ``_current_autograd_node`` the phase is 'backward' for every op after the model's forward returned
+in training mode.
+
+Hooks and the mode are removed in all cases (try/finally), also when the user's model raises; run_once turns
+that exception into a UserCodeError, which propagates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.diagnose.execute import Mode, run_once
+from roofline.diagnose.opcosts import NO_FORMULA, OpCost, dtype_name, is_strided, op_cost
+from roofline.diagnose.records import OpRecord, Phase
+
+# NB: metadata queries (size, stride, is_contiguous, ...) reach a dispatch mode only for tensor subclasses; they
+# launch nothing and the profiler does not show them, so they are not recorded.
+_SKIPPED = frozenset(
+    {
+        "aten::sym_is_contiguous",
+        "aten::is_contiguous",
+        "aten::is_strides_like_format",
+        "aten::is_non_overlapping_and_dense",
+        "aten::size",
+        "aten::sym_size",
+        "aten::stride",
+        "aten::sym_stride",
+        "aten::storage_offset",
+        "aten::sym_storage_offset",
+        "aten::numel",
+        "aten::sym_numel",
+        "aten::dim",
+        "prim::layout",
+        "prim::device",
+    }
+)
+
+
+def _tensors(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item)]
+    return []
+
+
+class _ModuleTracker:
+    """Which module is running: a stack of paths in forward, autograd nodes tagged with paths for backward."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.root_type = type(model).__name__
+        self.types: dict[str, str] = {"": self.root_type}
+        self.stack: list[tuple[str, set[int]]] = []  # (path, ids of the autograd nodes of its inputs)
+        self.node_paths: dict[int, str] = {}  # id(autograd node) -> path of the module that created it
+        self._alive: list[Any] = []  # the nodes tagged, kept alive so that their ids stay theirs
+        self.handles: list[Any] = []
+        self.forward_done = False
+
+    # ----------------------------------------------------------------------------------------- hooks
+
+    def install(self) -> None:
+        import torch
+
+        if not isinstance(self.model, torch.nn.Module):
+            return
+        for name, module in self.model.named_modules():
+            self.types[name] = type(module).__name__
+            self.handles.append(module.register_forward_pre_hook(self._pre(name), with_kwargs=True))
+            try:
+                handle = module.register_forward_hook(self._post(name), with_kwargs=True, always_call=True)
+            except TypeError:  # torch without always_call
+                handle = module.register_forward_hook(self._post(name), with_kwargs=True)
+            self.handles.append(handle)
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+        self.handles.clear()
+
+    def _pre(self, name: str) -> Any:
+        def hook(module: Any, args: Any, kwargs: Any) -> None:
+            boundary: set[int] = set()
+            for t in _tensors((args, kwargs)):
+                node = t.grad_fn
+                if node is not None:
+                    boundary.add(id(node))
+                    self._alive.append(node)
+            self.stack.append((name, boundary))
+
+        return hook
+
+    def _post(self, name: str) -> Any:
+        def hook(module: Any, args: Any, kwargs: Any, output: Any) -> None:
+            # pop up to and including this module's frame (a frame left by a callee that raised goes too)
+            boundary: set[int] = set()
+            while self.stack:
+                path, boundary = self.stack.pop()
+                if path == name:
+                    break
+            self._tag(output, name, boundary)
+            if name == "" and not self.stack:
+                self.forward_done = True
+
+        return hook
+
+    def _tag(self, output: Any, path: str, boundary: set[int]) -> None:
+        """Tag the autograd nodes created inside this module call: reachable from its outputs without crossing its
+        inputs' nodes. A node a submodule already tagged keeps its tag (inner modules return first), but the walk
+        goes on through it: the ops between two submodules (a GELU call between two Linears) belong to this one."""
+        todo = [t.grad_fn for t in _tensors(output) if t.grad_fn is not None]
+        seen: set[int] = set()
+        while todo:
+            node = todo.pop()
+            key = id(node)
+            if key in seen or key in boundary:
+                continue
+            seen.add(key)
+            if key not in self.node_paths:
+                self.node_paths[key] = path
+                self._alive.append(node)
+            todo.extend(fn for fn, _ in node.next_functions if fn is not None)
+
+    # ------------------------------------------------------------------------------------------ where
+
+    def current(self, node: Any) -> str:
+        if self.stack:  # forward, or a forward recomputed in backward (activation checkpointing)
+            return self.stack[-1][0]
+        if node is not None:
+            return self.node_paths.get(id(node), "")
+        return ""
+
+
+def _current_node() -> Any:
+    import torch
+
+    getter = getattr(torch._C, "_current_autograd_node", None)
+    return getter() if getter is not None else None
+
+
+class _Recorder:
+    """Builds the TorchDispatchMode lazily (the class needs torch)."""
+
+    def __init__(self, tracker: _ModuleTracker, mode: Mode) -> None:
+        self.tracker = tracker
+        self.training = mode == "training"
+        self.records: list[OpRecord] = []
+
+    def mode(self) -> Any:
+        import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        recorder = self
+        has_node_api = hasattr(torch._C, "_current_autograd_node")
+
+        class RecordingMode(TorchDispatchMode):
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                kwargs = kwargs or {}
+                out = func(*args, **kwargs)
+                recorder.record(func, args, kwargs, out, has_node_api)
+                return out
+
+        return RecordingMode()
+
+    def record(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any, has_node_api: bool) -> None:
+        schema = getattr(func, "_schema", None)
+        name = schema.name if schema is not None else str(func)
+        if name in _SKIPPED:
+            return
+        node = _current_node() if has_node_api else None
+        if has_node_api:
+            phase: Phase = "backward" if node is not None else "forward"
+        else:
+            phase = "backward" if self.training and self.tracker.forward_done else "forward"
+        path = self.tracker.current(node)
+        try:
+            cost = op_cost(func, args, kwargs, out)
+        except Exception as exc:  # NB: never stop the user's model over a cost formula
+            cost = OpCost(None, None, "", "vector", f"{NO_FORMULA}: {type(exc).__name__}: {exc}")
+        try:
+            inputs = _tensor_inputs(func, args, kwargs)
+            input_shapes = tuple(_shape(t) for t in inputs)
+            input_dtypes = tuple(dtype_name(t.dtype) for t in inputs)
+            output_shapes = tuple(_shape(t) for t in _tensors(out))
+            non_contiguous = any(is_strided(t, cost.math) for t in inputs)
+        except Exception as exc:  # NB: an unusual tensor (symbolic shapes): recorded, uncounted, never fatal
+            input_shapes, input_dtypes, output_shapes, non_contiguous = (), (), (), False
+            cost = OpCost(None, None, cost.dtype, cost.math, f"{NO_FORMULA}: {type(exc).__name__}: {exc}")
+        self.records.append(
+            OpRecord(
+                index=len(self.records),
+                op=name,
+                module=path,
+                module_type=self.tracker.types.get(path, ""),
+                phase=phase,
+                input_shapes=input_shapes,
+                input_dtypes=input_dtypes,
+                output_shapes=output_shapes,
+                flops=cost.flops,
+                bytes=cost.bytes,
+                dtype=cost.dtype,
+                math=cost.math,
+                non_contiguous=non_contiguous,
+                note=cost.note,
+            )
+        )
+
+
+def _shape(t: Any) -> tuple[int, ...]:
+    return tuple(int(s) for s in t.shape)
+
+
+def _tensor_inputs(func: Any, args: Any, kwargs: dict[str, Any]) -> list[Any]:
+    """Tensor arguments in schema order (positional, then keyword), lists flattened."""
+    tensors = _tensors(list(args))
+    schema = getattr(func, "_schema", None)
+    if schema is not None:
+        for arg in schema.arguments:
+            if arg.name in kwargs:
+                tensors += _tensors(kwargs[arg.name])
+    else:
+        tensors += _tensors(kwargs)
+    return tensors
+
+
+def count_ops(
+    model: Any,
+    inputs: tuple[Any, ...],
+    kwargs: dict[str, Any] | None = None,
+    *,
+    mode: Mode = "inference",
+) -> list[OpRecord]:
+    """Run ``model(*inputs, **kwargs)`` once through :func:`roofline.diagnose.execute.run_once` (inference: a
+    forward under no_grad; training: forward + backward of the summed outputs) and return every aten op it
+    executed, in order, with its module, phase, shapes, dtypes and cost.
+
+    An exception from the model propagates as run_once raises it (a UserCodeError); the hooks and the dispatch
+    mode are removed in every case."""
+    tracker = _ModuleTracker(model)
+    recorder = _Recorder(tracker, mode)
+    try:
+        tracker.install()
+        with recorder.mode():
+            run_once(model, tuple(inputs), dict(kwargs or {}), mode)
+    finally:
+        tracker.remove()
+        tracker.node_paths.clear()
+        tracker._alive.clear()
+    return recorder.records
+
+
+__all__ = ["count_ops"]

@@ -1,0 +1,306 @@
+"""Loading the user's model file: run it like a script in its own namespace, find the model and its inputs.
+
+Accepted conventions, tried in this order:
+  1. ``--entry NAME``: a function ``NAME()`` returning ``(model, inputs)``;
+  2. ``class Model(nn.Module)`` with ``get_inputs()`` and ``get_init_inputs()`` (KernelBench style):
+     ``Model(*get_init_inputs())`` called on ``get_inputs()``;
+  3. a module-level ``model`` with ``example_inputs`` (or ``get_inputs()``).
+
+Inputs may be a tuple/list of positional arguments, a dict of keyword arguments, or a single tensor. The model
+and every tensor in the inputs (nested in tuples, lists and dicts) are moved to the device; ``dtype`` casts the
+model and the floating inputs (integer inputs, e.g. token ids, are left alone). torch is imported lazily.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import DeviceError, UsageError, UserCodeError, WorkloadError
+
+RUN_NAME = "__roofline_model__"  # the file's __name__: its `if __name__ == "__main__":` block does not run
+
+CONVENTIONS = (
+    "--entry NAME: a function NAME() returning (model, inputs)",
+    "class Model(nn.Module) with get_inputs() and get_init_inputs()",
+    "a module-level `model` with `example_inputs` (or get_inputs())",
+)
+
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+@dataclass
+class LoadedModel:
+    """The model on its device, ready to be called as ``model(*inputs, **kwargs)``."""
+
+    model: Any
+    inputs: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    convention: str = ""  # 'entry' | 'class-model' | 'model-variable'
+    path: Path = Path()
+
+
+def conventions_text() -> str:
+    return "; ".join(f"({i}) {text}" for i, text in enumerate(CONVENTIONS, 1))
+
+
+def load_model(
+    path: str | os.PathLike[str],
+    *,
+    entry: str | None = None,
+    device: str | None = "cpu",
+    dtype: str | None = None,
+    argv: Sequence[str] | None = None,
+    mode: str = "inference",
+) -> LoadedModel:
+    """Run ``path`` as a script (``__name__`` is not ``'__main__'``), find its model and inputs by convention,
+    move them to ``device`` ('cpu', 'cuda', 'cuda:N'; None: CUDA when available), cast to ``dtype``
+    (fp32|bf16|fp16) and put the model in eval() (``mode='inference'``) or train() mode.
+
+    Errors: WorkloadError (missing file, no convention, bad --entry), UserCodeError (the file raised: the
+    user's traceback), DeviceError (CUDA asked for but absent; out of memory moving the model), UsageError
+    (unknown dtype, device or mode)."""
+    file = _check_file(path)
+    torch_dtype_name = _check_dtype(dtype)
+    if mode not in ("inference", "training"):
+        raise UsageError(f"--mode {mode!r}: use inference or training")
+    torch_device = resolve_device(device)
+
+    with _script_context(file, argv or ()):
+        namespace = _run_file(file)
+        model, raw_inputs, convention = _find_model(namespace, file, entry)
+    _check_model(model, file, convention)
+    inputs, kwargs = _split_inputs(raw_inputs)
+
+    import torch
+
+    cast = getattr(torch, torch_dtype_name) if torch_dtype_name else None
+    try:
+        if isinstance(model, torch.nn.Module):
+            model = model.to(torch_device)
+            if cast is not None:
+                model = model.to(cast)  # casts floating parameters and buffers only
+            model.train(mode == "training")
+        inputs = tuple(_move(x, torch_device, cast) for x in inputs)
+        kwargs = {key: _move(value, torch_device, cast) for key, value in kwargs.items()}
+    except Exception as exc:
+        from roofline.diagnose.timing import is_out_of_memory, out_of_memory_error
+
+        if is_out_of_memory(exc):
+            raise out_of_memory_error(f"moving the model and inputs to {torch_device}") from None
+        raise
+    return LoadedModel(model=model, inputs=inputs, kwargs=kwargs, convention=convention, path=file)
+
+
+# ------------------------------------------------------------------------------------------------ checks
+
+
+def _check_file(path: str | os.PathLike[str]) -> Path:
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise WorkloadError(f"model file {str(path)!r} not found")
+    if not file.is_file():
+        raise WorkloadError(f"model file {str(path)!r} is not a file")
+    if file.suffix != ".py":
+        raise WorkloadError(f"model file {str(path)!r} is not a Python file (.py)")
+    return file.resolve()
+
+
+def _check_dtype(dtype: str | None) -> str | None:
+    if dtype is None:
+        return None
+    from roofline.dtypes import canonical
+
+    try:
+        name = canonical(dtype)
+    except UsageError:
+        name = ""
+    if name not in DTYPES:
+        raise UsageError(f"--dtype {dtype!r}: use one of {', '.join(DTYPES)}")
+    return DTYPES[name]
+
+
+def resolve_device(device: str | None) -> str:
+    """'cpu', 'cuda' or 'cuda:N' (None: 'cuda' when torch sees a GPU, else 'cpu'); DeviceError when CUDA is
+    asked for and absent, UsageError for any other name."""
+    import torch
+
+    if device is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    name = device.strip().lower()
+    kind, _, index = name.partition(":")
+    if kind == "cpu" and not index:
+        return "cpu"
+    if kind != "cuda" or (index and not index.isdigit()):
+        raise UsageError(f"--device {device!r}: use cuda, cuda:N or cpu")
+    if not torch.cuda.is_available():
+        build = f"CUDA {torch.version.cuda}" if getattr(torch.version, "cuda", None) else "a CPU-only build"
+        raise DeviceError(
+            f"--device {name}: torch {torch.__version__} ({build}) sees no CUDA GPU: use --device cpu, or install "
+            "a CUDA build of torch and check the driver and CUDA_VISIBLE_DEVICES"
+        )
+    if index and int(index) >= torch.cuda.device_count():
+        raise DeviceError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA GPU(s)")
+    return name
+
+
+# ------------------------------------------------------------------------------------------------ running
+
+
+@contextmanager
+def _script_context(file: Path, argv: Sequence[str]) -> Iterator[None]:
+    """sys.argv and sys.path[0] as for ``python FILE ARGV...``; both restored afterwards."""
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(file), *argv]
+    sys.path.insert(0, str(file.parent))
+    try:
+        yield
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+
+
+def _user_error(message: str, exc: BaseException, file: Path) -> UserCodeError:
+    return UserCodeError(message, _traceback_from(exc, file))
+
+
+def _traceback_from(exc: BaseException, file: Path) -> str:
+    """The user's traceback: from the first frame in their file (runpy and our frames dropped)."""
+    from roofline.diagnose.execute import user_traceback
+
+    tb = exc.__traceback__
+    while tb is not None and not _same_file(tb.tb_frame.f_code.co_filename, file):
+        tb = tb.tb_next
+    if tb is None:  # no frame of theirs (a SyntaxError, which names its file and line itself): drop ours
+        tb = exc.__traceback__
+        while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
+            tb = tb.tb_next
+    return user_traceback(exc.with_traceback(tb), str(file))
+
+
+def _same_file(filename: str, file: Path) -> bool:
+    try:
+        return Path(filename).resolve() == file
+    except (OSError, ValueError):
+        return False
+
+
+def _is_ours(filename: str) -> bool:
+    name = filename.replace("\\", "/")
+    return "/roofline/" in name or name.endswith("runpy.py") or name == "<frozen runpy>"
+
+
+def _call_user(what: str, fn: Callable[[], Any], file: Path) -> Any:
+    try:
+        return fn()
+    except (KeyboardInterrupt, UserCodeError):
+        raise
+    except SystemExit as exc:
+        raise _user_error(f"{what} exited (SystemExit: {exc.code})", exc, file) from None
+    except BaseException as exc:
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise _user_error(f"{what} raised {detail}", exc, file) from None
+
+
+def _run_file(file: Path) -> dict[str, Any]:
+    import runpy
+
+    return _call_user(file.name, lambda: runpy.run_path(str(file), run_name=RUN_NAME), file)
+
+
+# ------------------------------------------------------------------------------------------------ conventions
+
+
+def _find_model(namespace: dict[str, Any], file: Path, entry: str | None) -> tuple[Any, Any, str]:
+    name = file.name
+    if entry is not None:
+        fn = namespace.get(entry)
+        if fn is None:
+            found = sorted(k for k, v in namespace.items() if callable(v) and not k.startswith("_"))
+            listing = f" (its functions and classes: {', '.join(found[:12])})" if found else ""
+            raise WorkloadError(f"--entry {entry}: {name} defines no {entry!r}{listing}")
+        if not callable(fn):
+            raise WorkloadError(f"--entry {entry}: {entry!r} in {name} is a {type(fn).__name__}, not a function")
+        result = _call_user(f"{entry}() in {name}", fn, file)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise WorkloadError(
+                f"--entry {entry}: {entry}() in {name} must return (model, inputs), got {_describe(result)}"
+            )
+        return result[0], result[1], "entry"
+
+    model_class, get_inputs = namespace.get("Model"), namespace.get("get_inputs")
+    if isinstance(model_class, type) and callable(get_inputs):
+        get_init = namespace.get("get_init_inputs")
+        init = _call_user(f"get_init_inputs() in {name}", get_init, file) if callable(get_init) else ()
+        args, kwargs = _split_inputs(() if init is None else init)
+        model = _call_user(f"Model(*get_init_inputs()) in {name}", lambda: model_class(*args, **kwargs), file)
+        inputs = _call_user(f"get_inputs() in {name}", get_inputs, file)
+        return model, inputs, "class-model"
+
+    if "model" in namespace:
+        if "example_inputs" in namespace:
+            return namespace["model"], namespace["example_inputs"], "model-variable"
+        if callable(get_inputs):
+            return namespace["model"], _call_user(f"get_inputs() in {name}", get_inputs, file), "model-variable"
+        raise WorkloadError(
+            f"{name} defines `model` but neither `example_inputs` nor get_inputs(): accepted conventions: "
+            f"{conventions_text()}"
+        )
+
+    hint = ""
+    if isinstance(model_class, type):
+        hint = " (it defines class Model but no get_inputs())"
+    elif callable(get_inputs):
+        hint = " (it defines get_inputs() but neither class Model nor `model`)"
+    raise WorkloadError(f"{name} has no model to run{hint}: accepted conventions: {conventions_text()}")
+
+
+def _check_model(model: Any, file: Path, convention: str) -> None:
+    if not callable(model):
+        raise WorkloadError(
+            f"{file.name}: the model ({convention}) is a {type(model).__name__}, not an nn.Module or callable"
+        )
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return f"a {type(value).__name__}"
+
+
+def _split_inputs(raw: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Positional args (tuple/list, or one value) or keyword args (a dict with string keys)."""
+    if isinstance(raw, dict) and all(isinstance(key, str) for key in raw):
+        return (), dict(raw)
+    if isinstance(raw, (tuple, list)) and not hasattr(raw, "_fields"):
+        return tuple(raw), {}
+    return (raw,), {}
+
+
+def _move(value: Any, device: str, dtype: Any) -> Any:
+    """``value`` with every tensor in it on ``device``; floating tensors cast to ``dtype`` when given."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if dtype is not None and value.is_floating_point():
+            return value.to(device=device, dtype=dtype)
+        return value.to(device)
+    if isinstance(value, dict):
+        moved = {key: _move(item, device, dtype) for key, item in value.items()}
+        try:
+            return moved if type(value) is dict else type(value)(moved)
+        except TypeError:  # a dict subclass that cannot be built from a dict (defaultdict): a plain dict
+            return moved
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple
+        return type(value)(*(_move(item, device, dtype) for item in value))
+    if isinstance(value, (tuple, list)):
+        return type(value)(_move(item, device, dtype) for item in value)
+    return value
+
+
+__all__ = ["CONVENTIONS", "RUN_NAME", "LoadedModel", "conventions_text", "load_model", "resolve_device"]

@@ -1,0 +1,233 @@
+"""`roofline diagnose` as one function: load -> count -> time -> place -> diagnose -> report value. No printing.
+
+Each stage is injectable (:class:`Stages`), so tests replace the torch-touching ones (timing, the device's roofs)
+with fakes. The device's roofs are resolved as `roofline bench` resolves them: a GPU's spec sheet (its cached
+calibration replaces the measured roofs, --roofs auto), the CPU's measured roofs (roofline calibrate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roofline.device import Device
+from roofline.diagnose.place import Placed, place
+from roofline.diagnose.records import OpRecord, Timing
+from roofline.diagnose.rules import RULES, Context, ModelFinding, Rule
+from roofline.diagnose.rules import diagnose as run_rules
+from roofline.errors import RooflineError, UsageError, WorkloadError
+from roofline.report import Report, new_report
+
+ROOFS = ("auto", "spec", "measured")
+Progress = Callable[[str], None]  # told the stage that starts: 'loading model.py', 'counting ops', ...
+
+
+def _load(path: Any, **kwargs: Any) -> Any:
+    from roofline.diagnose.loader import load_model
+
+    return load_model(path, **kwargs)
+
+
+def _count(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], *, mode: str = "inference") -> list[OpRecord]:
+    from roofline.diagnose.count import count_ops
+
+    return count_ops(model, inputs, kwargs, mode=mode)
+
+
+def _time(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], records: Sequence[OpRecord], **kw: Any):
+    from roofline.diagnose.timing import time_model
+
+    return time_model(model, inputs, kwargs, records, **kw)
+
+
+def _resolve(device: str | None) -> str:
+    from roofline.diagnose.loader import resolve_device
+
+    return resolve_device(device)
+
+
+def device_roofs(
+    torch_device: str, *, sheet: str | None = None, spec_files: Sequence[Path] = (), roofs: str = "auto"
+) -> tuple[Device, list[str]]:
+    """The roofs of ``torch_device`` ('cpu', 'cuda', 'cuda:N') and notes on where they come from.
+
+    GPU: the spec sheet (--sheet NAME, else the sheet matching the GPU's name); --roofs auto replaces its roofs
+    with a cached calibration of that sheet, measured requires one, spec ignores it. CPU: measured roofs (this
+    machine's cached calibration, else one measured now and cached)."""
+    if roofs not in ROOFS:
+        raise UsageError(f"--roofs: {roofs!r} is not one of {', '.join(ROOFS)}")
+    import torch
+
+    from roofline.bench import run as bench_run  # looked up per call: tests patch bench_run.cpu_device
+
+    if torch_device.startswith("cpu"):
+        if sheet:
+            raise UsageError("--sheet names a GPU spec sheet: CPU roofs come from measurement (roofline calibrate)")
+        if roofs == "spec":
+            raise UsageError("--roofs spec: the CPU has no spec sheet, its roofs are measured: use --roofs auto")
+        return bench_run.cpu_device(torch)
+    from roofline import calibration
+    from roofline.specs.detect import nvml_gpu_names
+
+    index = int(torch_device.partition(":")[2] or 0)
+    props = torch.cuda.get_device_properties(index)
+    nvml_index = bench_run._nvml_index(index)
+    names = nvml_gpu_names()
+    reported = [names[nvml_index]] if nvml_index < len(names) else []
+    spec = bench_run.gpu_sheet([*reported, props.name], sheet, spec_files)
+    device = Device.from_sheet(spec)
+    if roofs == "spec":
+        return device, []
+    if roofs == "measured":
+        cal = calibration.latest_for_sheet(spec.name)
+        if cal is None:
+            raise UsageError(
+                f"--roofs measured: no calibration of {spec.name} is cached: run `roofline calibrate` on this GPU "
+                "or use --roofs spec"
+            )
+        return calibration.apply(device, cal), [f"roofs measured by roofline calibrate ({cal.machine.name})"]
+    return bench_run.with_calibration(device, spec.name)
+
+
+@dataclass
+class Stages:
+    """The stages `diagnose` runs; each replaceable (tests inject fakes)."""
+
+    resolve: Callable[[str | None], str] = _resolve  # --device -> 'cpu' | 'cuda' | 'cuda:N'
+    load: Callable[..., Any] = _load  # (path, entry=, device=, dtype=, argv=, mode=) -> LoadedModel
+    roofs: Callable[..., tuple[Device, list[str]]] = device_roofs  # (torch_device, sheet=, spec_files=, roofs=)
+    count: Callable[..., list[OpRecord]] = _count  # (model, inputs, kwargs, mode=) -> [OpRecord]
+    time: Callable[..., Timing] = _time  # (model, inputs, kwargs, records, device=, mode=, warmup=, iters=)
+    rules: Sequence[Rule] = RULES
+
+
+@dataclass
+class DiagnoseResult:
+    """Everything one diagnose run produced, as plain values."""
+
+    path: Path
+    convention: str
+    options: dict[str, Any]  # entry, device, dtype, mode, warmup, iters, argv
+    device: Device
+    records: list[OpRecord]
+    timing: Timing
+    placed: Placed
+    findings: list[ModelFinding]
+    notes: list[str] = field(default_factory=list)  # roofs, timing, placement
+
+    def report(self, command: str = "") -> Report:
+        """The versioned report: rows = op points; summary, aggregates, findings, uncounted and run facts."""
+        report = new_report(command, "diagnose", [self.device], list(self.placed.points))
+        return report.model_copy(
+            update={
+                "diagnose": {
+                    "model": str(self.path),
+                    "convention": self.convention,
+                    **self.options,
+                    "device_kind": self.placed.summary.device_kind,
+                    "roof_source": self.device.roof_source,
+                    "notes": self.notes,
+                },
+                "summary": self.placed.summary.model_dump(mode="json"),
+                "aggregates": self.placed.aggregates.model_dump(mode="json"),
+                "findings": [finding_dict(f) for f in self.findings],
+                "uncounted": [u.model_dump(mode="json") for u in self.placed.uncounted],
+            }
+        )
+
+
+def finding_dict(finding: ModelFinding) -> dict[str, Any]:
+    """A finding as JSON: its fields plus the gain (time_s / best_time_s) and the saving."""
+    return {**finding.model_dump(mode="json"), "gain": finding.gain, "saving_s": finding.saving_s}
+
+
+def _out_of_memory(exc: BaseException, where: str) -> RooflineError | None:
+    from roofline.diagnose.timing import is_out_of_memory, out_of_memory_error
+
+    return out_of_memory_error(where) if is_out_of_memory(exc) else None
+
+
+def diagnose(
+    path: str | Path,
+    *,
+    entry: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    mode: str = "inference",
+    warmup: int = 3,
+    iters: int = 10,
+    sheet: str | None = None,
+    spec_files: Sequence[Path] = (),
+    roofs: str = "auto",
+    argv: Sequence[str] = (),
+    stages: Stages | None = None,
+    progress: Progress | None = None,
+) -> DiagnoseResult:
+    """Load the model file, count its ops, time them, place them on the device's roofline and diagnose.
+
+    Errors (each one line at the CLI): UsageError (options), WorkloadError (missing file, no convention, no ops),
+    DeviceError (no GPU, out of memory), UserCodeError (the model raised: the user's traceback, exit 1)."""
+    stages = stages or Stages()
+    tell = progress or (lambda stage: None)
+    if roofs not in ROOFS:
+        raise UsageError(f"--roofs: {roofs!r} is not one of {', '.join(ROOFS)}")
+    if iters < 1:
+        raise UsageError(f"--iters {iters}: at least 1")
+    if warmup < 0:
+        raise UsageError(f"--warmup {warmup}: at least 0")
+    if mode not in ("inference", "training"):
+        raise UsageError(f"--mode {mode!r}: use inference or training")
+    torch_device = stages.resolve(device)
+    tell(f"loading {Path(path).name}")
+    loaded = stages.load(path, entry=entry, device=torch_device, dtype=dtype, argv=list(argv), mode=mode)
+    tell(f"reading the roofs of {torch_device}")
+    dev, notes = stages.roofs(torch_device, sheet=sheet, spec_files=list(spec_files), roofs=roofs)
+    notes = list(notes)
+    tell("counting ops (FLOPs and bytes of every aten op)")
+    try:
+        records = list(stages.count(loaded.model, loaded.inputs, loaded.kwargs, mode=mode))
+    except RooflineError:
+        raise
+    except Exception as exc:
+        error = _out_of_memory(exc, f"counting the model's ops on {torch_device}")
+        if error is None:
+            raise
+        raise error from None
+    if not records:
+        raise WorkloadError(
+            f"{Path(path).name}: the model ran no tensor operations: nothing to diagnose (does forward() use torch?)"
+        )
+    tell(f"timing ({warmup} warm-up + {iters} profiled iterations)")
+    timing = stages.time(
+        loaded.model, loaded.inputs, loaded.kwargs, records, device=torch_device, mode=mode, warmup=warmup, iters=iters
+    )
+    tell("placing ops on the roofline and diagnosing")
+    placed = place(records, timing, dev)
+    ctx = Context.of(placed.points, dev, timing, placed=placed)
+    findings = run_rules(ctx, tuple(stages.rules))
+    notes += [n for n in [*timing.notes, *placed.notes] if n not in notes]
+    options = {
+        "entry": entry,
+        "device": torch_device,
+        "dtype": dtype,
+        "mode": mode,
+        "warmup": warmup,
+        "iters": iters,
+        "argv": list(argv),
+    }
+    return DiagnoseResult(
+        path=Path(getattr(loaded, "path", None) or path),
+        convention=getattr(loaded, "convention", ""),
+        options=options,
+        device=dev,
+        records=records,
+        timing=timing,
+        placed=placed,
+        findings=findings,
+        notes=notes,
+    )
+
+
+__all__ = ["ROOFS", "DiagnoseResult", "Stages", "device_roofs", "diagnose", "finding_dict"]

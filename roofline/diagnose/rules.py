@@ -1,0 +1,984 @@
+"""Diagnosis of a placed model: ordered rules, each a small pure function of the :class:`Context` returning
+findings, ranked by the time they could save.
+
+Every finding names the bottleneck, the evidence (numbers), the property (associativity, separability, locality,
+sparsity, redundancy, symmetry), the technique and an upper bound on the gain that the roofline allows. The gain
+is the ratio of the roofline times (launch floors included) before and after the technique -- fewer bytes for a
+fusion, a higher roof for TF32, fewer launches for a CUDA graph -- and the measured time is divided by it:
+``T -> T / gain``. Where a technique closes the gap to an unchanged roofline (contiguous layout, padded shapes),
+the bound is the roofline time itself. Findings reuse :class:`roofline.advice.Finding`.
+
+Rules and their thresholds (module constants below; docs/diagnose.md has the table):
+
+- launch-bound: >= MIN_LAUNCH_OPS short ops (outside detected loops), at least LAUNCH_SHARE of the ops doing work,
+  or on a GPU >= MIN_LAUNCH_OPS kernels with the GPU idle for at least IDLE_SHARE of the span. Short: bound
+  'launch' (within LAUNCH_FACTOR of the launch floor), or a roofline time below one launch floor and a measured
+  time within SHORT_FACTOR of it (a CPU op's dispatch, under the profiler, takes a few floors);
+- sequential-loop: the same op sequence (op + input shapes + module) repeating >= MIN_STEPS times in a row, the
+  ops small (mean time <= SMALL_OP_FACTOR x the per-op launch floor);
+- elementwise-chain: >= MIN_CHAIN consecutive element-wise/norm ops on the same number of elements;
+- naive-attention: matmul -> softmax -> matmul on a scores tensor of >= MIN_KEYS keys;
+- memory-bound-gemv: memory-bound matmuls whose largest operand is >= WEIGHT_SHARE of their bytes;
+- fp32-matmul: fp32 matmuls on a device with TF32 tensor cores (not those running faster than the fp32 roof);
+- compute-bound: compute-bound matmuls at efficiency >= NEAR_ROOF;
+- awkward-shapes: compute-bound matmuls at efficiency < FAR_BELOW with a dim >= ALIGN not a multiple of ALIGN,
+  or losing a partial wave of tiles (roofline.advice's tiles);
+- non-contiguous: memory-bound element-wise ops on strided inputs at < FAR_BELOW of the DRAM bandwidth.
+
+The last five leave out ops whose roofline time is below one launch floor (overhead-bound: the launch rule's).
+Findings concerning less than MIN_FINDING_SHARE of the iteration are dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+from pydantic import Field
+
+from roofline.advice import TILE_M, TILE_N, Finding
+from roofline.device import Device
+from roofline.diagnose.place import (
+    Aggregates,
+    OpPoint,
+    Placed,
+    Summary,
+    UncountedOp,
+    aggregate_points,
+    bits_of,
+    input_bytes,
+    output_bytes,
+    summarize,
+)
+from roofline.diagnose.records import Timing
+from roofline.properties import Property
+from roofline.units import format_bytes, format_intensity, format_rate, format_time
+
+MIN_LAUNCH_OPS = 16
+SHORT_FACTOR = 4.0  # an op doing less than one launch floor of work and taking at most this many floors is short
+LAUNCH_SHARE = 0.5
+IDLE_SHARE = 0.5
+MIN_STEPS = 8
+MAX_PERIOD = 64
+SMALL_OP_FACTOR = 20.0
+MIN_CHAIN = 3
+MIN_KEYS = 16
+WEIGHT_SHARE = 0.5
+NEAR_ROOF = 0.7
+FAR_BELOW = 0.5
+ALIGN = 64
+TF32_SUSPECT = 1.2  # an fp32 matmul this far above the fp32 roof already runs on TF32 tensor cores
+MIN_FINDING_SHARE = 0.01
+GATHER_DEPTH = 8  # ops looked ahead for the softmax and the second matmul of an attention
+QUANT_BITS = 4  # weight-only quantisation bound of the GEMV finding (int4)
+
+
+class ModelFinding(Finding):
+    """A finding about some ops of a model: where they are and which they are."""
+
+    where: str = ""  # module path(s) and ops it concerns
+    ops: list[int] = Field(default_factory=list)  # OpPoint indices it concerns
+    share: float = 0.0  # of the iteration (time_s / max(op time, wall))
+
+
+# ------------------------------------------------------------------------------------------- patterns
+
+
+@dataclass(frozen=True)
+class Loop:
+    """The same op sequence repeated ``steps`` times in a row inside one module: one step = ``period`` ops."""
+
+    module: str
+    module_type: str
+    phase: str
+    period: int
+    steps: int
+    indices: tuple[int, ...]  # every op of the loop (steps x period), in order
+    ops: tuple[str, ...]  # one step's op names
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Consecutive element-wise/norm ops on the same number of elements."""
+
+    indices: tuple[int, ...]
+    numel: int
+
+
+@dataclass(frozen=True)
+class Attention:
+    """matmul -> (scale, mask) -> softmax -> (dropout) -> matmul over a materialised scores tensor."""
+
+    indices: tuple[int, ...]  # first matmul .. second matmul, the ops in between that belong to it
+    first: int
+    softmax: int
+    second: int
+    scores_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GemmDims:
+    batch: int
+    m: int
+    n: int
+    k: int
+    a: int  # input position of the left operand
+    b: int  # input position of the right operand (the weight of a Linear)
+
+
+def _numel(shape: Iterable[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _name(op: str) -> str:
+    return op.rsplit("::", 1)[-1].split(".", 1)[0]
+
+
+BIAS_FIRST = frozenset({"addmm", "addmm_", "baddbmm", "baddbmm_", "addmv", "addmv_", "addbmm", "addbmm_"})
+
+
+def gemm_dims(point: OpPoint) -> GemmDims | None:
+    """M, N, K (and batch) of a matmul-like op from its input shapes; None for convolutions and other ops."""
+    if point.math != "tensor":
+        return None
+    name = _name(point.op)
+    shapes = point.input_shapes
+    if "conv" in name or len(shapes) < 2:
+        return None
+    if name == "linear":  # input [..., K], weight [N, K]
+        a, w = shapes[0], shapes[1]
+        if len(a) < 1 or len(w) != 2 or a[-1] != w[1]:
+            return None
+        return GemmDims(1, _numel(a[:-1]), w[0], a[-1], 0, 1)
+    ia, ib = (1, 2) if name in BIAS_FIRST and len(shapes) >= 3 else (0, 1)
+    a, b = shapes[ia], shapes[ib]
+    if len(a) < 2 or len(b) < 1:
+        return None
+    if len(b) == 1:  # matrix-vector
+        if a[-1] != b[0]:
+            return None
+        return GemmDims(_numel(a[:-2]), a[-2], 1, a[-1], ia, ib)
+    if a[-1] != b[-2]:
+        return None
+    return GemmDims(max(_numel(a[:-2]), _numel(b[:-2])), a[-2], b[-1], a[-1], ia, ib)
+
+
+def _max_numel(point: OpPoint) -> int:
+    return max((_numel(s) for s in [*point.input_shapes, *point.output_shapes]), default=0)
+
+
+def _out_numel(point: OpPoint) -> int:
+    return max((_numel(s) for s in point.output_shapes), default=0)
+
+
+def _best_run(seq: Sequence[int], lo: int, hi: int) -> tuple[int, int, int] | None:
+    """(start, period, steps) of the run of seq[lo:hi] repeating a block of <= MAX_PERIOD items >= MIN_STEPS
+    times that covers the most items (the shortest period on a tie)."""
+    best: tuple[int, int, int, int] | None = None  # (coverage, -period, start, steps)
+    for period in range(1, min(MAX_PERIOD, (hi - lo) // MIN_STEPS) + 1):
+        run = 0
+        for i in range(lo, hi - period + 1):
+            if i < hi - period and seq[i] == seq[i + period]:
+                run += 1
+                continue
+            if run:
+                steps = run // period + 1
+                candidate = (steps * period, -period, i - run, steps)
+                if steps >= MIN_STEPS and (best is None or candidate[:2] > best[:2]):
+                    best = candidate
+            run = 0
+    return None if best is None else (best[2], -best[1], best[3])
+
+
+def _runs(seq: Sequence[int], lo: int, hi: int, out: list[tuple[int, int, int]]) -> None:
+    found = _best_run(seq, lo, hi)
+    if found is None:
+        return
+    start, period, steps = found
+    _runs(seq, lo, start, out)
+    out.append(found)
+    _runs(seq, start + period * steps, hi, out)
+
+
+def _common_module(modules: Iterable[str]) -> str:
+    parts = [m.split(".") if m else [] for m in modules]
+    common: list[str] = []
+    for names in zip(*parts, strict=False):
+        if len(set(names)) != 1:
+            break
+        common.append(names[0])
+    return ".".join(common)
+
+
+def find_loops(points: Sequence[OpPoint], device: Device, device_kind: str) -> list[Loop]:
+    """Python loops over a time axis: per phase, runs of ops (op + input shapes + module, views left out) where one
+    block of <= MAX_PERIOD ops repeats >= MIN_STEPS times in a row, its ops small (mean time <= SMALL_OP_FACTOR x
+    the per-op launch floor). The loop's module is the innermost one holding all its ops. Layers of a stack are
+    different modules (layers.0, layers.1), so a stack is not a loop; a loop over a shared module is."""
+    loops = []
+    for phase in dict.fromkeys(p.phase for p in points):
+        members = [p for p in points if p.math != "none" and p.phase == phase]
+        ids: dict[Any, int] = {}
+        seq = [ids.setdefault((p.signature(), p.module), len(ids)) for p in members]
+        runs: list[tuple[int, int, int]] = []
+        _runs(seq, 0, len(seq), runs)
+        for start, period, steps in runs:
+            loop_points = members[start : start + steps * period]
+            cpu_floor = device.launch_floor_s if device_kind == "cpu" else 0.0
+            per_op = [max(p.launch_floor_s, cpu_floor) for p in loop_points]
+            mean_floor = sum(per_op) / len(per_op)
+            mean_time = sum(p.time_s for p in loop_points) / len(loop_points)
+            if mean_floor > 0 and mean_time > SMALL_OP_FACTOR * mean_floor:
+                continue
+            step = loop_points[:period]
+            module = _common_module(p.module for p in step)
+            module_type = next((p.module_type for p in step if p.module == module), "")
+            loops.append(
+                Loop(
+                    module=module,
+                    module_type=module_type,
+                    phase=phase,
+                    period=period,
+                    steps=steps,
+                    indices=tuple(p.index for p in loop_points),
+                    ops=tuple(p.op for p in step),
+                )
+            )
+    return sorted(loops, key=lambda loop: loop.indices[0])
+
+
+def find_attention(points: Sequence[OpPoint]) -> list[Attention]:
+    """matmul -> softmax -> matmul where the softmax tensor is the first matmul's output (S_q x S_k per head)."""
+    fw = [p for p in points if p.phase == "forward"]
+    found: list[Attention] = []
+    used: set[int] = set()
+    for i, first in enumerate(fw):
+        dims = gemm_dims(first)
+        if dims is None or first.index in used or not first.output_shapes:
+            continue
+        scores = max(first.output_shapes, key=_numel)
+        if len(scores) < 2 or scores[-1] < MIN_KEYS:
+            continue
+        size, keys = _numel(scores), scores[-1]
+        soft = None
+        for j in range(i + 1, min(i + 1 + GATHER_DEPTH, len(fw))):
+            p = fw[j]
+            if p.math == "tensor":
+                break
+            if "softmax" in _name(p.op) and p.input_shapes and _numel(p.input_shapes[0]) == size:
+                if p.input_shapes[0][-1] == keys:
+                    soft = j
+                break
+        if soft is None:
+            continue
+        second = None
+        for j in range(soft + 1, min(soft + 1 + GATHER_DEPTH, len(fw))):
+            p = fw[j]
+            if p.math == "tensor":
+                d = gemm_dims(p)
+                if d is not None and _numel(p.input_shapes[d.a]) == size and p.input_shapes[d.a][-1] == keys:
+                    second = j
+                break
+            if "softmax" in _name(p.op):
+                break
+        if second is None:
+            continue
+        members = tuple(p.index for p in fw[i : second + 1])
+        used.update(members)
+        found.append(Attention(members, first.index, fw[soft].index, fw[second].index, tuple(scores)))
+    return found
+
+
+def find_chains(points: Sequence[OpPoint], exclude: Iterable[int] = ()) -> list[Chain]:
+    """Runs of >= MIN_CHAIN consecutive element-wise/norm ('vector') ops on the same number of elements (views
+    between them do not break a run; any other op does, as does a gap in the op order: an uncounted op)."""
+    excluded = set(exclude)
+    chains: list[Chain] = []
+    current: list[OpPoint] = []
+    numel = 0
+    last_index: int | None = None
+
+    def flush() -> None:
+        if len(current) >= MIN_CHAIN:
+            chains.append(Chain(tuple(p.index for p in current), numel))
+        current.clear()
+
+    for p in sorted(points, key=lambda q: q.index):
+        gap = last_index is not None and p.index != last_index + 1
+        last_index = p.index
+        if gap:
+            flush()
+        if p.math == "none":
+            continue
+        if p.math != "vector" or p.index in excluded:
+            flush()
+            continue
+        size = _max_numel(p)
+        if current and (size != numel or p.phase != current[-1].phase):
+            flush()
+        if not current:
+            numel = size
+        current.append(p)
+        if _out_numel(p) < numel:  # a reduction ends the run
+            flush()
+    flush()
+    return chains
+
+
+# ------------------------------------------------------------------------------------------- context
+
+
+@dataclass(frozen=True)
+class Context:
+    points: tuple[OpPoint, ...]
+    aggregates: Aggregates
+    summary: Summary
+    timing: Timing
+    device: Device
+    loops: tuple[Loop, ...] = ()
+    attention: tuple[Attention, ...] = ()
+    by_index: dict[int, OpPoint] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        points: Sequence[OpPoint],
+        device: Device,
+        timing: Timing,
+        *,
+        uncounted: Sequence[UncountedOp] = (),
+        placed: Placed | None = None,
+    ) -> Context:
+        """The context of placed ops (from :func:`roofline.diagnose.place.place`, or points built by hand)."""
+        summary = placed.summary if placed is not None else summarize(points, uncounted, timing, device)
+        aggregates = placed.aggregates if placed is not None else aggregate_points(points, summary.op_time_s)
+        return cls(
+            points=tuple(points),
+            aggregates=aggregates,
+            summary=summary,
+            timing=timing,
+            device=device,
+            loops=tuple(find_loops(points, device, summary.device_kind)),
+            attention=tuple(find_attention(points)),
+            by_index={p.index: p for p in points},
+        )
+
+    @property
+    def total_time_s(self) -> float:
+        """The iteration: the larger of the summed op time and the wall time."""
+        return max(self.summary.op_time_s, self.summary.wall_s)
+
+    def work(self) -> list[OpPoint]:
+        return [p for p in self.points if p.math != "none"]
+
+    def loop_indices(self) -> set[int]:
+        return {i for loop in self.loops for i in loop.indices}
+
+    def attention_indices(self) -> set[int]:
+        return {i for a in self.attention for i in a.indices}
+
+    def wall_time_of(self, points: Sequence[OpPoint]) -> float:
+        """The iteration time these ops account for: their own time plus their share of the gaps between ops
+        (the iteration's time not inside any op: Python, dispatch, GPU idle), shared out by op count."""
+        work = self.work()
+        gaps = max(self.total_time_s - self.summary.op_time_s, 0.0)
+        own = sum(p.time_s for p in points)
+        doing = sum(1 for p in points if p.math != "none")
+        return own + (gaps * doing / len(work) if work else 0.0)
+
+    def one_launch_s(self) -> float:
+        """The floor of one fused kernel (GPU) or one op dispatch (CPU)."""
+        return self.device.launch_floor_s
+
+
+Rule = Callable[[Context], "ModelFinding | list[ModelFinding] | None"]
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+def _scale(time_s: float, before_s: float, after_s: float) -> float | None:
+    """The measured time divided by the roofline's gain before/after (None when the technique gains nothing)."""
+    if before_s <= 0 or after_s <= 0 or after_s >= before_s:
+        return None
+    return time_s * after_s / before_s
+
+
+def _where(points: Sequence[OpPoint], limit: int = 3) -> str:
+    modules = list(dict.fromkeys(p.module or "(model)" for p in points))
+    text = ", ".join(modules[:limit])
+    if len(modules) > limit:
+        text += f" and {len(modules) - limit} more"
+    return text
+
+
+def _ops_text(ops: Sequence[str], limit: int = 6) -> str:
+    names = [_name(op) for op in ops]
+    text = ", ".join(names[:limit])
+    if len(names) > limit:
+        text += f", ... ({len(names)} ops)"
+    return text
+
+
+def _dominant_bound(points: Sequence[OpPoint]) -> str:
+    share: dict[str, float] = {}
+    for p in points:
+        share[p.bound] = share.get(p.bound, 0.0) + p.time_s
+    bound = max(share, key=lambda b: share[b]) if share else "memory"
+    return "launch" if bound == "none" else bound
+
+
+def _finding(
+    ctx: Context,
+    rule: str,
+    props: Sequence[Property],
+    technique: str,
+    evidence: str,
+    time_s: float,
+    best: float | None,
+    points: Sequence[OpPoint],
+    *,
+    bottleneck: str | None = None,
+    where: str | None = None,
+) -> ModelFinding:
+    return ModelFinding(
+        rule=rule,
+        bottleneck=bottleneck or _dominant_bound(points),
+        properties=[p.value for p in props],
+        technique=technique,
+        evidence=evidence,
+        time_s=time_s,
+        best_time_s=best,
+        where=_where(points) if where is None else where,
+        ops=sorted(p.index for p in points),
+        share=time_s / ctx.total_time_s if ctx.total_time_s > 0 else 0.0,
+    )
+
+
+def is_short(p: OpPoint, device: Device) -> bool:
+    """An op whose time is launch/dispatch overhead: bound 'launch', or less than one launch floor of roofline work
+    and at most SHORT_FACTOR floors of measured time."""
+    if p.bound == "launch":
+        return True
+    floor = p.launch_floor_s
+    return floor > 0 and p.roof_time_s <= floor and p.time_s <= SHORT_FACTOR * floor
+
+
+def _tiny(p: OpPoint, device: Device) -> bool:
+    """Less roofline work than one launch floor: overhead-bound whatever its layout, dtype or shape."""
+    return p.bound == "launch" or p.roof_time_s < max(p.launch_floor_s, device.launch_floor_s)
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else 0.0
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.0f}%" if value >= 0.1 else f"{100 * value:.1f}%"
+
+
+def _groups(items: Iterable[tuple[Any, list[OpPoint]]]) -> list[list[list[OpPoint]]]:
+    """Patterns grouped by their op signature sequence (the same chain in every layer: one finding)."""
+    grouped: dict[Any, list[list[OpPoint]]] = {}
+    for key, members in items:
+        grouped.setdefault(key, []).append(members)
+    return list(grouped.values())
+
+
+def _signature(points: Sequence[OpPoint]) -> tuple[Any, ...]:
+    return tuple((p.signature(), p.phase) for p in points)
+
+
+# --------------------------------------------------------------------------------------------- rules
+
+
+def launch_bound(ctx: Context) -> ModelFinding | None:
+    """Many short ops near the launch floor (GPU: kernels with the GPU idle between them; CPU: per-op dispatch)."""
+    s = ctx.summary
+    in_loops = ctx.loop_indices()
+    work = [p for p in ctx.work() if p.index not in in_loops]
+    timed = [p for p in work if p.timed]
+    launch = [p for p in timed if is_short(p, ctx.device)]
+    gpu = s.device_kind == "cuda"
+    idle = s.gpu_idle_share or 0.0
+    many = len(launch) >= MIN_LAUNCH_OPS and len(launch) >= LAUNCH_SHARE * len(timed)
+    # NB: with a loop of small ops, the GPU's idle time is the loop's (its Python steps): the loop's finding
+    kernels = sum(p.kernels for p in timed)
+    idle_bound = gpu and kernels >= MIN_LAUNCH_OPS and idle >= IDLE_SHARE and len(in_loops) < len(work)
+    if not (many or idle_bound) or not timed:
+        return None
+    time_now = ctx.wall_time_of(timed)
+    before = sum(p.roof_time_s + p.launch_floor_s for p in timed)
+    after = sum(p.roof_time_s for p in timed) + ctx.one_launch_s()
+    device_time = sum(p.time_s for p in timed)  # the ops without the gaps between them
+    best = _scale(device_time, before, after)
+    floor = ctx.device.launch_floor_s
+    typical = median(p.time_s for p in timed)
+    parts = [
+        f"{len(launch)} of {len(timed)} ops are short (less work than one launch floor of {format_time(floor)}"
+        f"{' per kernel' if gpu else ' per op'}, at most {SHORT_FACTOR:g}x it measured); median op "
+        f"{format_time(typical)}"
+    ]
+    if gpu:
+        parts.append(
+            f"{kernels} kernels; GPU idle {_percent(idle)} of the span between them (without the gaps, as a CUDA "
+            f"graph replays them: {format_time(device_time)})"
+        )
+    elif s.host_overhead_share > 0:
+        parts.append(f"{_percent(s.host_overhead_share)} of the wall time is spent outside the ops (Python, dispatch)")
+    parts.append(
+        f"roofline: {format_time(before)} with one launch per op vs {format_time(after)} as one graph/fused kernel"
+    )
+    if gpu:
+        technique = (
+            "capture CUDA graphs (torch.compile(mode='reduce-overhead'), torch.cuda.graphs), fuse the small ops "
+            "(torch.compile), batch small GEMMs (bmm / grouped GEMM) and grow the work per launch (larger batch)"
+        )
+    else:
+        technique = (
+            "torch.compile (fuses the small ops, removes the per-op dispatch and Python overhead), batch small ops "
+            "into fewer large ones (one bmm instead of many mm), grow the work per call (larger batch)"
+        )
+    return _finding(
+        ctx,
+        "launch-bound",
+        (Property.LOCALITY, Property.ASSOCIATIVITY),
+        technique,
+        "; ".join(parts),
+        time_now,
+        best,
+        timed,
+        bottleneck="launch",
+        where=f"{len(timed)} ops in {len({p.module for p in timed})} modules",
+    )
+
+
+def sequential_loop(ctx: Context) -> list[ModelFinding]:
+    """A Python loop over a time axis: the same small ops, step after step, in one module."""
+    findings = []
+    for loop in ctx.loops:
+        pts = [ctx.by_index[i] for i in loop.indices]
+        time_now = ctx.wall_time_of(pts)  # its ops and the gaps between them (Python stepping the loop)
+        own = sum(p.time_s for p in pts)
+        before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+        step_floors = sum(p.launch_floor_s for p in pts) / loop.steps
+        after = sum(p.roof_time_s for p in pts) + max(step_floors, ctx.one_launch_s())
+        where = f"{loop.module or '(model)'} ({loop.module_type})" if loop.module_type else loop.module or "(model)"
+        evidence = (
+            f"{where} runs the same {loop.period} op{'s' if loop.period > 1 else ''} ({_ops_text(loop.ops)}) "
+            f"{loop.steps} times in a row{' in the backward pass' if loop.phase == 'backward' else ''}: "
+            f"{loop.steps} sequential steps of {format_time(time_now / loop.steps)}, mean op "
+            f"{format_time(own / len(pts))} (launch floor {format_time(ctx.device.launch_floor_s)}); "
+            f"roofline: {format_time(before)} step by step vs {format_time(after)} as one pass over all steps"
+        )
+        technique = (
+            "parallel scan over the time axis (associative recurrences: linear RNNs, SSMs, cumulative sums) or a "
+            "chunked recurrence; at least hoist the non-recurrent work out of the loop (one GEMM for every step's "
+            "input projection) and fuse the step (torch.compile, cuDNN nn.RNN/LSTM/GRU)"
+        )
+        short = sum(1 for p in pts if is_short(p, ctx.device))
+        findings.append(
+            _finding(
+                ctx,
+                "sequential-loop",
+                (Property.ASSOCIATIVITY,),
+                technique,
+                evidence,
+                time_now,
+                _scale(time_now, before, after),
+                pts,
+                where=where,
+                bottleneck="launch" if short >= len(pts) / 2 else None,
+            )
+        )
+    return findings
+
+
+def elementwise_chain(ctx: Context) -> list[ModelFinding]:
+    """Consecutive element-wise/norm ops each reading and writing the whole tensor: fuse them."""
+    chains = find_chains(ctx.points, ctx.attention_indices())
+    items = []
+    for chain in chains:
+        pts = [ctx.by_index[i] for i in chain.indices]
+        items.append((_signature(pts), pts))
+    findings = []
+    bw = ctx.device.dram_bandwidth
+    for group in _groups(items):
+        first_chain = group[0]
+        unfused = sum(p.bytes for p in first_chain)
+        fused = min(input_bytes(first_chain[0]) + output_bytes(first_chain[-1]), unfused)
+        compute = sum(p.compute_time_s for p in first_chain)
+        before = sum(p.roof_time_s + p.launch_floor_s for p in first_chain)
+        after = max(compute, fused / bw) + ctx.one_launch_s()
+        all_pts = [p for chain_pts in group for p in chain_pts]
+        time_now = sum(p.time_s for p in all_pts)
+        numel = _max_numel(first_chain[0])
+        count = f" x{len(group)} (the same chain {len(group)} times)" if len(group) > 1 else ""
+        evidence = (
+            f"{len(first_chain)} element-wise/norm ops in a row on {numel:,} elements "
+            f"({_ops_text([p.op for p in first_chain])}){count}, each a round trip through memory: "
+            f"{format_bytes(unfused)} moved vs {format_bytes(fused)} fused (first input read once, last output "
+            f"written once: {unfused / fused if fused else math.inf:.3g}x fewer bytes); roofline "
+            f"{format_time(before)} -> {format_time(after)} per chain"
+        )
+        technique = "fuse the chain into one kernel (torch.compile, a Triton kernel, or a fused op such as F.gelu)"
+        findings.append(
+            _finding(
+                ctx,
+                "elementwise-chain",
+                (Property.LOCALITY,),
+                technique,
+                evidence,
+                time_now,
+                _scale(time_now, before, after),
+                all_pts,
+            )
+        )
+    return findings
+
+
+def naive_attention(ctx: Context) -> list[ModelFinding]:
+    """Attention written as matmul -> softmax -> matmul: the S x S scores go to memory and back."""
+    items = []
+    for att in ctx.attention:
+        pts = [ctx.by_index[i] for i in att.indices]
+        items.append(((_signature(pts)), (att, pts)))
+    grouped: dict[Any, list[tuple[Attention, list[OpPoint]]]] = {}
+    for key, value in items:
+        grouped.setdefault(key, []).append(value)
+    findings = []
+    bw = ctx.device.dram_bandwidth
+    for group in grouped.values():
+        att, pts = group[0]
+        first, second = ctx.by_index[att.first], ctx.by_index[att.second]
+        dims2 = gemm_dims(second)
+        assert dims2 is not None
+        others = [i for i in range(len(second.input_shapes)) if i != dims2.a]
+        naive = sum(p.bytes for p in pts)
+        fused = min(input_bytes(first) + input_bytes(second, others) + output_bytes(second), naive)
+        compute = sum(p.compute_time_s for p in pts)
+        before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+        after = max(compute, fused / bw) + ctx.one_launch_s()
+        all_pts = [p for _, members in group for p in members]
+        time_now = sum(p.time_s for p in all_pts)
+        scores = "x".join(str(d) for d in att.scores_shape)
+        score_bytes = output_bytes(first)
+        count = f"; x{len(group)} (every layer)" if len(group) > 1 else ""
+        evidence = (
+            f"{_name(first.op)} -> softmax -> {_name(second.op)} materialises the {scores} scores "
+            f"({format_bytes(score_bytes)}, written and read back by {len(pts)} ops): {format_bytes(naive)} moved vs "
+            f"{format_bytes(fused)} fused ({naive / fused if fused else math.inf:.3g}x){count}; roofline "
+            f"{format_time(before)} -> {format_time(after)} per attention"
+        )
+        technique = (
+            "online softmax + tiling: F.scaled_dot_product_attention (FlashAttention / memory-efficient kernels) "
+            "instead of matmul -> softmax -> matmul"
+        )
+        findings.append(
+            _finding(
+                ctx,
+                "naive-attention",
+                (Property.ASSOCIATIVITY, Property.LOCALITY),
+                technique,
+                evidence,
+                time_now,
+                _scale(time_now, before, after),
+                all_pts,
+            )
+        )
+    return findings
+
+
+def memory_bound_gemv(ctx: Context) -> ModelFinding | None:
+    """Matmuls with few rows (decode, GEMV): the weight bytes dominate, the roofline says memory."""
+    skip = ctx.attention_indices() | ctx.loop_indices()
+    hits: list[tuple[OpPoint, GemmDims, int]] = []
+    for p in ctx.work():
+        if p.index in skip or p.roofline_bound != "memory" or _tiny(p, ctx.device):
+            continue
+        dims = gemm_dims(p)
+        if dims is None:
+            continue
+        weight = max(input_bytes(p, [dims.a]), input_bytes(p, [dims.b]))
+        if weight >= WEIGHT_SHARE * p.bytes:
+            hits.append((p, dims, weight))
+    if not hits:
+        return None
+    pts = [p for p, _, _ in hits]
+    bw = ctx.device.dram_bandwidth
+    time_now = sum(p.time_s for p in pts)
+    before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+    after = 0.0
+    for p, _, weight in hits:
+        bits = bits_of(p.dtype)
+        smaller = p.bytes - weight + weight * min(QUANT_BITS, bits) / bits
+        after += max(p.compute_time_s, smaller / bw) + p.launch_floor_s
+    weights = sum(w for _, _, w in hits)
+    moved = sum(p.bytes for p in pts)
+    flops = sum(p.flops for p in pts)
+    intensity = flops / moved if moved else 0.0
+    ridge = max((p.ridge or 0.0) for p in pts)
+    rows = sorted({d.m * d.batch for _, d, _ in hits})
+    rows_text = ", ".join(str(r) for r in rows[:4]) + (", ..." if len(rows) > 4 else "")
+    headroom = f"up to ~{ridge / intensity:.0f}x more rows fit before compute binds" if intensity else ""
+    evidence = (
+        f"{len(pts)} memory-bound matmul{'s' if len(pts) > 1 else ''} with M = {rows_text}: the largest operand "
+        f"(the weights) is {format_bytes(weights)} of {format_bytes(moved)} moved; intensity "
+        f"{format_intensity(intensity)} FLOP/B vs ridge {format_intensity(ridge)}: {headroom}; int{QUANT_BITS} "
+        f"weights: roofline {format_time(before)} -> {format_time(after)}"
+    )
+    technique = (
+        "batch requests or tokens (intensity grows with M), quantize weights/KV (int8/int4/fp8), keep a KV cache, "
+        "speculative decoding"
+    )
+    best = _scale(time_now, before, after)
+    return _finding(
+        ctx, "memory-bound-gemv", (Property.REDUNDANCY,), technique, evidence, time_now, best, pts, bottleneck="memory"
+    )
+
+
+def fp32_matmul(ctx: Context) -> ModelFinding | None:
+    """fp32 matmuls on a device with TF32 tensor cores."""
+    c = ctx.device.compute
+    if ("tf32", "tensor") not in c or not ctx.device.has_tensor_cores():
+        return None
+    candidates = [
+        p
+        for p in ctx.work()
+        if p.math == "tensor" and p.dtype == "fp32" and p.roof.startswith("fp32") and not _tiny(p, ctx.device)
+    ]
+    fast = [p for p in candidates if p.efficiency is not None and p.efficiency > TF32_SUSPECT]
+    pts = [p for p in candidates if p not in fast]
+    if not pts:
+        return None
+    bw = ctx.device.dram_bandwidth
+    tf32 = c[("tf32", "tensor")]
+    before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+    after = sum(max(p.flops / tf32, p.bytes / bw) + p.launch_floor_s for p in pts)
+    time_now = sum(p.time_s for p in pts)
+    evidence = (
+        f"{len(pts)} fp32 matmul{'s' if len(pts) > 1 else ''} run on the {pts[0].roof} roof "
+        f"({format_rate(pts[0].peak_flops_per_s)}); TF32 tensor cores offer {format_rate(tf32)}: roofline "
+        f"{format_time(before)} -> {format_time(after)}"
+    )
+    if ("bf16", "tensor") in c:
+        bf16 = c[("bf16", "tensor")]
+        after_bf16 = sum(max(p.flops / bf16, p.bytes / 2 / bw) + p.launch_floor_s for p in pts)
+        evidence += f"; bf16 ({format_rate(bf16)}, half the bytes): {format_time(after_bf16)}"
+    if fast:
+        evidence += f" ({len(fast)} other fp32 matmuls already run above the fp32 roof: TF32 is on for them)"
+    technique = (
+        "TF32 (torch.set_float32_matmul_precision('high') / torch.backends.cuda.matmul.allow_tf32 = True) or "
+        "bf16 autocast (torch.autocast('cuda', torch.bfloat16))"
+    )
+    best = _scale(time_now, before, after)
+    if best is None:
+        return None
+    return _finding(
+        ctx, "fp32-matmul", (Property.REDUNDANCY,), technique, evidence, time_now, best, pts, bottleneck="compute"
+    )
+
+
+def compute_bound(ctx: Context) -> ModelFinding | None:
+    """Compute-bound matmuls near their roof: only fewer FLOPs (or a higher roof) helps."""
+    skip = ctx.attention_indices()
+    pts = [
+        p
+        for p in ctx.work()
+        if p.math == "tensor"
+        and p.index not in skip
+        and p.roofline_bound == "compute"
+        and not _tiny(p, ctx.device)
+        and p.efficiency is not None
+        and p.efficiency >= NEAR_ROOF
+    ]
+    if not pts:
+        return None
+    time_now = sum(p.time_s for p in pts)
+    roof = sum(p.roof_time_s for p in pts)
+    flops = sum(p.flops for p in pts)
+    dev = ctx.device
+    labels = sorted({p.roof for p in pts})
+    evidence = (
+        f"{len(pts)} compute-bound matmul{'s' if len(pts) > 1 else ''} at {_percent(_ratio(roof, time_now))} "
+        f"of the {', '.join(labels)} roof ({format_rate(flops / time_now if time_now else 0)} achieved); intensity "
+        f"above the ridge, so neither fusion nor layout helps: only fewer FLOPs or a higher roof"
+    )
+    best = None
+    if dev.vendor == "nvidia" and ("tf32", "tensor") in dev.compute and all(p.roof.endswith("tensor") for p in pts):
+        before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+        after = sum(max(p.compute_time_s / 2, p.memory_time_s) + p.launch_floor_s for p in pts)
+        best = _scale(time_now, before, after)
+        evidence += "; 2:4 structured sparsity doubles the tensor roof"
+    technique = "do fewer FLOPs: 2:4 structured sparsity, MoE, low-rank factorisation, weight sharing / FFT"
+    return _finding(
+        ctx,
+        "compute-bound",
+        (Property.SPARSITY, Property.SEPARABILITY, Property.SYMMETRY),
+        technique,
+        evidence,
+        time_now,
+        best,
+        pts,
+        bottleneck="compute",
+    )
+
+
+def _waves(device: Device, dims: GemmDims) -> tuple[int, int, int, int, int, int] | None:
+    """(tiles, waves, trimmed m, trimmed n, tiles, waves) with roofline.advice's tiles, when trimming helps."""
+    sms = device.compute_units
+    if not sms:
+        return None
+
+    def count(rows: int, cols: int) -> tuple[int, int]:
+        tiles = math.ceil(rows / TILE_M) * math.ceil(cols / TILE_N) * dims.batch
+        return tiles, math.ceil(tiles / sms)
+
+    tiles, now = count(dims.m, dims.n)
+    m2, n2 = max(dims.m // TILE_M * TILE_M, TILE_M), max(dims.n // TILE_N * TILE_N, TILE_N)
+    tiles2, better = count(m2, n2)
+    if better >= now:
+        return None
+    return tiles, now, m2, n2, tiles2, better
+
+
+def awkward_shapes(ctx: Context) -> ModelFinding | None:
+    """Compute-bound matmuls far below their roof with dims off the tile grid."""
+    hits: list[tuple[OpPoint, float, str]] = []
+    for p in ctx.work():
+        if p.roofline_bound != "compute" or _tiny(p, ctx.device) or p.efficiency is None or p.efficiency >= FAR_BELOW:
+            continue
+        dims = gemm_dims(p)
+        if dims is None:
+            continue
+        odd = {name: v for name, v in (("m", dims.m), ("n", dims.n), ("k", dims.k)) if v >= ALIGN and v % ALIGN}
+        waves = _waves(ctx.device, dims)
+        if not odd and waves is None:
+            continue
+        padded = 1.0
+        for v in odd.values():
+            padded *= math.ceil(v / ALIGN) * ALIGN / v
+        best = p.roof_time_s * padded + p.launch_floor_s
+        text = f"m={dims.m} n={dims.n} k={dims.k}"
+        if waves is not None:
+            tiles, now, m2, n2, _, better = waves
+            best = min(best, p.time_s * better / now)
+            text += (
+                f" ({tiles} {TILE_M}x{TILE_N} tiles = {now} waves on {ctx.device.compute_units} "
+                f"{ctx.device.unit_name}s; m={m2} n={n2}: {better})"
+            )
+        hits.append((p, min(best, p.time_s), text))
+    if not hits:
+        return None
+    pts = [p for p, _, _ in hits]
+    time_now = sum(p.time_s for p in pts)
+    best = sum(b for _, b, _ in hits)
+    roof = sum(p.roof_time_s for p in pts)
+    examples = "; ".join(dict.fromkeys(text for _, _, text in hits))
+    evidence = (
+        f"{len(pts)} compute-bound matmul{'s' if len(pts) > 1 else ''} at {_percent(_ratio(roof, time_now))} "
+        f"of the roof with dims off the {ALIGN}-multiple tile grid: {examples}"
+    )
+    if len(examples) > 240:
+        evidence = evidence[:237] + "..."
+    technique = f"pad (or trim) M, N, K to multiples of {ALIGN} (128 for large GEMMs) so whole tiles and waves are used"
+    bound = best if best < time_now else None
+    return _finding(
+        ctx, "awkward-shapes", (Property.LOCALITY,), technique, evidence, time_now, bound, pts, bottleneck="compute"
+    )
+
+
+def non_contiguous(ctx: Context) -> ModelFinding | None:
+    """Memory-bound element-wise ops on strided/transposed inputs, far below the DRAM bandwidth."""
+    bw = ctx.device.dram_bandwidth
+    pts = [
+        p
+        for p in ctx.work()
+        if p.math == "vector"
+        and p.non_contiguous
+        and p.roofline_bound == "memory"
+        and not _tiny(p, ctx.device)
+        and p.achieved_bytes_per_s is not None
+        and p.achieved_bytes_per_s < FAR_BELOW * bw
+    ]
+    if not pts:
+        return None
+    time_now = sum(p.time_s for p in pts)
+    moved = sum(p.bytes for p in pts)
+    best = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+    achieved = moved / time_now if time_now else 0.0
+    example = max(pts, key=lambda p: p.time_s)
+    shapes = ", ".join("x".join(str(d) for d in s) for s in example.input_shapes)
+    evidence = (
+        f"{len(pts)} memory-bound op{'s' if len(pts) > 1 else ''} read strided/transposed inputs at "
+        f"{format_rate(achieved, 'B/s')} ({_percent(achieved / bw)} of DRAM {format_rate(bw, 'B/s')}), e.g. "
+        f"{_name(example.op)} on {shapes} in {example.module or '(model)'}"
+    )
+    technique = (
+        "keep tensors contiguous in the layout the consumer reads (transpose once, .contiguous() before a chain, "
+        "channels_last for convolutions), so accesses are coalesced"
+    )
+    bound = best if best < time_now else None
+    return _finding(
+        ctx, "non-contiguous", (Property.LOCALITY,), technique, evidence, time_now, bound, pts, bottleneck="memory"
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    launch_bound,
+    sequential_loop,
+    elementwise_chain,
+    naive_attention,
+    memory_bound_gemv,
+    fp32_matmul,
+    compute_bound,
+    awkward_shapes,
+    non_contiguous,
+)
+
+
+def diagnose(ctx: Context, rules: Sequence[Rule] = RULES) -> list[ModelFinding]:
+    """Every rule's findings, those concerning at least MIN_FINDING_SHARE of the iteration, largest possible
+    saving first (savings equal to two significant digits keep the rule order)."""
+    findings: list[ModelFinding] = []
+    for rule in rules:
+        result = rule(ctx)
+        if result is None:
+            continue
+        findings += result if isinstance(result, list) else [result]
+    findings = [f for f in findings if f.share >= MIN_FINDING_SHARE]
+    order = {id(f): i for i, f in enumerate(findings)}
+    return sorted(findings, key=lambda f: (-float(f"{f.saving_s:.2g}"), order[id(f)]))
+
+
+__all__ = [
+    "RULES",
+    "Attention",
+    "Chain",
+    "Context",
+    "GemmDims",
+    "Loop",
+    "ModelFinding",
+    "Rule",
+    "awkward_shapes",
+    "compute_bound",
+    "diagnose",
+    "elementwise_chain",
+    "find_attention",
+    "find_chains",
+    "find_loops",
+    "fp32_matmul",
+    "gemm_dims",
+    "is_short",
+    "launch_bound",
+    "memory_bound_gemv",
+    "naive_attention",
+    "non_contiguous",
+    "sequential_loop",
+]

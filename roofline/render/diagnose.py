@@ -1,0 +1,232 @@
+"""Console rendering of `roofline diagnose`: device and roofs, summary, top ops and modules, findings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.markup import escape
+
+from roofline.render.analysis import BOUND_STYLE
+from roofline.render.base import Renderer, to_text
+from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
+
+
+def _bound(text: str) -> str:
+    style = BOUND_STYLE.get(text, "")
+    return f"[{style}]{text}[/]" if style else text
+
+
+def _percent(value: float | None) -> str:
+    if value is None:
+        return "-"
+    percent = 100 * value
+    if percent == 0:
+        return "0%"
+    return f"{percent:.1f}%" if percent < 10 else f"{percent:.0f}%"
+
+
+def _rate(value: float | None) -> str:
+    """A rate without its unit (the column header has it): '13.62 G'."""
+    return "-" if value is None else format_rate(value, "").strip()
+
+
+def _intensity(value: float | None) -> str:
+    return "-" if value is None else format_intensity(value)
+
+
+def _shapes(shapes: Sequence[Sequence[int]], limit: int = 3) -> str:
+    parts = ["x".join(str(d) for d in s) if s else "()" for s in shapes[:limit]]
+    return ", ".join(parts) + (", ..." if len(shapes) > limit else "")
+
+
+def _op(name: str) -> str:
+    return name.removeprefix("aten::")
+
+
+class DiagnoseRenderer(Renderer):
+    """A DiagnoseResult (roofline.diagnose.pipeline) for the console."""
+
+    def __init__(self, *, top: int = 10, color: bool | None = None) -> None:
+        self.top = top
+        self.color = color
+
+    def render(self, result: Any) -> str:
+        parts: list[Any] = [*self._header(result), *self._summary(result)]
+        placed = result.placed
+        if placed.aggregates.ops:
+            parts.append(self._ops_table(placed.aggregates.ops[: self.top], placed.summary))
+        if placed.aggregates.modules:
+            parts.append(self._modules_table(placed.aggregates.modules[: self.top]))
+        parts += self._findings(result.findings)
+        parts += self._footer(result)
+        return to_text(*parts, color=self.color)
+
+    # ---------------------------------------------------------------------------------------- parts
+
+    def _header(self, result: Any) -> list[str]:
+        d = result.device
+        o = result.options
+        source = "roofs from spec sheet" if d.roof_source == "spec" else "measured roofs (roofline calibrate)"
+        roofs = sorted({(p.roof, p.peak_flops_per_s, p.ridge or 0.0) for p in result.placed.points if p.roof})
+        roof_text = " · ".join(
+            f"{label} {format_rate(peak)} (ridge {format_intensity(ridge)} FLOP/B)" for label, peak, ridge in roofs
+        )
+        second = " · ".join(
+            part
+            for part in (
+                roof_text,
+                f"DRAM {format_rate(d.dram_bandwidth, 'B/s')}",
+                f"launch floor {format_time(d.launch_floor_s)}",
+            )
+            if part
+        )
+        convention = f" ({result.convention})" if result.convention else ""
+        dtype = o.get("dtype") or "dtype as written"
+        args = f" · args: {' '.join(o['argv'])}" if o.get("argv") else ""
+        run = (
+            f"{o.get('mode', 'inference')} · {dtype} · {o.get('iters')} profiled iterations after "
+            f"{o.get('warmup')} warm-up{args}"
+        )
+        return [
+            f"[bold]{escape(str(result.path))}[/]{escape(convention)} · {escape(run)}",
+            f"[bold]{escape(d.display_name)}[/] ({escape(d.name)}) · {source}",
+            f"  {escape(second)}",
+        ]
+
+    def _summary(self, result: Any) -> list[str]:
+        s = result.placed.summary
+        kind = "device" if s.device_kind == "cuda" else "CPU"
+        if s.wall_s > 0 and s.op_time_s <= s.wall_s:
+            ops = f"op {kind} time {format_time(s.op_time_s)}, {_percent(s.op_time_s / s.wall_s)} of it"
+        else:  # per-op CPU times are taken under the profiler, the wall time without it
+            ops = f"op {kind} time {format_time(s.op_time_s)} under the profiler"
+        fields = [
+            ("wall time", f"{format_time(s.wall_s)} per iteration ({ops})"),
+            (
+                "work",
+                f"{format_count(s.flops)}, {format_bytes(s.bytes)} compulsory "
+                f"(intensity {_intensity(s.flops / s.bytes if s.bytes else None)} FLOP/B); roofline time "
+                f"{format_time(s.roof_time_s)}",
+            ),
+            (
+                "achieved",
+                f"{format_rate(s.achieved_flops_per_s)} = MFU {_percent(s.mfu)} of {s.mfu_roof} "
+                f"{format_rate(s.peak_flops_per_s)}; {format_rate(s.achieved_bytes_per_s, 'B/s')} = MBU "
+                f"{_percent(s.mbu)} of DRAM",
+            ),
+        ]
+        if s.device_kind == "cuda":
+            fields.append(
+                (
+                    "GPU",
+                    f"{s.kernel_count:,} kernels per iteration, busy {format_time(s.gpu_busy_s)}, idle "
+                    f"{_percent(s.gpu_idle_share)} of the span",
+                )
+            )
+        elif s.op_time_s <= s.wall_s:
+            fields.append(("host", f"{_percent(s.host_overhead_share)} of the wall time outside the ops"))
+        uncounted = ""
+        if s.uncounted_ops:
+            uncounted = f"; {s.uncounted_ops} uncounted ({format_time(s.uncounted_time_s)}, not in the totals)"
+        fields.append(("ops", f"{s.ops:,} counted ({s.work_ops:,} doing work, {s.timed_ops:,} timed){uncounted}"))
+        lines = ["", "[bold]Summary[/]"]
+        lines += [f"  {name:<10} {escape(value)}" for name, value in fields]
+        return lines
+
+    def _columns(self, table: Any) -> None:
+        for header in ("time", "share", "intensity\nFLOP/B", "achieved\nFLOP/s", "attainable\nFLOP/s", "eff."):
+            table.add_column(header, justify="right", no_wrap=True)
+        table.add_column("bound", no_wrap=True)
+
+    def _cells(self, a: Any) -> list[str]:
+        return [
+            format_time(a.time_s),
+            _percent(a.time_share),
+            _intensity(a.intensity),
+            _rate(a.achieved_flops_per_s),
+            _rate(a.attainable_flops_per_s),
+            _percent(a.efficiency),
+            _bound(a.bound),
+        ]
+
+    def _ops_table(self, rows: Sequence[Any], summary: Any) -> Any:
+        from rich.table import Table
+
+        table = Table(
+            title=f"\nTop ops by time (of {format_time(summary.op_time_s)} op time)",
+            title_justify="left",
+            header_style="bold",
+            box=box.SIMPLE_HEAD,
+        )
+        table.add_column("op [input shapes]", overflow="fold", min_width=16)
+        table.add_column("module", overflow="fold", min_width=8)
+        table.add_column("calls", justify="right", no_wrap=True)
+        self._columns(table)
+        for a in rows:
+            backward = " (backward)" if "(backward)" in a.key else ""
+            table.add_row(
+                escape(f"{_op(a.op)} [{_shapes(a.input_shapes)}]{backward}"),
+                escape(a.module or "(model)"),
+                str(a.count),
+                *self._cells(a),
+            )
+        return table
+
+    def _modules_table(self, rows: Sequence[Any]) -> Any:
+        from rich.table import Table
+
+        table = Table(
+            title="\nTop modules by time (the ops each module issued itself)",
+            title_justify="left",
+            header_style="bold",
+            box=box.SIMPLE_HEAD,
+        )
+        table.add_column("module", overflow="fold", min_width=12)
+        table.add_column("type", overflow="fold")
+        table.add_column("ops", justify="right", no_wrap=True)
+        self._columns(table)
+        for a in rows:
+            table.add_row(escape(a.key), escape(a.module_type), str(a.count), *self._cells(a))
+        return table
+
+    def _findings(self, findings: Sequence[Any]) -> list[str]:
+        if not findings:
+            return ["\n[bold]Findings[/]: none (no rule fired on this run)"]
+        lines = [
+            "\n[bold]Findings[/] (bottleneck → property: technique; roofline bound on the gain), largest saving first"
+        ]
+        for number, f in enumerate(findings[: self.top], 1):
+            where = f" [dim]({escape(f.where)}, {_percent(f.share)} of the time)[/]" if f.where else ""
+            lines.append(f"{number}. [bold]{f.bottleneck}[/]{where} → {escape(f.summary())}")
+            lines.append(f"   [dim]evidence: {escape(f.evidence)}[/]")
+        if len(findings) > self.top:
+            lines.append(f"   [dim]... {len(findings) - self.top} more in the report (--top N shows more)[/]")
+        return lines
+
+    def _footer(self, result: Any) -> list[str]:
+        lines: list[str] = []
+        uncounted = result.placed.uncounted
+        if uncounted:
+            lines.append("\n[bold]Uncounted ops[/] (no cost formula: their FLOPs and bytes are not in the totals)")
+            for u in uncounted[: self.top]:
+                note = f": {u.note}" if u.note else ""
+                lines.append(
+                    f"  • {escape(_op(u.op))} x{u.count} ({format_time(u.time_s)}) in "
+                    f"{escape(', '.join(u.modules))}{escape(note)}"
+                )
+            if len(uncounted) > self.top:
+                lines.append(f"  [dim]... {len(uncounted) - self.top} more in the report[/]")
+        lines.append(
+            "[dim]\ntime = measured "
+            + ("device (kernel)" if result.placed.summary.device_kind == "cuda" else "self CPU")
+            + " time per iteration; intensity = counted FLOPs / compulsory bytes; attainable = min(roof, intensity "
+            "x DRAM); eff. = roofline time / measured time; bound 'launch' = within 2x the launch floor[/]"
+        )
+        if result.notes:
+            lines.append("[dim]Notes: " + escape("; ".join(result.notes)) + "[/]")
+        return lines
+
+
+__all__ = ["DiagnoseRenderer"]
