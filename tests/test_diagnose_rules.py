@@ -4,37 +4,12 @@ must not. No torch."""
 from __future__ import annotations
 
 import pytest
+from diagnose_devices import CPU, GPU
 
-from roofline.device import Device
 from roofline.diagnose import rules
 from roofline.diagnose.place import place
 from roofline.diagnose.records import OpRecord, OpTiming, Timing
 from roofline.diagnose.rules import Context, diagnose, gemm_dims
-
-GPU = Device(
-    name="test-gpu",
-    display_name="Test GPU",
-    vendor="nvidia",
-    compute={
-        ("fp32", "vector"): 50e12,
-        ("tf32", "tensor"): 400e12,
-        ("bf16", "tensor"): 800e12,
-        ("fp16", "tensor"): 800e12,
-    },
-    bandwidth={"dram": 2e12},
-    launch_floor_s=4e-6,
-    compute_units=100,
-)
-
-CPU = Device(
-    name="cpu",
-    display_name="Test CPU",
-    vendor="other",
-    compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11},
-    bandwidth={"dram": 2e10},
-    launch_floor_s=3e-6,
-    roof_source="measured",
-)
 
 
 def rec(index, op, shapes, out, flops, nbytes, *, dtype="bf16", math="tensor", module="", module_type="", **kw):

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from roofline.analysis import Row
 from roofline.device import Device
-from roofline.render.base import Renderer, to_text
+from roofline.render.base import Renderer, device_header, to_text
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 BOUND_STYLE = {"compute": "bold green", "memory": "bold yellow", "launch": "bold magenta"}
@@ -45,19 +45,9 @@ def split_labels(rows: Sequence[Row]) -> tuple[str, dict[int, str]]:
 
 
 def _header(devices: Sequence[Device], rows: Sequence[Row]) -> list[str]:
-    lines = []
+    lines: list[str] = []
     for device in devices:
-        mine = [r for r in rows if r.device == device.name]
-        roofs = sorted({(r.roof, r.peak_flops_per_s, r.ridge) for r in mine})
-        roof_text = " · ".join(
-            f"{label} {format_rate(peak)} (ridge {format_intensity(ridge)} FLOP/B)" for label, peak, ridge in roofs
-        )
-        source = "spec sheet" if device.roof_source == "spec" else "measured (calibration)"
-        lines.append(f"[bold]{escape(device.display_name)}[/] ({device.name}) · roofs from {source}")
-        lines.append(
-            f"  {roof_text} · DRAM {format_rate(device.dram_bandwidth, 'B/s')} · "
-            f"launch floor {format_time(device.launch_floor_s)}"
-        )
+        lines += device_header(device, [(r.roof, r.peak_flops_per_s, r.ridge) for r in rows if r.device == device.name])
     return lines
 
 

@@ -42,3 +42,26 @@ def to_text(*renderables: Any, color: bool | None = None) -> str:
     for item in renderables:
         console.print(item)
     return buffer.getvalue()
+
+
+def device_header(device: Any, roofs: Any) -> list[str]:
+    """Two rich-markup lines naming a device and the roofs its rows were placed on.
+
+    ``roofs``: (label, peak FLOP/s, ridge FLOP/B) triples, e.g. from the rows; shown sorted and once each."""
+    from rich.markup import escape
+
+    from roofline.units import format_intensity, format_rate, format_time
+
+    source = "roofs from spec sheet" if device.roof_source == "spec" else "measured roofs (roofline calibrate)"
+    roof_text = [
+        f"{label} {format_rate(peak)} (ridge {format_intensity(ridge)} FLOP/B)"
+        for label, peak, ridge in sorted(set(roofs))
+    ]
+    second = " · ".join(
+        [
+            *roof_text,
+            f"DRAM {format_rate(device.dram_bandwidth, 'B/s')}",
+            f"launch floor {format_time(device.launch_floor_s)}",
+        ]
+    )
+    return [f"[bold]{escape(device.display_name)}[/] ({escape(device.name)}) · {source}", f"  {escape(second)}"]

@@ -11,7 +11,7 @@ from rich.markup import escape
 from roofline.device import Device
 from roofline.dtypes import ops_unit
 from roofline.render.analysis import BOUND_STYLE, split_labels
-from roofline.render.base import Renderer, to_text
+from roofline.render.base import Renderer, device_header, to_text
 from roofline.units import format_intensity, format_rate, format_time
 
 
@@ -61,26 +61,8 @@ class BenchRenderer(Renderer):
         return to_text(*parts, color=self.color)
 
     def _header(self, rows: Sequence[Any]) -> list[Any]:
-        d = self.device
-        source = "roofs from spec sheet" if d.roof_source == "spec" else "measured roofs (roofline calibrate)"
-        roofs = sorted({(r.roof, r.peak_flops_per_s, r.ridge) for r in rows})
-        roof_text = " · ".join(
-            f"{label} {format_rate(peak)} (ridge {format_intensity(ridge)} FLOP/B)" for label, peak, ridge in roofs
-        )
-        second = " · ".join(
-            part
-            for part in (
-                roof_text,
-                f"DRAM {format_rate(d.dram_bandwidth, 'B/s')}",
-                f"launch floor {format_time(d.launch_floor_s)}",
-            )
-            if part
-        )
-        return [
-            f"[bold]{escape(d.display_name)}[/] ({escape(d.name)}) · {source}",
-            f"  {second}",
-            f"  timing: {escape(self.timing)}",
-        ]
+        roofs = [(r.roof, r.peak_flops_per_s, r.ridge) for r in rows]
+        return [*device_header(self.device, roofs), f"  timing: {escape(self.timing)}"]
 
     def _table(self, rows: Sequence[Any]) -> Any:
         from rich.table import Table

@@ -9,7 +9,7 @@ from rich import box
 from rich.markup import escape
 
 from roofline.render.analysis import BOUND_STYLE
-from roofline.render.base import Renderer, to_text
+from roofline.render.base import Renderer, device_header, to_text
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 
@@ -68,20 +68,7 @@ class DiagnoseRenderer(Renderer):
     def _header(self, result: Any) -> list[str]:
         d = result.device
         o = result.options
-        source = "roofs from spec sheet" if d.roof_source == "spec" else "measured roofs (roofline calibrate)"
-        roofs = sorted({(p.roof, p.peak_flops_per_s, p.ridge or 0.0) for p in result.placed.points if p.roof})
-        roof_text = " · ".join(
-            f"{label} {format_rate(peak)} (ridge {format_intensity(ridge)} FLOP/B)" for label, peak, ridge in roofs
-        )
-        second = " · ".join(
-            part
-            for part in (
-                roof_text,
-                f"DRAM {format_rate(d.dram_bandwidth, 'B/s')}",
-                f"launch floor {format_time(d.launch_floor_s)}",
-            )
-            if part
-        )
+        roofs = [(p.roof, p.peak_flops_per_s, p.ridge or 0.0) for p in result.placed.points if p.roof]
         convention = f" ({result.convention})" if result.convention else ""
         dtype = o.get("dtype") or "dtype as written"
         args = f" · args: {' '.join(o['argv'])}" if o.get("argv") else ""
@@ -91,8 +78,7 @@ class DiagnoseRenderer(Renderer):
         )
         return [
             f"[bold]{escape(str(result.path))}[/]{escape(convention)} · {escape(run)}",
-            f"[bold]{escape(d.display_name)}[/] ({escape(d.name)}) · {source}",
-            f"  {escape(second)}",
+            *device_header(d, roofs),
         ]
 
     def _summary(self, result: Any) -> list[str]:
