@@ -35,16 +35,32 @@ class SpecRegistry:
     sheets: dict[str, SpecSheet] = field(default_factory=dict)
     paths: dict[str, Path] = field(default_factory=dict)
     origins: dict[str, str] = field(default_factory=dict)
+    # Built-in sheets not parsed yet, by file stem (= their name): most commands need one sheet, not all 18.
+    pending: dict[str, Path] = field(default_factory=dict)
 
     def add(self, sheet: SpecSheet, path: Path, origin: str) -> None:
         self.sheets[sheet.name] = sheet
         self.paths[sheet.name] = path
         self.origins[sheet.name] = origin
 
+    def _load_pending(self, stems: list[str] | None = None) -> None:
+        for stem in list(self.pending) if stems is None else stems:
+            path = self.pending.pop(stem)
+            sheet = load_sheet(path)
+            if sheet.name not in self.sheets:  # a user sheet of the same name overrides the built-in
+                self.add(sheet, path, "built-in")
+
+    def load_all(self) -> SpecRegistry:
+        """Parse every pending built-in sheet (listing, alias lookups and validation of the whole set need it)."""
+        self._load_pending()
+        return self
+
     def names(self) -> list[str]:
+        self._load_pending()
         return sorted(self.sheets)
 
     def _index(self) -> dict[str, str]:
+        self._load_pending()
         index: dict[str, str] = {}
         for name, sheet in self.sheets.items():
             for key in (name, *sheet.aliases):
@@ -53,7 +69,14 @@ class SpecRegistry:
         return index
 
     def find(self, name: str) -> SpecSheet | None:
-        found = self._index().get(normalize(name))
+        key = normalize(name)
+        if key in self.sheets:
+            return self.sheets[key]
+        if key in self.pending:  # fast path: a built-in's canonical name is its file name
+            self._load_pending([key])
+            if key in self.sheets:
+                return self.sheets[key]
+        found = self._index().get(key)
         return self.sheets[found] if found else None
 
     def get(self, name: str) -> SpecSheet:
@@ -75,8 +98,7 @@ def load_registry(extra_files: Iterable[Path] = (), env: dict[str, str] | None =
     """Built-in sheets, then every *.yaml in ROOFLINE_SPECS_DIR (os.pathsep-separated), then --spec files."""
     env = os.environ if env is None else env
     registry = SpecRegistry()
-    for path in _yaml_files(data_dir("hardware_specs")):
-        registry.add(load_sheet(path), path, "built-in")
+    registry.pending = {path.stem: path for path in _yaml_files(data_dir("hardware_specs"))}
     for entry in filter(None, env.get(ENV_DIR, "").split(os.pathsep)):
         directory = Path(entry)
         if not directory.is_dir():
@@ -85,4 +107,5 @@ def load_registry(extra_files: Iterable[Path] = (), env: dict[str, str] | None =
             registry.add(load_sheet(path), path, ENV_DIR)
     for path in extra_files:
         registry.add(load_sheet(Path(path)), Path(path), "--spec")
+    # user sheets were added first; a built-in parsed later never replaces one of the same name
     return registry
