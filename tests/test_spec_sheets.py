@@ -461,3 +461,13 @@ def test_user_sheet_alias_lookup(tmp_path):
     data["aliases"] = ["ACME Accelerator X1"]
     registry = load_registry(extra_files=[_write(tmp_path, data)], env={})
     assert registry.get("acme_accelerator_x1").name == "my-gpu"
+
+
+def test_built_in_sheets_are_parsed_on_demand():
+    from roofline.specs.loader import load_registry
+
+    registry = load_registry(env={})
+    assert registry.find("h100-sxm").name == "h100-sxm"
+    assert "a100-sxm-80gb" in registry.pending  # only the named sheet was parsed
+    assert registry.find("NVIDIA H200").name == "h200-sxm"  # an alias needs them all
+    assert registry.pending == {}
