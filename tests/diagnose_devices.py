@@ -1,6 +1,7 @@
-"""Hand-built devices shared by the diagnose tests (no torch)."""
+"""Hand-built devices and op records shared by the diagnose tests (no torch)."""
 
 from roofline.device import Device
+from roofline.diagnose.records import OpRecord
 
 GPU = Device(
     name="test-gpu",
@@ -26,3 +27,22 @@ CPU = Device(
     launch_floor_s=3e-6,
     roof_source="measured",
 )
+
+
+def rec(index, op, shapes, out, flops, nbytes, *, dtype="bf16", math="tensor", module="", module_type="", **kw):
+    """One OpRecord; module_type defaults to 'Model' for the top level, 'Linear' inside a module."""
+    return OpRecord(
+        index=index,
+        op=op,
+        module=module,
+        module_type=module_type or ("Model" if not module else "Linear"),
+        phase=kw.pop("phase", "forward"),
+        input_shapes=tuple(tuple(s) for s in shapes),
+        input_dtypes=tuple(dtype for _ in shapes),
+        output_shapes=tuple(tuple(s) for s in out),
+        flops=flops,
+        bytes=nbytes,
+        dtype=dtype,
+        math=math,
+        **kw,
+    )

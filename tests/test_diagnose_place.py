@@ -4,30 +4,17 @@ records, timings and devices, exact numbers. No torch."""
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 from diagnose_devices import CPU, GPU
+from diagnose_devices import rec as shared_rec
 
 from roofline.diagnose.place import LAUNCH_FACTOR, aggregate_points, place, place_op
-from roofline.diagnose.records import OpRecord, OpTiming, Timing
+from roofline.diagnose.records import OpTiming, Timing
 
-
-def rec(index, op, shapes, out, flops, nbytes, *, dtype="bf16", math="tensor", module="", module_type="Model", **kw):
-    return OpRecord(
-        index=index,
-        op=op,
-        module=module,
-        module_type=module_type,
-        phase=kw.pop("phase", "forward"),
-        input_shapes=tuple(tuple(s) for s in shapes),
-        input_dtypes=tuple(dtype for _ in shapes),
-        output_shapes=tuple(tuple(s) for s in out),
-        flops=flops,
-        bytes=nbytes,
-        dtype=dtype,
-        math=math,
-        **kw,
-    )
+# NB: here every record's module type is 'Model' unless given (the shared helper guesses 'Linear' inside modules)
+rec = partial(shared_rec, module_type="Model")
 
 
 def timing(ops, *, device="cuda", wall_s=None, busy_s=0.0, idle_s=0.0, kernels=None, unmatched_s=0.0):

@@ -4,30 +4,12 @@ must not. No torch."""
 from __future__ import annotations
 
 import pytest
-from diagnose_devices import CPU, GPU
+from diagnose_devices import CPU, GPU, rec
 
 from roofline.diagnose import rules
 from roofline.diagnose.place import place
-from roofline.diagnose.records import OpRecord, OpTiming, Timing
+from roofline.diagnose.records import OpTiming, Timing
 from roofline.diagnose.rules import Context, diagnose, gemm_dims
-
-
-def rec(index, op, shapes, out, flops, nbytes, *, dtype="bf16", math="tensor", module="", module_type="", **kw):
-    return OpRecord(
-        index=index,
-        op=op,
-        module=module,
-        module_type=module_type or ("Model" if not module else "Linear"),
-        phase=kw.pop("phase", "forward"),
-        input_shapes=tuple(tuple(s) for s in shapes),
-        input_dtypes=tuple(dtype for _ in shapes),
-        output_shapes=tuple(tuple(s) for s in out),
-        flops=flops,
-        bytes=nbytes,
-        dtype=dtype,
-        math=math,
-        **kw,
-    )
 
 
 def ctx_of(ops, device=GPU, *, wall_s=None, busy_s=0.0, idle_s=0.0):
