@@ -9,12 +9,16 @@ from typing import Any
 import typer
 
 from roofline.cli.common import (
+    SWEEP,
+    conv2d_values,
     default_device_names,
     json_option,
     print_text,
     registry,
+    sizes_value,
     spec_option,
     split_list,
+    words_value,
 )
 
 app = typer.Typer(
@@ -26,8 +30,6 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
 )
-
-SWEEP = " Comma list sweeps."
 
 
 def _device() -> Any:
@@ -41,22 +43,6 @@ def _device() -> Any:
 
 def _output() -> Any:
     return typer.Option(None, "--output", "-o", help="Also write the report JSON here (read by plot and gate).")
-
-
-def _sizes(text: str | None, option: str, *, allow_zero: bool = False) -> Any:
-    from roofline.units import parse_sizes
-
-    if text is None:
-        return None
-    values = parse_sizes(text, option, allow_zero=allow_zero)
-    return values if len(values) > 1 else values[0]
-
-
-def _words(text: str | None, option: str) -> Any:
-    if text is None:
-        return None
-    values = split_list(text, option)
-    return values if len(values) > 1 else values[0]
 
 
 def _roofs() -> Any:
@@ -143,11 +129,11 @@ def gemm(
 ) -> None:
     """GEMM / batched GEMM: C = A @ B, 2*m*n*k FLOPs per batch entry."""
     values = {
-        "m": _sizes(m, "-m"),
-        "n": _sizes(n, "-n"),
-        "k": _sizes(k, "-k"),
-        "batch": _sizes(batch, "--batch"),
-        "dtype": _words(dtype, "--dtype"),
+        "m": sizes_value(m, "-m"),
+        "n": sizes_value(n, "-n"),
+        "k": sizes_value(k, "-k"),
+        "batch": sizes_value(batch, "--batch"),
+        "dtype": words_value(dtype, "--dtype"),
         "out_dtype": out_dtype,
         "tf32": tf32,
     }
@@ -175,15 +161,15 @@ def attention(
 ) -> None:
     """Attention softmax(QK^T)V, naive or fused, causal or not, MHA/GQA/MQA."""
     values = {
-        "seq_q": _sizes(seq, "--seq"),
-        "seq_kv": _sizes(seq_kv, "--seq-kv"),
-        "heads": _sizes(heads, "--heads"),
-        "kv_heads": _sizes(kv_heads, "--kv-heads"),
-        "head_dim": _sizes(head_dim, "--head-dim"),
-        "batch": _sizes(batch, "--batch"),
-        "dtype": _words(dtype, "--dtype"),
+        "seq_q": sizes_value(seq, "--seq"),
+        "seq_kv": sizes_value(seq_kv, "--seq-kv"),
+        "heads": sizes_value(heads, "--heads"),
+        "kv_heads": sizes_value(kv_heads, "--kv-heads"),
+        "head_dim": sizes_value(head_dim, "--head-dim"),
+        "batch": sizes_value(batch, "--batch"),
+        "dtype": words_value(dtype, "--dtype"),
         "causal": causal,
-        "impl": _words(impl, "--impl"),
+        "impl": words_value(impl, "--impl"),
     }
     run("attention", values, device, spec, as_json, output, roofs)
 
@@ -249,13 +235,13 @@ def _llm_values(
 ) -> dict[str, Any]:
     return {
         "model": model,
-        "params": _sizes(params, "--params"),
-        "d_model": _sizes(d_model, "--d-model"),
-        "batch": _sizes(batch, "--batch"),
-        "act_dtype": _words(dtype, "--dtype"),
-        "weight_dtype": _words(weight_dtype, "--weight-dtype"),
-        "kv_dtype": _words(kv_dtype, "--kv-dtype"),
-        "attention": _words(attention_impl, "--attention"),
+        "params": sizes_value(params, "--params"),
+        "d_model": sizes_value(d_model, "--d-model"),
+        "batch": sizes_value(batch, "--batch"),
+        "act_dtype": words_value(dtype, "--dtype"),
+        "weight_dtype": words_value(weight_dtype, "--weight-dtype"),
+        "kv_dtype": words_value(kv_dtype, "--kv-dtype"),
+        "attention": words_value(attention_impl, "--attention"),
     }
 
 
@@ -280,7 +266,7 @@ def decode(
 ) -> None:
     """One LLM decode step (one new token per sequence): weights streamed once per step."""
     values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
-    values["context"] = _sizes(context, "--context", allow_zero=True)
+    values["context"] = sizes_value(context, "--context", allow_zero=True)
     _llm("decode", values, device, spec, as_json, output, roofs)
 
 
@@ -303,7 +289,7 @@ def prefill(
 ) -> None:
     """LLM prefill of a prompt: every prompt token through every layer, causal attention."""
     values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
-    values["seq"] = _sizes(seq, "--seq")
+    values["seq"] = sizes_value(seq, "--seq")
     _llm("prefill", values, device, spec, as_json, output, roofs)
 
 
@@ -321,7 +307,11 @@ def elementwise(
     output: Path | None = _output(),
 ) -> None:
     """An element-wise op: FLOPs per element from a table, each input read and the output written once."""
-    values = {"op": _words(op, "--op"), "numel": _sizes(numel, "--numel"), "dtype": _words(dtype, "--dtype")}
+    values = {
+        "op": words_value(op, "--op"),
+        "numel": sizes_value(numel, "--numel"),
+        "dtype": words_value(dtype, "--dtype"),
+    }
     run("elementwise", values, device, spec, as_json, output, roofs)
 
 
@@ -340,10 +330,10 @@ def norm(
 ) -> None:
     """Row-wise normalisations: layernorm, rmsnorm, softmax."""
     values = {
-        "op": _words(op, "--op"),
-        "rows": _sizes(rows, "--rows"),
-        "cols": _sizes(cols, "--cols"),
-        "dtype": _words(dtype, "--dtype"),
+        "op": words_value(op, "--op"),
+        "rows": sizes_value(rows, "--rows"),
+        "cols": sizes_value(cols, "--cols"),
+        "dtype": words_value(dtype, "--dtype"),
         "affine": affine,
     }
     run("norm", values, device, spec, as_json, output, roofs)
@@ -369,19 +359,19 @@ def conv2d(
     output: Path | None = typer.Option(None, "--output", help="Also write the report JSON here."),
 ) -> None:
     """2-D convolution (NCHW): 2 * output elements * (Cin/groups) * kh * kw FLOPs."""
-    values = {
-        "batch": _sizes(batch, "--batch"),
-        "in_channels": _sizes(in_channels, "--in-channels"),
-        "out_channels": _sizes(out_channels, "--out-channels"),
-        "height": _sizes(height, "--height"),
-        "width": _sizes(width, "--width"),
-        "kernel_size": _sizes(kernel_size, "--kernel-size"),
-        "stride": _sizes(stride, "--stride"),
-        "padding": _sizes(padding, "--padding", allow_zero=True),
-        "groups": _sizes(groups, "--groups"),
-        "dtype": _words(dtype, "--dtype"),
-        "tf32": tf32,
-    }
+    values = conv2d_values(
+        batch,
+        in_channels,
+        out_channels,
+        height,
+        width,
+        kernel_size,
+        stride,
+        padding,
+        groups,
+        words_value(dtype, "--dtype"),
+        tf32,
+    )
     run("conv2d", values, device, spec, as_json, output, roofs)
 
 

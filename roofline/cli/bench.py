@@ -12,8 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from roofline.cli.analyze import SWEEP, _sizes, _words
-from roofline.cli.common import json_option, print_text, spec_option
+from roofline.cli.common import SWEEP, conv2d_values, json_option, print_text, sizes_value, spec_option, words_value
 
 DEFAULT_OUTPUT = Path("roofline-bench.json")
 DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.run.DEFAULT_MAX_TIME_S (not imported: --help stays light)
@@ -199,7 +198,7 @@ def _default_dtype(opts: Options) -> str:
 
 
 def _dtypes(text: str | None, opts: Options) -> Any:
-    return _words(text, "--dtype") if text is not None else _default_dtype(opts)
+    return words_value(text, "--dtype") if text is not None else _default_dtype(opts)
 
 
 def _run_kind(kind: str, values: dict[str, Any], opts: Options) -> None:
@@ -230,10 +229,10 @@ def gemm(
     """GEMM / batched GEMM, C = A @ B (torch.matmul / torch.bmm; fp8 torch._scaled_mm; int8 torch._int_mm)."""
     opts = _options(device, sheet, spec, warm, max_time, output, as_json)
     values = {
-        "m": _sizes(m, "-m"),
-        "n": _sizes(n, "-n"),
-        "k": _sizes(k, "-k"),
-        "batch": _sizes(batch, "--batch"),
+        "m": sizes_value(m, "-m"),
+        "n": sizes_value(n, "-n"),
+        "k": sizes_value(k, "-k"),
+        "batch": sizes_value(batch, "--batch"),
         "dtype": _dtypes(dtype, opts),
         "out_dtype": out_dtype,
         "tf32": tf32,
@@ -268,15 +267,15 @@ def attention(
     """Attention softmax(QK^T/sqrt(d))V: naive (three kernels) vs fused (SDPA), causal or not, MHA/GQA/MQA."""
     opts = _options(device, sheet, spec, warm, max_time, output, as_json)
     values = {
-        "seq_q": _sizes(seq, "--seq"),
-        "seq_kv": _sizes(seq_kv, "--seq-kv"),
-        "heads": _sizes(heads, "--heads"),
-        "kv_heads": _sizes(kv_heads, "--kv-heads"),
-        "head_dim": _sizes(head_dim, "--head-dim"),
-        "batch": _sizes(batch, "--batch"),
+        "seq_q": sizes_value(seq, "--seq"),
+        "seq_kv": sizes_value(seq_kv, "--seq-kv"),
+        "heads": sizes_value(heads, "--heads"),
+        "kv_heads": sizes_value(kv_heads, "--kv-heads"),
+        "head_dim": sizes_value(head_dim, "--head-dim"),
+        "batch": sizes_value(batch, "--batch"),
         "dtype": _dtypes(dtype, opts),
         "causal": causal,
-        "impl": _words(impl, "--impl"),
+        "impl": words_value(impl, "--impl"),
     }
     _run_kind("attention", values, opts)
 
@@ -296,7 +295,7 @@ def elementwise(
 ) -> None:
     """An element-wise op into a preallocated output (every op of `roofline analyze elementwise`)."""
     opts = _options(device, sheet, spec, warm, max_time, output, as_json)
-    values = {"op": _words(op, "--op"), "numel": _sizes(numel, "--numel"), "dtype": _dtypes(dtype, opts)}
+    values = {"op": words_value(op, "--op"), "numel": sizes_value(numel, "--numel"), "dtype": _dtypes(dtype, opts)}
     _run_kind("elementwise", values, opts)
 
 
@@ -318,9 +317,9 @@ def norm(
     """Row-wise normalisations: F.layer_norm, F.rms_norm, softmax over the last dimension."""
     opts = _options(device, sheet, spec, warm, max_time, output, as_json)
     values = {
-        "op": _words(op, "--op"),
-        "rows": _sizes(rows, "--rows"),
-        "cols": _sizes(cols, "--cols"),
+        "op": words_value(op, "--op"),
+        "rows": sizes_value(rows, "--rows"),
+        "cols": sizes_value(cols, "--cols"),
         "dtype": _dtypes(dtype, opts),
         "affine": affine,
     }
@@ -350,19 +349,19 @@ def conv2d(
 ) -> None:
     """2-D convolution, NCHW (F.conv2d)."""
     opts = _options(device, sheet, spec, warm, max_time, output, as_json)
-    values = {
-        "batch": _sizes(batch, "--batch"),
-        "in_channels": _sizes(in_channels, "--in-channels"),
-        "out_channels": _sizes(out_channels, "--out-channels"),
-        "height": _sizes(height, "--height"),
-        "width": _sizes(width, "--width"),
-        "kernel_size": _sizes(kernel_size, "--kernel-size"),
-        "stride": _sizes(stride, "--stride"),
-        "padding": _sizes(padding, "--padding", allow_zero=True),
-        "groups": _sizes(groups, "--groups"),
-        "dtype": _dtypes(dtype, opts),
-        "tf32": tf32,
-    }
+    values = conv2d_values(
+        batch,
+        in_channels,
+        out_channels,
+        height,
+        width,
+        kernel_size,
+        stride,
+        padding,
+        groups,
+        _dtypes(dtype, opts),
+        tf32,
+    )
     _run_kind("conv2d", values, opts)
 
 
@@ -396,9 +395,11 @@ def decode(
     if model is None:
         if n is None or k is None:
             raise UsageError("give --model NAME|FILE.yaml (a decoder layer's GEMMs) or -n N -k K (one weight GEMM)")
-        items = decode_gemm_items(_sizes(batch, "--batch"), _sizes(n, "-n"), _sizes(k, "-k"), _dtypes(dtype, opts))
+        items = decode_gemm_items(
+            sizes_value(batch, "--batch"), sizes_value(n, "-n"), sizes_value(k, "-k"), _dtypes(dtype, opts)
+        )
     else:
-        values = {"model": model, "batch": _sizes(batch, "--batch"), "act_dtype": _dtypes(dtype, opts)}
+        values = {"model": model, "batch": sizes_value(batch, "--batch"), "act_dtype": _dtypes(dtype, opts)}
         items = expand_items("decode", values)
     execute(items, opts)
 

@@ -58,3 +58,53 @@ def default_device_names() -> list[str]:
         "no --device given and no GPU detected: name one, e.g. --device h100-sxm "
         "(`roofline specs list` shows them), or set ROOFLINE_DEVICE"
     )
+
+
+SWEEP = " Comma list sweeps."
+
+
+def sizes_value(text: str | None, option: str, *, allow_zero: bool = False) -> Any:
+    """A size option's value: None (not given), one size, or a list of sizes (a sweep)."""
+    from roofline.units import parse_sizes
+
+    if text is None:
+        return None
+    values = parse_sizes(text, option, allow_zero=allow_zero)
+    return values if len(values) > 1 else values[0]
+
+
+def words_value(text: str | None, option: str) -> Any:
+    """A word option's value (dtype, op, impl): None, one word, or a list (a sweep)."""
+    if text is None:
+        return None
+    values = split_list(text, option)
+    return values if len(values) > 1 else values[0]
+
+
+def conv2d_values(
+    batch: str,
+    in_channels: str,
+    out_channels: str,
+    height: str,
+    width: str,
+    kernel_size: str,
+    stride: str,
+    padding: str,
+    groups: str,
+    dtype: Any,
+    tf32: bool,
+) -> dict[str, Any]:
+    """The conv2d parameters from their option texts (shared by analyze and bench)."""
+    return {
+        "batch": sizes_value(batch, "--batch"),
+        "in_channels": sizes_value(in_channels, "--in-channels"),
+        "out_channels": sizes_value(out_channels, "--out-channels"),
+        "height": sizes_value(height, "--height"),
+        "width": sizes_value(width, "--width"),
+        "kernel_size": sizes_value(kernel_size, "--kernel-size"),
+        "stride": sizes_value(stride, "--stride"),
+        "padding": sizes_value(padding, "--padding", allow_zero=True),
+        "groups": sizes_value(groups, "--groups"),
+        "dtype": dtype,
+        "tf32": tf32,
+    }
