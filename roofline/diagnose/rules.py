@@ -35,7 +35,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from statistics import median
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field
 
@@ -483,9 +483,12 @@ def _percent(value: float) -> str:
     return f"{100 * value:.0f}%" if value >= 0.1 else f"{100 * value:.1f}%"
 
 
-def _groups(items: Iterable[tuple[Any, list[OpPoint]]]) -> list[list[list[OpPoint]]]:
+T = TypeVar("T")
+
+
+def _groups(items: Iterable[tuple[Any, T]]) -> list[list[T]]:
     """Patterns grouped by their op signature sequence (the same chain in every layer: one finding)."""
-    grouped: dict[Any, list[list[OpPoint]]] = {}
+    grouped: dict[Any, list[T]] = {}
     for key, members in items:
         grouped.setdefault(key, []).append(members)
     return list(grouped.values())
@@ -648,13 +651,10 @@ def naive_attention(ctx: Context) -> list[ModelFinding]:
     items = []
     for att in ctx.attention:
         pts = [ctx.by_index[i] for i in att.indices]
-        items.append(((_signature(pts)), (att, pts)))
-    grouped: dict[Any, list[tuple[Attention, list[OpPoint]]]] = {}
-    for key, value in items:
-        grouped.setdefault(key, []).append(value)
+        items.append((_signature(pts), (att, pts)))
     findings = []
     bw = ctx.device.dram_bandwidth
-    for group in grouped.values():
+    for group in _groups(items):
         att, pts = group[0]
         first, second = ctx.by_index[att.first], ctx.by_index[att.second]
         dims2 = gemm_dims(second)
