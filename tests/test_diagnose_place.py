@@ -50,6 +50,13 @@ def test_a_gemm_on_its_tensor_roof():
     assert point.efficiency == pytest.approx(point.compute_time_s / 250e-6)  # 0.687
     assert point.bound == point.roofline_bound == "compute"
     assert point.launch_floor_s == 4e-6 and point.kernels == 1 and point.timed
+    assert point.samples_s == []  # none given
+
+
+def test_a_point_keeps_the_per_iteration_samples():
+    point, _ = place_op(GEMM, OpTiming(0, 250e-6, 1, samples_s=(240e-6, 260e-6)), GPU, "cuda")
+    assert point.samples_s == [240e-6, 260e-6]
+    assert json.loads(point.model_dump_json())["samples_s"] == [240e-6, 260e-6]
 
 
 def test_memory_bound_and_launch_bound():

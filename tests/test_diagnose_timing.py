@@ -113,6 +113,9 @@ def test_join_on_gpu_exact_times_counts_busy_idle_delays():
     assert timing.gpu_busy_s == pytest.approx(25e-6)
     assert timing.gpu_idle_s == pytest.approx(((36 - 24) + (36 - 26)) / 2 * 1e-6)
     assert any("kernels per iteration could not be attributed" in note for note in timing.notes)
+    # per-iteration samples (what the gate tests): addmm's kernel took 10 then 12 us; gelu's two kernels 8 + 6
+    assert addmm.samples_s == pytest.approx((10e-6, 12e-6))
+    assert gelu.samples_s == pytest.approx((14e-6, 14e-6))
 
 
 def test_join_on_cpu_uses_self_cpu_time():
@@ -121,6 +124,7 @@ def test_join_on_cpu_uses_self_cpu_time():
     addmm, gelu = timing.ops
     assert addmm.device_time_s == pytest.approx(18e-6)  # its self time plus the copy_ it calls
     assert gelu.device_time_s == pytest.approx(20e-6)
+    assert addmm.samples_s == pytest.approx((18e-6, 18e-6))
     assert addmm.kernels == gelu.kernels == 0
     assert timing.unmatched_time_s == pytest.approx(12e-6)  # aten::linear's own 9 us + aten::t's 3 us
     assert timing.kernel_count == 0 and timing.gpu_busy_s == 0 and timing.gpu_idle_s == 0

@@ -60,6 +60,7 @@ class OpPoint(BaseModel):
     kernels: int = 0
     cpu_time_s: float = 0.0
     launch_delay_s: float = 0.0
+    samples_s: list[float] = []  # its device time in each timed iteration (what `roofline gate` tests)
     achieved_flops_per_s: float | None = None
     achieved_bytes_per_s: float | None = None
     # the roofline
@@ -295,6 +296,7 @@ def place_op(record: OpRecord, timing: Any | None, device: Device, device_kind: 
         kernels=kernels,
         cpu_time_s=float(getattr(timing, "cpu_time_s", 0.0) or 0.0) if timing is not None else 0.0,
         launch_delay_s=float(getattr(timing, "launch_delay_s", 0.0) or 0.0) if timing is not None else 0.0,
+        samples_s=[float(x) for x in getattr(timing, "samples_s", ())] if timing is not None else [],
         achieved_flops_per_s=flops / time_s if time_s > 0 else None,
         achieved_bytes_per_s=nbytes / time_s if time_s > 0 else None,
         intensity=intensity,
@@ -486,6 +488,7 @@ def place(records: Sequence[OpRecord], timing: Timing, device: Device) -> Placed
                 kernels=prev.kernels + t.kernels,
                 launch_delay_s=prev.launch_delay_s + t.launch_delay_s,
                 cpu_time_s=prev.cpu_time_s + t.cpu_time_s,
+                samples_s=tuple(a + b for a, b in zip(prev.samples_s, t.samples_s, strict=False)),
             )
         else:
             by_index[t.index] = t

@@ -64,6 +64,7 @@ class OpTiming:
     kernels: int  # kernels it launched (0 on the CPU)
     launch_delay_s: float = 0.0  # summed: kernel start - (launch call end), clipped at 0
     cpu_time_s: float = 0.0  # host time of the op call
+    samples_s: tuple[float, ...] = ()  # device time in each timed iteration it ran in (the gate's samples)
 
 
 @dataclass

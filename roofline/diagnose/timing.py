@@ -301,10 +301,12 @@ def join(
             candidates[op.iteration].append(op)
     matched: dict[int, int] = {}  # op id -> record position
     hits = [0] * len(records)
-    for iteration_ops in candidates.values():
+    matched_in: list[set[int]] = [set() for _ in records]  # iterations in which each record was found
+    for iteration, iteration_ops in candidates.items():
         for i, j in _align_records(records, iteration_ops):
             matched[iteration_ops[j].id] = i
             hits[i] += 1
+            matched_in[i].add(iteration)
 
     owner_cache: dict[int, int | None] = {}
 
@@ -323,6 +325,7 @@ def join(
         return result
 
     device_us = [0.0] * len(records)
+    per_iteration_us: list[dict[int, float]] = [defaultdict(float) for _ in records]  # record -> iteration -> us
     cpu_us = [0.0] * len(records)
     kernel_n = [0] * len(records)
     delay_us = [0.0] * len(records)
@@ -338,6 +341,7 @@ def join(
                 unmatched_us += op.self_us
             else:
                 device_us[rec] += op.self_us
+                per_iteration_us[rec][op.iteration] += op.self_us
 
     # ---- kernels
     launch_by_corr = {launch.correlation: launch for launch in launches}
@@ -360,6 +364,8 @@ def join(
                 unattributed += 1
             continue
         device_us[rec] += k.duration_us
+        if op is not None and op.iteration is not None:
+            per_iteration_us[rec][op.iteration] += k.duration_us
         kernel_n[rec] += 1
         if launch is not None:
             delay_us[rec] += max(0.0, k.start_us - launch.end_us)
@@ -371,6 +377,7 @@ def join(
             kernels=round(kernel_n[i] / iters),
             launch_delay_s=delay_us[i] * 1e-6 / iters,
             cpu_time_s=cpu_us[i] * 1e-6 / iters,
+            samples_s=tuple(per_iteration_us[i][it] * 1e-6 for it in sorted(matched_in[i])),
         )
         for i, record in enumerate(records)
         if hits[i]
