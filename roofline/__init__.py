@@ -1,3 +1,26 @@
 """roofline: roofline analysis and GPU performance diagnosis."""
 
 __version__ = "0.1.0"
+
+# Notebook API, imported on first use so that `import roofline` (and the CLI's start-up) stays light.
+_LAZY = {
+    "load_report": "roofline.api",
+    "points_frame": "roofline.api",
+    "roofline_figure": "roofline.api",
+    "chart_spec": "roofline.api",
+}
+
+
+def __getattr__(name: str):  # PEP 562
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'roofline' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -2,9 +2,9 @@
 
 Exit codes (documented in docs/cli.md):
   0  success
-  1  the user's own code failed (their traceback is shown)
+  1  the user's own code failed (their traceback is shown); for ``gate``: a regression
   2  usage or input error: bad option, unknown device, invalid spec sheet or workload file
-  3  inconclusive (used by ``gate``)
+  3  ``gate``: inconclusive (too noisy to decide)
   130 interrupted (Ctrl-C)
 """
 

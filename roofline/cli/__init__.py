@@ -7,8 +7,10 @@ import sys
 import typer
 
 from roofline import __version__
-from roofline.cli import analyze, bench, diagnose, specs
+from roofline.cli import analyze, bench, diagnose, plot, report, specs
+from roofline.cli import baseline as baseline_cli
 from roofline.cli import calibrate as calibrate_cli
+from roofline.cli import gate as gate_cli
 
 app = typer.Typer(
     name="roofline",
@@ -28,6 +30,10 @@ app.add_typer(analyze.app, name="analyze")
 app.add_typer(bench.app, name="bench")
 app.command("calibrate")(calibrate_cli.calibrate)
 app.command("diagnose")(diagnose.diagnose)
+app.command("plot")(plot.plot)
+app.command("report")(report.report)
+app.command("gate")(gate_cli.gate)
+app.add_typer(baseline_cli.app, name="baseline")
 
 
 def _version(value: bool) -> None:

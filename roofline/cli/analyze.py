@@ -20,6 +20,7 @@ from roofline.cli.common import (
     split_list,
     words_value,
 )
+from roofline.cli.plot import plot_option, write_requested_plot
 
 app = typer.Typer(
     help=(
@@ -86,6 +87,7 @@ def _emit(rows: list, devices: list, as_json: bool, output: Path | None, title: 
     report = new_report(" ".join(["roofline", *sys.argv[1:]]), "analytic", devices, rows)
     if output is not None:
         write_report(report, output)
+    write_requested_plot(report, output.stem if output is not None else "analyze")
     if as_json:
         print_text(report.to_json())
         return
@@ -126,6 +128,7 @@ def gemm(
     roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
+    plot: Path | None = plot_option(),
 ) -> None:
     """GEMM / batched GEMM: C = A @ B, 2*m*n*k FLOPs per batch entry."""
     values = {
@@ -158,6 +161,7 @@ def attention(
     roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
+    plot: Path | None = plot_option(),
 ) -> None:
     """Attention softmax(QK^T)V, naive or fused, causal or not, MHA/GQA/MQA."""
     values = {
@@ -263,6 +267,7 @@ def decode(
     roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
+    plot: Path | None = plot_option(),
 ) -> None:
     """One LLM decode step (one new token per sequence): weights streamed once per step."""
     values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
@@ -286,6 +291,7 @@ def prefill(
     roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
+    plot: Path | None = plot_option(),
 ) -> None:
     """LLM prefill of a prompt: every prompt token through every layer, causal attention."""
     values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
@@ -305,6 +311,7 @@ def elementwise(
     roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
+    plot: Path | None = plot_option(),
 ) -> None:
     """An element-wise op: FLOPs per element from a table, each input read and the output written once."""
     values = {
@@ -327,6 +334,7 @@ def norm(
     roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
+    plot: Path | None = plot_option(),
 ) -> None:
     """Row-wise normalisations: layernorm, rmsnorm, softmax."""
     values = {
@@ -357,6 +365,7 @@ def conv2d(
     roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = typer.Option(None, "--output", help="Also write the report JSON here."),
+    plot: Path | None = plot_option(),
 ) -> None:
     """2-D convolution (NCHW): 2 * output elements * (Cin/groups) * kh * kw FLOPs."""
     values = conv2d_values(
@@ -383,6 +392,7 @@ def suite(
     roofs: str = _roofs(),
     as_json: bool = json_option(),
     output: Path | None = _output(),
+    plot: Path | None = plot_option(),
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep)."""
     from roofline.analysis import analyze_items

@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from roofline.cli.common import SWEEP, conv2d_values, json_option, print_text, sizes_value, spec_option, words_value
+from roofline.cli.plot import plot_option, write_requested_plot
 
 DEFAULT_OUTPUT = Path("roofline-bench.json")
 DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.run.DEFAULT_MAX_TIME_S (not imported: --help stays light)
@@ -149,6 +150,7 @@ def execute(items: list, opts: Options, title: str = "") -> None:
     """Run the items on the target device, write the report, render it; exit 130 when interrupted."""
     from roofline.bench.run import open_target, run_bench
     from roofline.errors import EXIT_INTERRUPTED
+    from roofline.machine import describe as describe_machine
     from roofline.report import new_report, write_report
 
     target = open_target(
@@ -164,12 +166,14 @@ def execute(items: list, opts: Options, title: str = "") -> None:
     report = report.model_copy(
         update={
             "bench": {**target.info, "roof_source": target.device.roof_source, "notes": target.notes},
+            "machine": describe_machine(f"{target.kind}:{target.info.get('index', 0)}", target.device.name),
             "skipped": [s.to_dict() for s in result.skipped],
             "interrupted": result.interrupted,
             "total": result.total,
         }
     )
     write_report(report, opts.output)
+    write_requested_plot(report, opts.output.stem)
     if opts.as_json:
         print_text(report.to_json())
     else:
@@ -224,6 +228,7 @@ def gemm(
     warm: bool | None = _warm(),
     max_time: float = _max_time(),
     output: Path = _output(),
+    plot: Path | None = plot_option(),
     as_json: bool = json_option(),
 ) -> None:
     """GEMM / batched GEMM, C = A @ B (torch.matmul / torch.bmm; fp8 torch._scaled_mm; int8 torch._int_mm)."""
@@ -262,6 +267,7 @@ def attention(
     warm: bool | None = _warm(),
     max_time: float = _max_time(),
     output: Path = _output(),
+    plot: Path | None = plot_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Attention softmax(QK^T/sqrt(d))V: naive (three kernels) vs fused (SDPA), causal or not, MHA/GQA/MQA."""
@@ -291,6 +297,7 @@ def elementwise(
     warm: bool | None = _warm(),
     max_time: float = _max_time(),
     output: Path = _output(),
+    plot: Path | None = plot_option(),
     as_json: bool = json_option(),
 ) -> None:
     """An element-wise op into a preallocated output (every op of `roofline analyze elementwise`)."""
@@ -312,6 +319,7 @@ def norm(
     warm: bool | None = _warm(),
     max_time: float = _max_time(),
     output: Path = _output(),
+    plot: Path | None = plot_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Row-wise normalisations: F.layer_norm, F.rms_norm, softmax over the last dimension."""
@@ -345,6 +353,7 @@ def conv2d(
     warm: bool | None = _warm(),
     max_time: float = _max_time(),
     output: Path = _output(),
+    plot: Path | None = plot_option(),
     as_json: bool = json_option(),
 ) -> None:
     """2-D convolution, NCHW (F.conv2d)."""
@@ -383,6 +392,7 @@ def decode(
     warm: bool | None = _warm(),
     max_time: float = _max_time(),
     output: Path = _output(),
+    plot: Path | None = plot_option(),
     as_json: bool = json_option(),
 ) -> None:
     """LLM decode, GEMV-shaped: the weight GEMMs of one decoder layer at M = batch (memory-bound at small batch)."""
@@ -415,6 +425,7 @@ def suite(
     warm: bool | None = _warm(),
     max_time: float = _max_time(),
     output: Path = _output(),
+    plot: Path | None = plot_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep). Also `roofline bench FILE`."""

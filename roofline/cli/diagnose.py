@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from roofline.cli.common import json_option, print_text, spec_option
+from roofline.cli.plot import plot_option, write_requested_plot
 
 DEFAULT_OUTPUT = Path("roofline-report.json")
 
@@ -76,6 +77,7 @@ def diagnose(
     output: Path = typer.Option(
         DEFAULT_OUTPUT, "--output", "-o", help="Report JSON, written atomically (read by plot and gate)."
     ),
+    plot: Path | None = plot_option(),
 ) -> None:
     """Run a PyTorch model, count what every op must do, time what it did, and say what limits it.
 
@@ -108,6 +110,7 @@ def diagnose(
         )
     report = result.report(" ".join(["roofline", *sys.argv[1:]]))
     write_report(report, output)
+    write_requested_plot(report, output.stem)
     if as_json:
         print_text(report.to_json())
     else:

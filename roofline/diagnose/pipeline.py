@@ -119,6 +119,8 @@ class DiagnoseResult:
 
     def report(self, command: str = "") -> Report:
         """The versioned report: rows = op points; summary, aggregates, findings, uncounted and run facts."""
+        from roofline.machine import describe as describe_machine
+
         report = new_report(command, "diagnose", [self.device], list(self.placed.points))
         return report.model_copy(
             update={
@@ -130,6 +132,7 @@ class DiagnoseResult:
                     "roof_source": self.device.roof_source,
                     "notes": self.notes,
                 },
+                "machine": describe_machine(str(self.options.get("device")), self.device.name),
                 "summary": self.placed.summary.model_dump(mode="json"),
                 "aggregates": self.placed.aggregates.model_dump(mode="json"),
                 "findings": [finding_dict(f) for f in self.findings],

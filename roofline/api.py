@@ -1,0 +1,147 @@
+"""Functions for notebooks and scripts: load a report, get its points as a DataFrame, get the chart as a Figure.
+
+    from roofline import load_report, points_frame, roofline_figure
+
+    report = load_report("roofline-report.json")
+    frame = points_frame(report)                      # one row per report row, every field
+    fig = roofline_figure(report, devices=["b200"])  # a matplotlib Figure; fig.savefig("chart.png")
+
+matplotlib and pandas are imported by the functions that need them, not by ``import roofline``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from roofline.chart import DEFAULT_TOP, ChartSpec, KnownDevice, NamedReport, build_chart
+from roofline.errors import UsageError
+from roofline.points import Point, report_points
+from roofline.report import Report, read_report
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+ReportLike = Report | str | Path
+
+
+def load_report(path: str | Path) -> Report:
+    """Read a report JSON written by analyze, bench or diagnose (ReportError when missing or corrupt)."""
+    return read_report(Path(path))
+
+
+def _named(item: ReportLike, position: int) -> NamedReport:
+    if isinstance(item, Report):
+        return NamedReport(f"report {position + 1}" if position else "report", item)
+    path = Path(item)
+    return NamedReport(path.stem, read_report(path))
+
+
+def _named_all(reports: Iterable[ReportLike] | ReportLike) -> list[NamedReport]:
+    items = [reports] if isinstance(reports, (Report, str, Path)) else list(reports)
+    return [_named(item, i) for i, item in enumerate(items)]
+
+
+def points(report: ReportLike, *, per_call: bool = False) -> list[Point]:
+    """The plain points of a report (roofline.points.Point), as the chart places them."""
+    named = _named(report, 0)
+    return report_points(named.report, named.name, per_call=per_call)
+
+
+def points_frame(report: ReportLike) -> pd.DataFrame:
+    """One row per report row: the point's columns (``point.*``) then every field of the row, flattened."""
+    from roofline.export import points_frame as frame
+
+    named = _named(report, 0)
+    return frame(named.report, named.name)
+
+
+def known_devices(
+    names: Iterable[str], *, calibration: str | Path | None = None, spec_files: Sequence[Path] = ()
+) -> dict[str, KnownDevice]:
+    """Spec sheet and measured ceilings per device name (keyed by the sheet's canonical name when found).
+
+    Measured ceilings: ``calibration`` (a `roofline calibrate` JSON) for the device it measured, else the
+    newest cached calibration of that sheet."""
+    from roofline import calibration as cal_module
+    from roofline.device import Device
+    from roofline.specs.loader import load_registry
+
+    registry = load_registry(spec_files)
+    given = cal_module.load(Path(calibration)) if calibration is not None else None
+    used = False
+    known: dict[str, KnownDevice] = {}
+    for name in dict.fromkeys(names):
+        sheet = registry.find(name)
+        if sheet is None:
+            known[name] = KnownDevice(name, name)
+            continue
+        spec = Device.from_sheet(sheet)
+        cal = None
+        if given is not None and given.machine.kind == "cuda" and given.machine.sheet == spec.name:
+            cal, used = given, True
+        else:
+            cal = cal_module.latest_for_sheet(spec.name)
+        measured = cal_module.apply(spec, cal) if cal is not None else None
+        note = f"calibration of {cal.created_utc:%Y-%m-%d %H:%M} UTC ({cal.machine.name})" if cal else ""
+        known[name] = known[spec.name] = KnownDevice(spec.name, spec.display_name, spec, measured, note)
+    if given is not None and not used:
+        measured_what = given.machine.sheet or given.machine.name
+        raise UsageError(
+            f"--calibration {calibration}: it measured {measured_what}, which no report or --device shows: "
+            "drop it or plot a report of that device"
+        )
+    return known
+
+
+def canonical_device(name: str, spec_files: Sequence[Path] = ()) -> str:
+    """The spec-sheet name of ``name`` (an alias or the name a GPU reports); UnknownDeviceError if none."""
+    from roofline.specs.loader import load_registry
+
+    return load_registry(spec_files).get(name).name
+
+
+def chart_spec(
+    reports: Iterable[ReportLike] | ReportLike,
+    *,
+    devices: Sequence[str] = (),
+    top: int = DEFAULT_TOP,
+    per_call: bool = False,
+    calibration: str | Path | None = None,
+    spec_files: Sequence[Path] = (),
+) -> ChartSpec:
+    """What the chart shows (roofs, points, labels, notes) as plain values, without drawing it."""
+    if top < 0:
+        raise UsageError(f"--top {top}: zero or more")
+    named = _named_all(reports)
+    targets = [canonical_device(d, spec_files) for d in devices]
+    names = [info.name for n in named for info in n.report.devices] + targets
+    known = known_devices(names, calibration=calibration, spec_files=spec_files)
+    return build_chart(named, known=known, projections=list(dict.fromkeys(targets)), top=top, per_call=per_call)
+
+
+def roofline_figure(
+    reports: Iterable[ReportLike] | ReportLike,
+    *,
+    devices: Sequence[str] = (),
+    top: int = DEFAULT_TOP,
+    per_call: bool = False,
+    calibration: str | Path | None = None,
+    size_px: tuple[int, int] = (1600, 1000),
+    spec_files: Sequence[Path] = (),
+) -> Figure:
+    """The roofline chart of one report or several (overlaid) as a matplotlib Figure.
+
+    ``devices``: other devices to re-draw the points on, one panel each. In Jupyter the Figure shows when it is
+    the cell's value; ``fig.savefig("chart.png")`` writes it."""
+    from roofline.render.chart import figure
+
+    spec = chart_spec(
+        reports, devices=devices, top=top, per_call=per_call, calibration=calibration, spec_files=spec_files
+    )
+    return figure(spec, size_px=size_px)
+
+
+__all__ = ["chart_spec", "known_devices", "load_report", "points", "points_frame", "roofline_figure"]

@@ -1,0 +1,384 @@
+"""Baselines: the points of one measured report, kept to gate later runs against (`roofline gate`).
+
+A baseline is a versioned JSON document (schema ``roofline.baseline``, version 1) holding, per point (a bench row
+or a diagnose op): its key, counts (FLOPs, bytes, kernels), time, roof time, efficiency and every timing sample;
+plus the identity of what was measured (to refuse a baseline of another suite or model), the machine (to warn
+when it differs), the tool version and the git commit of the working directory.
+
+A baseline can pool several runs of the same suite or model (:func:`from_reports`): each point keeps every run's
+samples and each run's median (``run_medians_s``), from which the gate learns how far that point drifts from run
+to run (clocks, power, the runner) -- a drift that no test on one run's samples can see.
+
+Keys match a point across runs (:func:`points_of`):
+- bench: ``kind | label | dtype | op`` (e.g. ``gemm | m=4096 n=4096 k=4096 | bf16 | gemm torch.matmul bf16``);
+- diagnose: ``phase | module path | op | input shapes | #occurrence``, the occurrence counting earlier ops of
+  the report with the same phase, module, op and shapes (0 for the first). An op inserted elsewhere in the
+  model leaves every other key unchanged.
+
+Reading is tolerant (unknown keys are ignored: a later minor version may add some); another ``schema``, another
+``version``, invalid JSON or a document that does not validate is a :class:`BaselineError`, and
+:func:`save` never overwrites a file that is not a baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from roofline import __version__
+from roofline.errors import RooflineError
+from roofline.fileio import atomic_write_text
+from roofline.machine import MachineInfo, machine_of
+
+SCHEMA = "roofline.baseline"
+VERSION = 1
+MEASURED_SOURCES = ("bench", "diagnose")
+
+
+class BaselineError(RooflineError):
+    """A baseline that is missing, corrupt, foreign, or of another suite or model (exit 2)."""
+
+
+class _Stored(BaseModel):
+    # Tolerant reading of the versioned document: keys added by a later minor version are ignored.
+    model_config = ConfigDict(extra="ignore", defer_build=True, populate_by_name=True)
+
+
+class Point(_Stored):
+    """One bench row or diagnose op, as the gate compares it."""
+
+    key: str
+    label: str  # for people: 'gemm m=4096 n=4096 k=4096 bf16', 'layers.0.mlp aten::mm 64×128, 128×256'
+    flops: int | float | None = None
+    bytes: int | float | None = None
+    kernels: int | None = None
+    time_s: float | None = None  # bench: median of the samples; diagnose: mean per iteration
+    roof_time_s: float | None = None  # the roofline's time for the counted work (efficiency = roof / time)
+    efficiency: float | None = None
+    samples_s: list[float] = Field(default_factory=list)  # every run's samples, pooled
+    run_medians_s: list[float] = Field(default_factory=list)  # the median time of each run (2+ runs: its drift)
+    bound: str | None = None
+
+
+class Identity(_Stored):
+    """What was measured. Two identities name different workloads when a field known on both sides differs."""
+
+    source: Literal["bench", "diagnose"]
+    suite: str | None = None  # bench: the suite (file stem or shipped name), None for a single command
+    model: str | None = None  # diagnose: the model file's name
+    model_path: str | None = None
+    entry: str | None = None
+    dtype: str | None = None
+    mode: str | None = None
+
+    def mismatch(self, other: Identity) -> str | None:
+        """Why ``other`` measured something else than self, or None."""
+        if self.source != other.source:
+            return f"a {self.source} baseline cannot gate a {other.source} report"
+        if self.source == "bench":
+            if self.suite and other.suite and self.suite != other.suite:
+                return f"baseline of suite {self.suite!r}, report of suite {other.suite!r}"
+            return None
+        if self.model != other.model:
+            return f"baseline of model {self.model!r}, report of model {other.model!r}"
+        for field in ("entry", "dtype", "mode"):
+            if getattr(self, field) != getattr(other, field):
+                return (
+                    f"baseline of {self.model} with {field} {getattr(self, field)!r}, "
+                    f"report with {field} {getattr(other, field)!r}"
+                )
+        return None
+
+    def describe(self) -> str:
+        if self.source == "bench":
+            return f"bench suite {self.suite}" if self.suite else "bench"
+        extras = [f"{name} {value}" for name in ("entry", "dtype", "mode") if (value := getattr(self, name))]
+        return f"diagnose {self.model}" + (f" ({', '.join(extras)})" if extras else "")
+
+
+class ReportRef(_Stored):
+    path: str | None = None
+    created_utc: str = ""
+    command: str = ""
+
+
+class Baseline(_Stored):
+    schema_: str = Field(SCHEMA, alias="schema")
+    version: int = VERSION
+    created_utc: str = ""
+    tool_version: str = __version__
+    commit: str | None = None  # git HEAD of the working directory when saved
+    identity: Identity
+    machine: MachineInfo
+    reports: list[ReportRef] = Field(default_factory=list)  # the runs pooled, in order
+    points: list[Point]
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2, allow_nan=False) + "\n"
+
+
+# ------------------------------------------------------------------------------------------ from a report
+
+
+def _measured(report: Any, where: str) -> None:
+    if report.source not in MEASURED_SOURCES:
+        raise BaselineError(
+            f"{where}: this is an {report.source} report, with no measured times: gate a `roofline bench` or "
+            "`roofline diagnose` report"
+        )
+    extra = report.model_extra or {}
+    if extra.get("interrupted"):
+        raise BaselineError(
+            f"{where}: the run was interrupted ({len(report.rows)} of {extra.get('total', '?')} rows): run it again"
+        )
+    if not report.rows:
+        raise BaselineError(f"{where}: the report has no rows")
+
+
+def _shape_text(shapes: Any) -> str:
+    if not isinstance(shapes, list):
+        return ""
+    return ", ".join("×".join(str(d) for d in s) if isinstance(s, list) else str(s) for s in shapes)
+
+
+def _positive(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def _bench_point(row: dict[str, Any]) -> Point:
+    kind, label, dtype, op = (str(row.get(k) or "") for k in ("kind", "label", "dtype", "op"))
+    return Point(
+        key=" | ".join((kind, label, dtype, op)),
+        label=" ".join(part for part in (kind, label, dtype) if part),
+        flops=row.get("flops"),
+        bytes=row.get("bytes"),
+        kernels=row.get("kernels"),
+        time_s=_positive(row.get("median_s")),
+        roof_time_s=row.get("roof_time_s"),
+        efficiency=row.get("efficiency"),
+        samples_s=[float(s) for s in row.get("samples_s") or []],
+        bound=row.get("bound"),
+    )
+
+
+def _diagnose_points(rows: list[dict[str, Any]]) -> list[Point]:
+    seen: Counter[str] = Counter()
+    points = []
+    for row in rows:
+        shapes = row.get("input_shapes") or []
+        base = " | ".join(
+            (
+                str(row.get("phase") or "forward"),
+                str(row.get("module") or ""),
+                str(row.get("op") or ""),
+                json.dumps(shapes, separators=(",", ":")),
+            )
+        )
+        occurrence = seen[base]
+        seen[base] += 1
+        module = row.get("module") or "(model)"
+        phase = "" if row.get("phase", "forward") == "forward" else f"[{row.get('phase')}] "
+        label = f"{phase}{module} {row.get('op', '')} {_shape_text(shapes)}".rstrip()
+        timed = row.get("timed", True)
+        points.append(
+            Point(
+                key=f"{base} | #{occurrence}",
+                label=label + (f" #{occurrence + 1}" if occurrence else ""),
+                flops=row.get("flops"),
+                bytes=row.get("bytes"),
+                kernels=row.get("kernels"),
+                time_s=_positive(row.get("time_s")) if timed else None,
+                roof_time_s=row.get("roof_time_s"),
+                efficiency=row.get("efficiency") if timed else None,
+                samples_s=[float(s) for s in row.get("samples_s") or []] if timed else [],
+                bound=row.get("bound"),
+            )
+        )
+    return points
+
+
+def points_of(report: Any) -> list[Point]:
+    """The report's points with their keys (see the module docstring), in report order."""
+    if report.source == "bench":
+        return [_bench_point(row) for row in report.rows]
+    if report.source == "diagnose":
+        return _diagnose_points(list(report.rows))
+    raise BaselineError(f"a {report.source} report has no measured points")
+
+
+def _suite_from_command(command: str) -> str | None:
+    """The suite a `roofline bench` command line ran: `bench suite X`, `bench X.yaml` or `bench SHIPPED`."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if "bench" not in words:
+        return None
+    rest = words[words.index("bench") + 1 :]
+    if rest[:1] == ["suite"]:
+        rest = rest[1:]
+    if not rest or rest[0].startswith("-"):
+        return None
+    first = rest[0]
+    if first.endswith((".yaml", ".yml")):
+        return Path(first).stem
+    from roofline.bench.run import BENCH_KINDS
+
+    return None if first in BENCH_KINDS else first
+
+
+def identity_of(report: Any) -> Identity:
+    extra = report.model_extra or {}
+    if report.source == "bench":
+        suite = (extra.get("bench") or {}).get("suite")
+        name = Path(str(suite.get("file") or suite.get("name"))).stem if isinstance(suite, dict) else None
+        return Identity(source="bench", suite=name or _suite_from_command(report.command))
+    block = extra.get("diagnose") or {}
+    model = str(block.get("model") or "")
+    return Identity(
+        source="diagnose",
+        model=Path(model).name or None,
+        model_path=model or None,
+        entry=block.get("entry"),
+        dtype=block.get("dtype"),
+        mode=block.get("mode"),
+    )
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """HEAD of the git repository around ``cwd`` (read-only), or None outside one or without git."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and commit else None
+
+
+def from_report(report: Any, *, path: Path | str | None = None, commit: str | None = None) -> Baseline:
+    """A baseline of one measured Report; ``commit`` defaults to git HEAD of the working directory."""
+    return from_reports([report], paths=[path], commit=commit)
+
+
+def _run_time(point: Point) -> float | None:
+    if point.samples_s:
+        from roofline.timing.stats import median
+
+        return median(point.samples_s)
+    return point.time_s
+
+
+def _pool(runs: list[Point]) -> Point:
+    """One key's points from several runs: counts and roof time of the first, samples pooled, run medians kept."""
+    first = runs[0]
+    medians = [t for t in (_run_time(p) for p in runs) if t is not None and t > 0]
+    samples = [s for p in runs for s in p.samples_s]
+    if len(runs) == 1:
+        return first.model_copy(update={"run_medians_s": medians})
+    from roofline.timing.stats import median
+
+    time_s = median(medians) if medians else None
+    roof = first.roof_time_s
+    return first.model_copy(
+        update={
+            "time_s": time_s,
+            "efficiency": roof / time_s if roof is not None and time_s else first.efficiency,
+            "samples_s": samples,
+            "run_medians_s": medians,
+        }
+    )
+
+
+def from_reports(
+    reports: Sequence[Any], *, paths: Sequence[Path | str | None] | None = None, commit: str | None = None
+) -> Baseline:
+    """A baseline pooling one or more measured reports of the same suite or model (one report per run).
+
+    Points are matched by key; a point missing from some runs keeps the runs it has. Counts, roof times and the
+    machine are the first report's."""
+    if not reports:
+        raise BaselineError("a baseline needs at least one report")
+    paths = list(paths or [None] * len(reports))
+    names = [str(path or f"report {index + 1}") for index, path in enumerate(paths)]
+    for report, name in zip(reports, names, strict=True):
+        _measured(report, name)
+    identity = identity_of(reports[0])
+    for report, name in zip(reports[1:], names[1:], strict=True):
+        mismatch = identity.mismatch(identity_of(report))
+        if mismatch:
+            raise BaselineError(f"{name}: not a run of what {names[0]} measured ({mismatch})")
+    by_key: dict[str, list[Point]] = {}
+    for report in reports:
+        for point in points_of(report):
+            by_key.setdefault(point.key, []).append(point)
+    return Baseline(
+        created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        commit=(commit if commit is not None else git_commit()) or None,
+        identity=identity,
+        machine=machine_of(reports[0]),
+        reports=[
+            ReportRef(path=str(path) if path else None, created_utc=r.created_utc, command=r.command)
+            for r, path in zip(reports, paths, strict=True)
+        ],
+        points=[_pool(runs) for runs in by_key.values()],
+    )
+
+
+# ------------------------------------------------------------------------------------------ files
+
+
+def parse(text: str, source: str) -> Baseline:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise BaselineError(f"{source}: corrupt baseline (not JSON: {exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else None
+        what = f"schema {found!r}" if found else "no schema"
+        raise BaselineError(f'{source}: not a roofline baseline ({what}; expected "{SCHEMA}")')
+    if data.get("version") != VERSION:
+        raise BaselineError(
+            f"{source}: baseline version {data.get('version')!r} is not read by roofline {__version__} "
+            f"(reads version {VERSION}): save it again with this version"
+        )
+    try:
+        return Baseline.model_validate(data)
+    except ValidationError as exc:
+        from roofline.yamlio import describe_validation_error
+
+        raise BaselineError(f"{source}: corrupt baseline: {describe_validation_error(exc)}") from None
+
+
+def load(path: Path | str) -> Baseline:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BaselineError(
+            f"{path}: no such baseline: save one with `roofline baseline save REPORT.json -o {path}`"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{path}: cannot read the baseline: {exc}") from None
+    return parse(text, str(path))
+
+
+def save(baseline: Baseline, path: Path | str) -> Path:
+    """Write atomically. A file already at ``path`` is replaced only when it is a roofline baseline itself."""
+    path = Path(path)
+    if path.exists():
+        try:
+            load(path)
+        except BaselineError as exc:
+            raise BaselineError(f"{exc}: not overwritten (remove it, or write the baseline elsewhere)") from None
+    atomic_write_text(path, baseline.to_json())
+    return path

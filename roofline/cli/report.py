@@ -1,0 +1,105 @@
+"""`roofline report REPORT.json --format html|markdown|csv|parquet -o FILE`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from roofline.cli.plot import BINARY_FORMATS, output_format, print_notes, stdout_is_terminal, write_output
+
+REPORT_FORMATS = {
+    ".html": "html",
+    ".htm": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+
+def report(
+    path: Path = typer.Argument(..., help="A report JSON from analyze, bench or diagnose.", metavar="REPORT.json"),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Output file; its extension names the format (default: stdout)."
+    ),
+    fmt: str | None = typer.Option(
+        None, "--format", "-f", help="html, markdown, csv or parquet (default: from -o, else markdown)."
+    ),
+    rows: int | None = typer.Option(
+        None, "--rows", help="Points in the html/markdown table, largest time first (default: html 500, markdown 25)."
+    ),
+    top: int = typer.Option(10, "--top", help="Points labelled on the html chart."),
+    per_call: bool = typer.Option(
+        False, "--per-call", help="Diagnose reports: one point per op call in html/markdown."
+    ),
+) -> None:
+    """Turn a report into a page or a table: HTML, Markdown, CSV or Parquet.
+
+    html: one self-contained file (summary, the roofline chart as inline SVG, findings, the points) that opens
+    offline. markdown: summary, points and findings as GitHub tables, for a PR comment or a CI step summary.
+    csv / parquet: every row with all its fields (nested ones flattened as params.m, lists as JSON text) plus the
+    point columns (point.intensity, point.throughput_flops_per_s, ...), for your own plots. Parquet needs
+    pyarrow. See docs/plot.md.
+
+    Examples:
+
+      roofline report roofline-report.json -o report.html
+
+      roofline report bench.json --format markdown >> "$GITHUB_STEP_SUMMARY"
+
+      roofline report bench.json -o points.csv
+    """
+    from roofline.errors import UsageError
+
+    chosen = output_format(output, fmt, REPORT_FORMATS, "markdown")
+    if rows is not None and rows < 1:
+        raise UsageError(f"--rows {rows}: at least 1")
+    if top < 0:
+        raise UsageError(f"--top {top}: zero or more")
+    if output is None and chosen in BINARY_FORMATS and stdout_is_terminal():
+        write_output(b"", None, chosen)  # refuses, before any work
+    from roofline.report import read_report
+
+    loaded = read_report(path)
+    name = path.stem
+    notes: tuple[str, ...] = ()
+    if chosen == "csv":
+        from roofline.export import to_csv
+
+        content: str | bytes = to_csv(loaded, name)
+    elif chosen == "parquet":
+        from roofline.export import to_parquet
+
+        content = to_parquet(loaded, name)
+    else:
+        from roofline.api import known_devices
+        from roofline.chart import NamedReport, build_chart
+        from roofline.points import report_document
+
+        spec = build_chart(
+            [NamedReport(name, loaded)],
+            known=known_devices([d.name for d in loaded.devices]),
+            top=top,
+            per_call=per_call,
+        )
+        notes = spec.notes
+        doc = report_document(loaded, name, notes=notes, per_call=per_call)
+        if chosen == "html":
+            from dataclasses import replace
+
+            from roofline.cli.plot import chart_content
+            from roofline.render.report_html import HtmlReportRenderer
+
+            # the page lists the notes under the chart: not twice
+            svg = chart_content(replace(spec, notes=()), "svg") if spec.counts.get("plotted") else ""
+            content = HtmlReportRenderer(chart_svg=str(svg), **({"rows": rows} if rows else {})).render(doc)
+        else:
+            from roofline.render.report_markdown import MarkdownReportRenderer
+
+            content = MarkdownReportRenderer(**({"rows": rows} if rows else {})).render(doc)
+    write_output(content, output, chosen)
+    if output is not None:
+        print_notes(notes)
+        typer.echo(f"Report written to {output}", err=True)

@@ -1,0 +1,143 @@
+"""Report rows as a table: a pandas DataFrame, CSV text, Parquet bytes (the raw data for your own plots).
+
+One table row per report row (diagnose: per op call). Columns: the point as the chart places it
+(``point.label``, ``point.intensity``, ``point.throughput_flops_per_s``, ...; see POINT_COLUMNS), then every
+field of the row: nested dicts flattened with dots (``params.m``), lists and dicts inside lists as JSON text
+(``samples_s``, ``findings``), so a CSV keeps every value and :func:`unflatten` gives the row back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from roofline.errors import RooflineError
+from roofline.points import Point, report_points
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+POINT_COLUMNS = (
+    "report",
+    "source",
+    "point.label",
+    "point.device",
+    "point.roof",
+    "point.intensity",
+    "point.throughput_flops_per_s",
+    "point.attainable_flops_per_s",
+    "point.time_s",
+    "point.share",
+    "point.efficiency",
+    "point.bound",
+    "point.flags",
+)
+PREFIX = "point."
+
+
+class MissingDependencyError(RooflineError):
+    """An optional package this output needs is not installed."""
+
+
+def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{'params': {'m': 1}, 'samples_s': [1, 2]} -> {'params.m': 1, 'samples_s': '[1, 2]'}."""
+    flat: dict[str, Any] = {}
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{name}."))
+        elif isinstance(value, (list, tuple, Mapping)):
+            flat[name] = json.dumps(value, allow_nan=False, default=str)
+        else:
+            flat[name] = value
+    return flat
+
+
+def json_columns(row: Mapping[str, Any], prefix: str = "") -> set[str]:
+    """The columns :func:`flatten` writes as JSON text for this row (its lists, and empty dicts)."""
+    names: set[str] = set()
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            names |= json_columns(value, f"{name}.")
+        elif isinstance(value, (list, tuple, Mapping)):
+            names.add(name)
+    return names
+
+
+def unflatten(flat: Mapping[str, Any], json_columns: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The inverse of :func:`flatten` for the columns it wrote (``json_columns`` hold JSON text)."""
+    row: dict[str, Any] = {}
+    for name, value in flat.items():
+        if name in json_columns and isinstance(value, str):
+            value = json.loads(value)
+        target = row
+        *parents, leaf = name.split(".")
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = value
+    return row
+
+
+def _point_columns(p: Point) -> dict[str, Any]:
+    return {
+        "report": p.report,
+        "source": p.source,
+        "point.label": p.label,
+        "point.device": p.device,
+        "point.roof": p.roof,
+        "point.intensity": p.intensity,
+        "point.throughput_flops_per_s": p.throughput,
+        "point.attainable_flops_per_s": p.attainable,
+        "point.time_s": p.time_s,
+        "point.share": p.share,
+        "point.efficiency": p.efficiency,
+        "point.bound": p.bound,
+        "point.flags": ",".join(p.flags),
+    }
+
+
+def records(report: Any, name: str = "") -> list[dict[str, Any]]:
+    """Flat dicts, one per report row: point columns, then the row's own fields."""
+    points = report_points(report, name, per_call=True)
+    return [{**_point_columns(p), **flatten(row)} for p, row in zip(points, report.rows, strict=True)]
+
+
+def points_frame(report: Any, name: str = "") -> pd.DataFrame:
+    """A DataFrame of :func:`records`. Integer columns with gaps stay integers (pandas' nullable Int64)."""
+    import pandas as pd
+
+    rows = records(report, name)
+    columns = list(dict.fromkeys([*POINT_COLUMNS, *(key for row in rows for key in row)]))
+    frame = pd.DataFrame.from_records(rows, columns=columns)
+    for column in frame.columns:
+        values = [v for v in frame[column] if v is not None and not (isinstance(v, float) and v != v)]
+        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            frame[column] = frame[column].astype("Int64")
+        elif values and any(isinstance(v, str) for v in values) and not all(isinstance(v, str) for v in values):
+            # mixed text and numbers in one column (Parquet needs one type): all as JSON text
+            frame[column] = [v if v is None or isinstance(v, str) else json.dumps(v) for v in frame[column]]
+    return frame
+
+
+def to_csv(report: Any, name: str = "") -> str:
+    return points_frame(report, name).to_csv(index=False)
+
+
+def to_parquet(report: Any, name: str = "") -> bytes:
+    import io
+
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError(
+            "Parquet output needs pyarrow: pip install pyarrow (or pip install 'roofline[parquet]'), "
+            "or write --format csv"
+        ) from None
+    buffer = io.BytesIO()
+    points_frame(report, name).to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+__all__ = ["POINT_COLUMNS", "flatten", "json_columns", "points_frame", "records", "to_csv", "to_parquet", "unflatten"]

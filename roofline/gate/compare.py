@@ -1,0 +1,485 @@
+"""Compare a report's points with a baseline's: pure functions from values to a :class:`GateResult`.
+
+Per matched point (same key, see roofline.baseline), every limit in force is one :class:`Check`:
+
+- Counts (flops, bytes, kernels) are deterministic: the change is compared with the limit directly.
+- Time and efficiency are compared on the timing samples of both sides: the Hodges–Lehmann shift with its
+  Mann–Whitney confidence interval (roofline.gate.stats), on log-times for % limits (a ratio) and on the
+  values themselves for absolute ones. Efficiency samples are roof time / sample time, so a change of roofs
+  (another GPU, a new calibration) moves them too.
+    regression    the whole interval lies beyond the limit
+    inconclusive  the estimate lies beyond the limit but the interval reaches back over it (too noisy to decide)
+    improvement   the whole interval lies beyond the mirrored limit, the other way (time -9.1% for time:+10%)
+    pass          otherwise
+  A baseline pooling several runs widens each point's limit by how far its runs drifted from their median
+  (run-to-run drift shifts every sample of a run alike: no test on one run's samples can see it).
+  Without samples on either side, a change beyond the limit is inconclusive ("no samples"): one number does
+  not tell a change from noise. With ``stats`` off (--no-stats) the single numbers (bench: medians; diagnose:
+  means per iteration) are compared directly and a change beyond the limit is a regression.
+
+A point's verdict is its worst check's (regression > inconclusive > improvement > pass); points only in the
+report are "new", only in the baseline "vanished" (reported, never failed by themselves). Totals: the counts
+summed (diagnose: over every op, so an added op that adds FLOPs fails a flops check; bench: over the matched
+rows, since a row added to a suite is not a regression); diagnose also sums each iteration's op times, and
+tests the model's time and efficiency on those sums, when every op has one sample per iteration.
+The gate's verdict: regression if any check regressed, else inconclusive if any was, else pass.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from roofline.baseline import Baseline, Identity, Point
+from roofline.gate.stats import shift
+from roofline.gate.thresholds import COUNT_METRICS, Limit, Rules
+from roofline.machine import MachineInfo, differences
+from roofline.timing.stats import median
+
+Verdict = Literal["pass", "improvement", "inconclusive", "regression", "new", "vanished"]
+GateVerdict = Literal["pass", "inconclusive", "regression"]
+Method = Literal["exact", "samples", "no samples", "single numbers"]
+
+SEVERITY = {"pass": 0, "new": 0, "vanished": 0, "improvement": 1, "inconclusive": 2, "regression": 3}
+EXIT_CODES = {"pass": 0, "regression": 1, "inconclusive": 3}
+
+
+class Check(BaseModel):
+    """One limit applied to one point (or to the totals)."""
+
+    metric: str
+    rule: str  # the limit as written: 'efficiency:-5%'
+    relative: bool
+    baseline: float | None = None  # the point values: median (bench) / mean (diagnose) time, efficiency, count
+    current: float | None = None
+    change: float | None = None  # relative: current / baseline - 1 (the shift's estimate); absolute: a difference
+    low: float | None = None  # confidence interval of the change, in the same form (None: no interval)
+    high: float | None = None
+    drift: float | None = None  # the baseline's run-to-run drift added to the limit (2+ runs), in the same form
+    method: Method
+    verdict: Verdict
+    reason: str = ""
+
+
+class PointResult(BaseModel):
+    key: str
+    label: str
+    verdict: Verdict
+    checks: list[Check] = Field(default_factory=list)
+    baseline: Point | None = None
+    current: Point | None = None
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict == "regression"]
+
+
+class GateResult(BaseModel):
+    verdict: GateVerdict
+    source: str
+    identity: Identity
+    rules: list[str]
+    confidence: float
+    stats: bool
+    points: list[PointResult]  # matched points, in report order
+    new: list[PointResult] = Field(default_factory=list)
+    vanished: list[PointResult] = Field(default_factory=list)
+    totals: list[Check] = Field(default_factory=list)
+    baseline_machine: MachineInfo
+    current_machine: MachineInfo
+    machine_differences: list[str] = Field(default_factory=list)
+    baseline_commit: str | None = None
+    baseline_created_utc: str = ""
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    def to_json(self) -> str:
+        """The result as JSON, the points' samples left out (the reports hold them)."""
+        sides = {"baseline": {"samples_s"}, "current": {"samples_s"}}
+        exclude = {"points": {"__all__": sides}, "new": {"__all__": sides}, "vanished": {"__all__": sides}}
+        return json.dumps(self.model_dump(mode="json", exclude=exclude), indent=2) + "\n"
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for p in self.points if p.verdict == verdict)
+
+
+# ------------------------------------------------------------------------------------------ formatting
+
+
+def percent(change: float) -> str:
+    """+12.3%, -0.4%, +0%: signed, 1 decimal under 10%, none above 100%."""
+    value = 100 * change
+    if value == 0:
+        return "+0%"
+    digits = 1 if abs(value) < 100 else 0
+    return f"{value:+.{digits}f}%"
+
+
+def amount(metric: str, value: float, signed: bool = False) -> str:
+    """A value or a difference in the metric's unit: '1.5 ms', '32.7%' (efficiency), '2.147 GFLOP', '3'."""
+    from roofline.units import format_bytes, format_count, format_time
+
+    sign = ("+" if value >= 0 else "-") if signed else ("-" if value < 0 else "")
+    size = abs(value)
+    if metric == "time":
+        text = format_time(size)
+    elif metric == "efficiency":
+        text = f"{100 * size:.3g}" + (" pt" if signed else "%")  # 3 digits: 32.7%, 0.0421%
+    elif metric == "flops":
+        text = format_count(size)
+    elif metric == "bytes":
+        text = format_bytes(size)
+    else:
+        text = f"{size:g}"
+    return sign + text
+
+
+def change_text(check: Check) -> str:
+    if check.change is None:
+        return ""
+    return percent(check.change) if check.relative else amount(check.metric, check.change, signed=True)
+
+
+def interval_text(check: Check) -> str:
+    if check.low is None or check.high is None:
+        return ""
+    if not (math.isfinite(check.low) and math.isfinite(check.high)):
+        return "unbounded"
+    if check.relative:
+        return f"{percent(check.low)} to {percent(check.high)}"
+    return f"{amount(check.metric, check.low, True)} to {amount(check.metric, check.high, True)}"
+
+
+# ------------------------------------------------------------------------------------------ counts
+
+
+def _count_check(metric: str, limits: Sequence[Limit], before: float | None, after: float | None) -> list[Check]:
+    if before is None or after is None:
+        return []
+    checks = []
+    for limit in limits:
+        diff = after - before
+        rel_change = diff / before if before else (0.0 if diff == 0 else math.inf)
+        amount_ = rel_change if limit.relative else diff
+        toward = amount_ if limit.direction == "+" else -amount_
+        change = rel_change if limit.relative else diff
+        if toward > limit.value:
+            verdict: Verdict = "regression"
+            what = percent(rel_change) if math.isfinite(rel_change) else "from 0"
+            reason = (
+                f"{metric} {amount(metric, before)} -> {amount(metric, after)} ({what}) beyond {limit.text}: "
+                "the work changed (intended? save a new baseline)"
+            )
+        else:
+            verdict = "improvement" if diff < 0 and limit.direction == "+" and len(limits) == 1 else "pass"
+            reason = f"{metric} {amount(metric, before)} -> {amount(metric, after)}" if diff else ""
+        checks.append(
+            Check(
+                metric=metric,
+                rule=limit.text,
+                relative=limit.relative,
+                baseline=before,
+                current=after,
+                change=change if math.isfinite(change) else None,
+                method="exact",
+                verdict=verdict,
+                reason=reason,
+            )
+        )
+    return _merge_directions(checks)
+
+
+def _merge_directions(checks: list[Check]) -> list[Check]:
+    """An unsigned count limit is two limits (rise, fall) of one rule: show it once, with the worse verdict."""
+    merged: dict[str, Check] = {}
+    for check in checks:
+        kept = merged.get(check.rule)
+        if kept is None or SEVERITY[check.verdict] > SEVERITY[kept.verdict]:
+            merged[check.rule] = check
+    return list(merged.values())
+
+
+# ------------------------------------------------------------------------------------------ timed
+
+
+def _samples(point: Point, metric: str, relative: bool) -> list[float] | None:
+    """The values the shift is measured on: log-time / log-efficiency (relative) or time / efficiency."""
+    samples = point.samples_s
+    if not samples or any(not (s > 0 and math.isfinite(s)) for s in samples):
+        return None
+    if metric == "time":
+        return [math.log(s) for s in samples] if relative else list(samples)
+    roof = point.roof_time_s
+    if not roof or roof <= 0:
+        return None
+    if relative:
+        log_roof = math.log(roof)
+        return [log_roof - math.log(s) for s in samples]
+    return [roof / s for s in samples]
+
+
+def _value(point: Point, metric: str) -> float | None:
+    value = point.time_s if metric == "time" else point.efficiency
+    return value if value is not None and value > 0 and math.isfinite(value) else None
+
+
+def _drift(point: Point, metric: str, relative: bool) -> float:
+    """How far the baseline's runs of this point strayed from their median (0 with fewer than two runs), in the
+    units the shift is measured in: a log ratio (relative) or the metric's own unit."""
+    medians = [m for m in point.run_medians_s if m > 0]
+    if len(medians) < 2:
+        return 0.0
+    if relative:
+        values = [math.log(m) for m in medians]  # efficiency = roof / time: the same log distances
+    elif metric == "time":
+        values = medians
+    elif point.roof_time_s:
+        values = [point.roof_time_s / m for m in medians]
+    else:
+        return 0.0
+    middle = median(values)
+    return max(abs(v - middle) for v in values)
+
+
+def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Check | None:
+    metric = limit.metric
+    base_value, cur_value = _value(before, metric), _value(after, metric)
+    if base_value is None or cur_value is None:
+        return None  # not timed, or no roof time: nothing to compare
+    bad = 1.0 if limit.direction == "+" else -1.0
+
+    def shown(value: float) -> float:
+        return math.expm1(value) if limit.relative else value
+
+    # Everything is decided in "shift" units: log ratio (relative) or difference (absolute). A baseline of several
+    # runs widens the limit by how far this point drifted between them: a run can land that far off unchanged.
+    drift = _drift(before, metric, limit.relative)
+    bound = (limit.log_bound if limit.relative else bad * limit.value) + bad * drift
+    mirror = -bound
+    if drift:
+        runs = len(before.run_medians_s)
+        allowance = percent(math.expm1(drift)).lstrip("+") if limit.relative else amount(metric, drift)
+        limit_text = f"{_signed(shown(bound), limit)} ({limit.text} + run-to-run drift {allowance} over {runs} runs)"
+        limit_value = limit_text
+    else:
+        limit_text, limit_value = limit.text, _limit_value(limit)
+    x = _samples(before, metric, limit.relative) if rules.stats else None
+    y = _samples(after, metric, limit.relative) if rules.stats else None
+    common = {
+        "metric": metric,
+        "rule": limit.text,
+        "relative": limit.relative,
+        "baseline": base_value,
+        "current": cur_value,
+        "drift": shown(drift) if drift else None,
+    }
+    if x and y:
+        result = shift(x, y, rules.confidence)
+        est, low, high = result.estimate, result.low, result.high
+        level = f"{100 * rules.confidence:g}% CI"
+        interval = _range(shown(low), shown(high), limit)
+        if min(bad * low, bad * high) > bad * bound:  # the whole interval beyond the limit
+            verdict: Verdict = "regression"
+            reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval}), beyond {limit_text}"
+        elif bad * est > bad * bound:
+            verdict = "inconclusive"
+            if result.bounded:
+                reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval}) straddles {limit_value}"
+            else:
+                reason = (
+                    f"{metric} {_signed(shown(est), limit)} beyond {limit_value}, but too few samples "
+                    f"({result.n_baseline} and {result.n_current}) for a {level}"
+                )
+            reason += ": too noisy to decide"
+        elif max(bad * low, bad * high) < bad * mirror:  # the whole interval beyond the mirrored limit
+            verdict = "improvement"
+            reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval})"
+        else:
+            verdict = "pass"
+            reason = ""
+        return Check(
+            **common,
+            change=shown(est),
+            low=shown(low) if math.isfinite(low) else -math.inf,
+            high=shown(high) if math.isfinite(high) else math.inf,
+            method="samples",
+            verdict=verdict,
+            reason=reason,
+        )
+    # Single numbers: the medians (bench) or means (diagnose) themselves.
+    est = math.log(cur_value / base_value) if limit.relative else cur_value - base_value
+    method: Method = "single numbers" if not rules.stats else "no samples"
+    if bad * est > bad * bound:
+        if rules.stats:
+            verdict = "inconclusive"
+            reason = f"{metric} {_signed(shown(est), limit)} beyond {limit_value}, but no samples to tell it from noise"
+        else:
+            verdict, reason = "regression", f"{metric} {_signed(shown(est), limit)} beyond {limit_text} (--no-stats)"
+    elif bad * est < bad * mirror:
+        verdict, reason = "improvement", f"{metric} {_signed(shown(est), limit)}"
+    else:
+        verdict, reason = "pass", ""
+    return Check(**common, change=shown(est), method=method, verdict=verdict, reason=reason)
+
+
+def _signed(value: float, limit: Limit) -> str:
+    return percent(value) if limit.relative else amount(limit.metric, value, signed=True)
+
+
+def _range(low: float, high: float, limit: Limit) -> str:
+    return f"{_signed(low, limit)} to {_signed(high, limit)}"
+
+
+def _limit_value(limit: Limit) -> str:
+    return limit.text.partition(":")[2]
+
+
+# ------------------------------------------------------------------------------------------ points
+
+
+def compare_points(before: Point, after: Point, rules: Rules) -> PointResult:
+    """Every limit in force applied to one matched point."""
+    checks: list[Check] = []
+    for metric in COUNT_METRICS:
+        checks += _count_check(metric, rules.for_metric(metric), getattr(before, metric), getattr(after, metric))
+    for metric in ("time", "efficiency"):
+        for limit in rules.for_metric(metric):
+            check = _timed_check(limit, before, after, rules)
+            if check is not None:
+                checks.append(check)
+    verdict = max((c.verdict for c in checks), key=SEVERITY.__getitem__, default="pass")
+    return PointResult(key=after.key, label=after.label, verdict=verdict, checks=checks, baseline=before, current=after)
+
+
+def _total(points: Sequence[Point], per_iteration: bool) -> Point:
+    """The points summed: counts, times, roof times; per-iteration samples when every point has as many."""
+
+    def add(name: str) -> float | None:
+        values = [getattr(p, name) for p in points]
+        return sum(values) if values and all(v is not None for v in values) else None
+
+    samples: list[float] = []
+    lengths = {len(p.samples_s) for p in points}
+    if per_iteration and len(lengths) == 1 and 0 not in lengths:
+        samples = [sum(column) for column in zip(*(p.samples_s for p in points), strict=True)]
+    time_s, roof = add("time_s"), add("roof_time_s")
+    return Point(
+        key="(total)",
+        label="total",
+        flops=add("flops"),
+        bytes=add("bytes"),
+        kernels=add("kernels"),
+        time_s=time_s,
+        roof_time_s=roof,
+        efficiency=roof / time_s if roof is not None and time_s else None,
+        samples_s=samples,
+    )
+
+
+def compare_totals(source: str, before: Sequence[Point], after: Sequence[Point], rules: Rules) -> list[Check]:
+    total = compare_points(_total(before, source == "diagnose"), _total(after, source == "diagnose"), rules)
+    if source == "diagnose":
+        return total.checks
+    return [c for c in total.checks if c.metric in COUNT_METRICS]
+
+
+def common_mode(matched: Sequence[PointResult], least: int = 3, share: float = 0.8) -> str | None:
+    """A warning when (nearly) every point moved the same way beyond its limit: the machine, not the code?
+
+    Considers each point's relative time or efficiency check on samples, as a slowdown (time up, efficiency
+    down); warns when at least ``least`` points have one, ``share`` of them moved the same way as their median,
+    and that median is beyond the median point's limit."""
+    moves: list[tuple[float, float]] = []  # (slowdown as a log ratio, the limit as one)
+    for point in matched:
+        for check in point.checks:
+            if check.metric in ("time", "efficiency") and check.relative and check.change is not None:
+                size = float(_limit_value_of(check.rule)) / 100
+                if check.metric == "time":
+                    moves.append((math.log1p(check.change), math.log1p(size)))
+                else:  # an efficiency ratio r is a time ratio 1/r
+                    moves.append((-math.log1p(check.change), -math.log1p(-size)))
+                break
+    if len(moves) < least:
+        return None
+    slowdowns = sorted(m for m, _ in moves)
+    middle = slowdowns[len(slowdowns) // 2]
+    limit = sorted(limit for _, limit in moves)[len(moves) // 2]
+    together = sum(1 for m in slowdowns if m * middle > 0)
+    if abs(middle) <= limit or together < share * len(moves):
+        return None
+    word = "slower" if middle > 0 else "faster"
+    return (
+        f"{together} of {len(moves)} points are {word} (median {percent(math.expm1(middle))} in time): a change of the "
+        "whole machine (clocks, load, another job) is likelier than of the code; measure the baseline on this "
+        "runner, in the same job if you can"
+    )
+
+
+def _limit_value_of(rule: str) -> str:
+    """'efficiency:-5%' -> '5' (a relative limit's size in percent)."""
+    return rule.partition(":")[2].strip().lstrip("+-").rstrip("%") or "0"
+
+
+def compare(
+    baseline: Baseline,
+    points: Sequence[Point],
+    identity: Identity,
+    machine: MachineInfo,
+    rules: Rules,
+) -> GateResult:
+    """The gate's result for report ``points`` against ``baseline`` (identity already checked by the caller)."""
+    base_by_key = {p.key: p for p in baseline.points}
+    keys = {p.key for p in points}
+    matched: list[PointResult] = []
+    new: list[PointResult] = []
+    for point in points:
+        before = base_by_key.get(point.key)
+        if before is None:
+            new.append(PointResult(key=point.key, label=point.label, verdict="new", current=point))
+        else:
+            matched.append(compare_points(before, point, rules))
+    vanished = [
+        PointResult(key=p.key, label=p.label, verdict="vanished", baseline=p)
+        for p in baseline.points
+        if p.key not in keys
+    ]
+    if identity.source == "diagnose":
+        totals = compare_totals("diagnose", baseline.points, points, rules)
+    else:
+        totals = compare_totals(
+            "bench", [r.baseline for r in matched if r.baseline], [r.current for r in matched if r.current], rules
+        )
+    worst = max([*(p.verdict for p in matched), *(c.verdict for c in totals)], key=SEVERITY.__getitem__, default="pass")
+    verdict: GateVerdict = worst if worst in ("regression", "inconclusive") else "pass"  # type: ignore[assignment]
+    warnings = []
+    diffs = differences(baseline.machine, machine)
+    if diffs:
+        warnings.append("the baseline was measured on another machine: " + "; ".join(diffs))
+    common = common_mode(matched)
+    if common:
+        warnings.append(common)
+    return GateResult(
+        verdict=verdict,
+        source=identity.source,
+        identity=identity,
+        rules=rules.texts,
+        confidence=rules.confidence,
+        stats=rules.stats,
+        points=matched,
+        new=new,
+        vanished=vanished,
+        totals=totals,
+        baseline_machine=baseline.machine,
+        current_machine=machine,
+        machine_differences=diffs,
+        baseline_commit=baseline.commit,
+        baseline_created_utc=baseline.created_utc,
+        warnings=warnings,
+    )

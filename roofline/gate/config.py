@@ -1,0 +1,92 @@
+"""The ``[tool.roofline.gate]`` table of pyproject.toml: a project's gate settings, beside its other tools'.
+
+    [tool.roofline.gate]
+    baseline = "ci/baseline-h100.json"       # default --baseline, relative to this pyproject.toml
+    fail-on = ["efficiency:-3%", "time:+10%"] # rules on top of the defaults (grammar: roofline.gate.thresholds)
+    confidence = 0.99                         # of the shift's confidence interval
+    stats = true                              # false: compare single numbers (= --no-stats)
+
+The nearest pyproject.toml with such a table, walking up from the working directory, is used; --fail-on rules
+apply after its rules, and other options given on the command line replace its values. Unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from roofline.errors import UsageError
+
+
+class GateConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    baseline: str | None = None
+    fail_on: list[str] = Field(default_factory=list, alias="fail-on")
+    confidence: float | None = Field(default=None, ge=0.5, lt=1)
+    stats: bool = True
+    _path: Path | None = PrivateAttr(None)  # the pyproject.toml it came from
+
+    @field_validator("fail_on", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @property
+    def source(self) -> str:
+        return f"{self._path} [tool.roofline.gate] fail-on" if self._path else "[tool.roofline.gate] fail-on"
+
+    def baseline_path(self) -> Path | None:
+        """``baseline``, relative to the pyproject.toml that names it."""
+        if self.baseline is None:
+            return None
+        path = Path(self.baseline)
+        return path if path.is_absolute() or self._path is None else self._path.parent / path
+
+
+def _toml() -> Any:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            raise UsageError("reading [tool.roofline.gate] needs Python 3.11+ (or the tomli package)") from None
+    return tomllib
+
+
+def find(start: Path | None = None) -> GateConfig:
+    """The settings of the nearest pyproject.toml with a [tool.roofline.gate] table; defaults when none has one."""
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        path = directory / "pyproject.toml"
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if "roofline" not in text:  # cheap: most pyproject files say nothing about us
+            continue
+        toml = _toml()
+        try:
+            data = toml.loads(text)
+        except toml.TOMLDecodeError as exc:
+            raise UsageError(f"{path}: invalid TOML: {exc}") from None
+        table = data.get("tool", {}).get("roofline", {}).get("gate")
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise UsageError(f"{path}: [tool.roofline.gate] must be a table")
+        try:
+            config = GateConfig.model_validate(table)
+        except ValidationError as exc:
+            from roofline.yamlio import describe_validation_error
+
+            raise UsageError(f"{path}: [tool.roofline.gate] {describe_validation_error(exc, 'docs/ci.md')}") from None
+        config._path = path
+        return config
+    return GateConfig()

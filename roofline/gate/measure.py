@@ -1,0 +1,76 @@
+"""Measure what a gate compares, in-process: a bench suite or a diagnose model file -> a Report.
+
+The same library calls as `roofline bench SUITE.yaml` (open_target, run_bench, new_report) and `roofline diagnose
+MODEL.py` (the diagnose pipeline and its report), so a report measured here gates exactly like one written by
+those commands. torch is imported by those calls, lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from roofline.report import Report
+
+
+def measure_suite(
+    file: str,
+    *,
+    device: str | None = None,
+    sheet: str | None = None,
+    spec_files: Sequence[Path] = (),
+    warm: bool | None = None,
+    max_time_s: float | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    command: str = "",
+    wrap_build: Callable[[Any], Any] | None = None,
+) -> Report:
+    """Run every workload of a suite (a YAML file or a shipped suite's name) as `roofline bench` does.
+
+    ``wrap_build(build) -> build`` replaces how ops are built (benchmarks/gate_gpu.py plants a regression)."""
+    from roofline.bench.run import expand_suite, open_target, run_bench
+    from roofline.machine import describe
+    from roofline.report import new_report
+    from roofline.workloads import load_suite, suite_path
+
+    loaded, entries = load_suite(file)
+    items = expand_suite(entries)
+    target = open_target(device, sheet=sheet, spec_files=spec_files, warm=warm, max_time_s=max_time_s)
+    build = wrap_build(target.build) if wrap_build is not None else target.build
+    result = run_bench(items, target.device, target.harness, build, progress=progress)
+    if result.interrupted:
+        raise KeyboardInterrupt
+    if not result.rows:
+        error = result.first_error()
+        if error is not None:
+            raise error
+    report = new_report(command, "bench", [target.device], result.rows)
+    return report.model_copy(
+        update={
+            "bench": {
+                **target.info,
+                "roof_source": target.device.roof_source,
+                "notes": target.notes,
+                "suite": {"name": loaded.name, "file": str(suite_path(file))},
+            },
+            "machine": describe(f"{target.kind}:{target.info.get('index', 0)}", target.device.name),
+            "skipped": [s.to_dict() for s in result.skipped],
+            "interrupted": result.interrupted,
+            "total": result.total,
+        }
+    )
+
+
+def measure_model(
+    path: Path,
+    *,
+    command: str = "",
+    progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> Report:
+    """Run `roofline diagnose` on a model file (options: entry, device, dtype, mode, warmup, iters, sheet,
+    spec_files, roofs, argv) and return its report."""
+    from roofline.diagnose.pipeline import diagnose
+
+    return diagnose(path, progress=progress, **options).report(command)

@@ -1,0 +1,493 @@
+"""Report rows as plain points on a roofline: intensity, throughput, time, share, bound, flags.
+
+Pure (no matplotlib, no pandas): every chart, table and export reads these. One Point per report row
+(analytic, bench) or per diagnosed op group (diagnose: the op calls of the same op, input shapes and phase,
+across modules; ``per_call=True`` gives one per op call). The time and throughput a point carries:
+
+- analytic: the predicted minimum time (iron law, launch floor included); throughput = FLOPs / that time;
+- bench: the measured median time per call; throughput = FLOPs / median;
+- diagnose: the measured device (CPU: self CPU) time per iteration; throughput = FLOPs / time.
+
+Efficiency is throughput over the attainable rate at the point's intensity on the roofs the report placed
+it on, so ``efficiency > 1`` is exactly "above its roof" (flagged: the roof is a hard limit).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.model import attainable
+
+PREDICTED = "predicted"  # analytic: a floor computed from the counts, not a measurement
+ABOVE_ROOF = "above-roof"  # achieved more than the roof allows: the counts, the time or the roof are wrong
+UNTIMED = "untimed"  # no measured time (diagnose ops the profiler did not see, or time 0)
+UNCOUNTED = "uncounted"  # no cost formula: FLOPs unknown
+NO_FLOPS = "no-flops"  # counted, but does no arithmetic (views, copies, cat): not on a FLOP/s chart
+NO_BYTES = "no-bytes"  # moves no bytes: intensity is infinite
+
+SKIP_FLAGS = (UNTIMED, UNCOUNTED, NO_FLOPS, NO_BYTES)
+SKIP_REASONS = {
+    UNTIMED: "not timed (no measured time)",
+    UNCOUNTED: "uncounted (no cost formula: FLOPs unknown)",
+    NO_FLOPS: "no FLOPs (views, copies, data movement only)",
+    NO_BYTES: "no bytes moved (intensity infinite)",
+}
+# Labels on charts stay readable; the full label is kept in Point.label and in every table and export.
+SHORT_LABEL_CHARS = 44
+
+
+@dataclass(frozen=True)
+class Point:
+    label: str  # the row's full name
+    short_label: str  # what a chart writes beside the point
+    report: str  # name of the report it came from (file stem)
+    source: str  # analytic | bench | diagnose
+    device: str  # device (spec-sheet) name the report placed it on
+    index: int  # row index in report.rows (diagnose groups: index in aggregates.ops)
+    kind: str  # workload kind (gemm, attention, ...) or aten op
+    roof: str  # compute roof it runs against, 'bf16 tensor' ('' when none)
+    flops: float | None
+    bytes: float | None
+    intensity: float | None  # FLOP/byte
+    throughput: float | None  # FLOP/s: achieved (measured) or predicted (analytic)
+    attainable: float | None  # FLOP/s at this intensity on the report's roofs
+    time_s: float | None  # per call (analytic, bench) or per iteration (diagnose)
+    share: float | None  # of the total time of its report on its device
+    efficiency: float | None  # throughput / attainable
+    bound: str  # compute | memory | launch | '' (as the report says)
+    calls: int = 1  # op calls summed in this point (diagnose groups)
+    launches: int = 1  # kernel launches (CPU: op dispatches) its time includes at least: one launch floor each
+    flags: tuple[str, ...] = ()
+
+    @property
+    def plottable(self) -> bool:
+        return not any(flag in SKIP_FLAGS for flag in self.flags)
+
+    @property
+    def skip_reason(self) -> str | None:
+        return next((SKIP_REASONS[flag] for flag in self.flags if flag in SKIP_REASONS), None)
+
+    @property
+    def above_roof(self) -> bool:
+        return ABOVE_ROOF in self.flags
+
+    @property
+    def dtype_unit(self) -> tuple[str, str] | None:
+        """('bf16', 'tensor') from the roof label, or None."""
+        parts = self.roof.split()
+        return (parts[0], parts[1]) if len(parts) == 2 else None
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """A finding as a report stores it (analytic/bench: per row; diagnose: top level), ready to show."""
+
+    where: str  # row label or module ('' when the finding is the whole report's)
+    bottleneck: str
+    properties: tuple[str, ...]
+    technique: str
+    evidence: str
+    time_s: float | None
+    best_time_s: float | None
+    share: float | None  # of the report's time (diagnose)
+
+    @property
+    def gain(self) -> float | None:
+        if not self.time_s or not self.best_time_s or self.best_time_s <= 0:
+            return None
+        return self.time_s / self.best_time_s
+
+    @property
+    def saving_s(self) -> float:
+        if self.time_s is None or self.best_time_s is None:
+            return 0.0
+        return max(self.time_s - self.best_time_s, 0.0)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Counts and totals over the points of one report, for the summary of html/markdown output."""
+
+    points: int
+    plotted: int
+    skipped: dict[str, int]  # skip flag -> count
+    above_roof: int
+    by_bound: dict[str, int]
+    total_time_s: float
+    skipped_time_s: float
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _positive(value: Any) -> float | None:
+    number = _number(value)
+    return number if number is not None and number > 0 else None
+
+
+def _shapes(shapes: Any, limit: int = 3) -> str:
+    if not isinstance(shapes, list):
+        return ""
+    parts = ["x".join(str(d) for d in s) if isinstance(s, list) and s else "()" for s in shapes[:limit]]
+    return ", ".join(parts) + (", ..." if len(shapes) > limit else "")
+
+
+def _shorten(text: str, limit: int = SHORT_LABEL_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) * 2 // 3
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
+
+
+def _is_setting(word: str) -> bool:
+    return "=" in word
+
+
+def _workload_labels(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(full, short) labels of analytic/bench rows.
+
+    Full: kind + label ('attention batch=1 heads=32 seq_q=1024 head_dim=128 causal naive'). Short: the label
+    alone when it starts with its own name ('gelu numel=16777216', 'decode llama-3-8b qkv_proj m=1 ...'), else
+    kind + label; then the settings every row of the same family shares are dropped (they do not tell the
+    points apart): 'attention seq_q=1024 naive'."""
+    parsed = []
+    for row in rows:
+        kind = str(row.get("kind") or "")
+        words = str(row.get("label") or row.get("name") or row.get("op") or "").split()
+        full = words if not kind or (words and words[0] == kind) else [kind, *words]
+        short = words if words and not _is_setting(words[0]) else full
+        lead = []
+        for word in short:
+            if _is_setting(word):
+                break
+            lead.append(word)
+        parsed.append((" ".join(full), short, (kind, tuple(lead))))
+    families: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
+    for _, short, family in parsed:
+        families.setdefault(family, []).append(short)
+    labels = []
+    for full, short, family in parsed:
+        kin = families[family]
+        common = set(short).intersection(*(set(w) for w in kin)) - set(family[1]) if len(kin) > 1 else set()
+        labels.append((full, _shorten(" ".join(w for w in short if w not in common))))
+    return labels
+
+
+def _op_label(row: Mapping[str, Any]) -> tuple[str, str]:
+    """(full, short) label of a diagnosed op: 'mm 1x1024, 1024x4096 @ blocks.0.up'."""
+    op = str(row.get("op") or "").removeprefix("aten::")
+    shapes = _shapes(row.get("input_shapes"))
+    module = str(row.get("module") or "") or "(model)"
+    backward = " (backward)" if row.get("phase") == "backward" or "(backward)" in str(row.get("key", "")) else ""
+    full = f"{op} [{shapes}]{backward} @ {module}"
+    short = f"{op} [{_shapes(row.get('input_shapes'), limit=2)}]{backward}" + (
+        f" @ {module}" if module != "(model)" else ""
+    )
+    return full, _shorten(short)
+
+
+def _device_roofs(report: Any) -> dict[str, tuple[dict[str, float], float]]:
+    """device name -> (compute roofs by label, DRAM bandwidth) from the report's device list."""
+    return {d.name: (dict(d.compute_flops_per_s), d.dram_bandwidth_bytes_per_s) for d in report.devices}
+
+
+# ------------------------------------------------------------------------------------------------ points
+
+
+def _point(
+    row: Mapping[str, Any],
+    *,
+    index: int,
+    labels: tuple[str, str],
+    report_name: str,
+    source: str,
+    device: str,
+    roofs: Mapping[str, tuple[dict[str, float], float]],
+    time_key: str,
+    calls: int = 1,
+) -> Point:
+    flags: list[str] = []
+    flops = _number(row.get("flops"))
+    nbytes = _number(row.get("bytes"))
+    time_s = _number(row.get(time_key))
+    roof = str(row.get("roof") or "")
+    if source == "analytic":
+        flags.append(PREDICTED)
+    if flops is None or nbytes is None:
+        flags.append(UNCOUNTED)
+    elif flops == 0:
+        flags.append(NO_FLOPS)
+    elif nbytes == 0:
+        flags.append(NO_BYTES)
+    if not time_s or time_s <= 0 or row.get("timed") is False:
+        flags.append(UNTIMED)
+        time_s = None if not time_s or time_s <= 0 else time_s
+    intensity = flops / nbytes if flops is not None and nbytes else None
+    throughput = flops / time_s if flops and time_s else None
+    compute, dram = roofs.get(device, ({}, 0.0))
+    peak = _positive(row.get("peak_flops_per_s")) or compute.get(roof)
+    bandwidth = _positive(row.get("bandwidth_bytes_per_s")) or dram
+    reach = None
+    if any(f in SKIP_FLAGS for f in flags):
+        pass  # not on the chart: no attainable rate to compare with
+    elif intensity is not None and peak and bandwidth:
+        reach = attainable(intensity, peak, bandwidth)
+    elif intensity is not None:
+        reach = _positive(row.get("attainable_flops_per_s"))
+    efficiency = throughput / reach if throughput is not None and reach else None
+    if efficiency is not None and efficiency > 1.0 and not any(f in SKIP_FLAGS for f in flags):
+        flags.append(ABOVE_ROOF)
+    return Point(
+        label=labels[0],
+        short_label=labels[1],
+        report=report_name,
+        source=source,
+        device=device,
+        index=index,
+        kind=str(row.get("kind") or row.get("op") or ""),
+        roof=roof,
+        flops=flops,
+        bytes=nbytes,
+        intensity=intensity,
+        throughput=throughput,
+        attainable=reach,
+        time_s=time_s,
+        share=None,
+        efficiency=efficiency,
+        bound=str(row.get("bound") or ""),
+        calls=calls,
+        launches=max(int(_number(row.get("kernels")) or 0), calls, 1),
+        flags=tuple(flags),
+    )
+
+
+def _with_shares(points: list[Point]) -> list[Point]:
+    """Each point's share of the total time of its report on its device (None when nothing is timed)."""
+    from dataclasses import replace
+
+    totals: dict[tuple[str, str], float] = {}
+    for p in points:
+        if p.time_s:
+            totals[(p.report, p.device)] = totals.get((p.report, p.device), 0.0) + p.time_s
+    out = []
+    for p in points:
+        total = totals.get((p.report, p.device))
+        out.append(replace(p, share=p.time_s / total if p.time_s and total else None))
+    return out
+
+
+def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Diagnosed op calls grouped by what runs: op, input shapes, phase and roof (across modules), timed and
+    untimed apart. FLOPs, bytes, time and kernels are summed; the bound is the one holding most of the time."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    bound_time: dict[tuple[Any, ...], dict[str, float]] = {}
+    for index, row in enumerate(rows):
+        timed = row.get("timed") is not False and bool(_positive(row.get("time_s")))
+        key = (row.get("op"), repr(row.get("input_shapes")), row.get("phase"), row.get("roof"), timed)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = {
+                "index": index,
+                "op": row.get("op"),
+                "input_shapes": row.get("input_shapes"),
+                "phase": row.get("phase"),
+                "roof": row.get("roof"),
+                "peak_flops_per_s": row.get("peak_flops_per_s"),
+                "bandwidth_bytes_per_s": row.get("bandwidth_bytes_per_s"),
+                "timed": timed,
+                "flops": 0,
+                "bytes": 0,
+                "time_s": 0.0,
+                "kernels": 0,
+                "count": 0,
+                "modules": [],
+            }
+            bound_time[key] = {}
+        for field in ("flops", "bytes"):
+            value = row.get(field)
+            group[field] = None if value is None or group[field] is None else group[field] + value
+        group["time_s"] += _positive(row.get("time_s")) or 0.0
+        group["kernels"] += int(_number(row.get("kernels")) or 0)
+        group["count"] += 1
+        module = str(row.get("module") or "") or "(model)"
+        if module not in group["modules"]:
+            group["modules"].append(module)
+        bound = str(row.get("bound") or "")
+        bound_time[key][bound] = bound_time[key].get(bound, 0.0) + (_positive(row.get("time_s")) or 0.0)
+    for key, group in groups.items():
+        times = bound_time[key]
+        group["bound"] = max(times, key=lambda b: times[b]) if times else ""
+        if not group["timed"]:
+            group["timed"] = False
+    return list(groups.values())
+
+
+def _group_label(group: Mapping[str, Any]) -> tuple[str, str]:
+    """(full, short): 'addmm [32, 8x32, 32x32] x64 @ blocks.0.0, blocks.1.0, ... (64 modules)'."""
+    op = str(group.get("op") or "").removeprefix("aten::")
+    backward = " (backward)" if group.get("phase") == "backward" else ""
+    calls = f" x{group['count']}" if group["count"] > 1 else ""
+    modules = list(group.get("modules") or [])
+    where = ", ".join(modules[:3]) + (f", ... ({len(modules)} modules)" if len(modules) > 3 else "")
+    full = f"{op} [{_shapes(group.get('input_shapes'))}]{backward}{calls} @ {where}"
+    module = f" @ {modules[0]}" if len(modules) == 1 and modules[0] != "(model)" else ""
+    short = f"{op} [{_shapes(group.get('input_shapes'), limit=2)}]{backward}{calls}{module}"
+    return full, _shorten(short)
+
+
+def report_points(report: Any, name: str = "", *, per_call: bool = False) -> list[Point]:
+    """The points of one report (roofline.report.Report), in the report's order."""
+    source = report.source
+    roofs = _device_roofs(report)
+    default_device = report.devices[0].name if report.devices else ""
+    if source == "diagnose" and not per_call:
+        groups = _op_groups(report.rows)
+        points = [
+            _point(
+                g,
+                index=int(g["index"]),
+                labels=_group_label(g),
+                report_name=name,
+                source=source,
+                device=default_device,
+                roofs=roofs,
+                time_key="time_s",
+                calls=int(g["count"]),
+            )
+            for g in groups
+        ]
+        return _with_shares(points)
+    rows = report.rows
+    labels = [_op_label(r) for r in rows] if source == "diagnose" else _workload_labels(rows)
+    time_key = "median_s" if source == "bench" else "time_s"
+    points = [
+        _point(
+            row,
+            index=i,
+            labels=labels[i],
+            report_name=name,
+            source=source,
+            device=str(row.get("device") or default_device),
+            roofs=roofs,
+            time_key=time_key,
+        )
+        for i, row in enumerate(rows)
+    ]
+    return _with_shares(points)
+
+
+def summarize(points: Iterable[Point]) -> Summary:
+    points = list(points)
+    skipped: dict[str, int] = {}
+    by_bound: dict[str, int] = {}
+    skipped_time = 0.0
+    for p in points:
+        if not p.plottable:
+            flag = next(f for f in p.flags if f in SKIP_FLAGS)
+            skipped[flag] = skipped.get(flag, 0) + 1
+            skipped_time += p.time_s or 0.0
+        else:
+            by_bound[p.bound or "unknown"] = by_bound.get(p.bound or "unknown", 0) + 1
+    return Summary(
+        points=len(points),
+        plotted=sum(1 for p in points if p.plottable),
+        skipped=skipped,
+        above_roof=sum(1 for p in points if p.above_roof),
+        by_bound=by_bound,
+        total_time_s=sum(p.time_s or 0.0 for p in points),
+        skipped_time_s=skipped_time,
+    )
+
+
+def _finding(data: Mapping[str, Any], where: str) -> FindingView:
+    return FindingView(
+        where=str(data.get("where") or where),
+        bottleneck=str(data.get("bottleneck") or ""),
+        properties=tuple(str(p) for p in data.get("properties") or ()),
+        technique=str(data.get("technique") or ""),
+        evidence=str(data.get("evidence") or ""),
+        time_s=_number(data.get("time_s")),
+        best_time_s=_number(data.get("best_time_s")),
+        share=_number(data.get("share")),
+    )
+
+
+def report_findings(report: Any) -> list[FindingView]:
+    """Findings, largest saving first: diagnose's top-level list, else every row's (one per rule and row)."""
+    top = getattr(report, "findings", None)
+    if isinstance(top, list):
+        found = [_finding(f, "") for f in top if isinstance(f, Mapping)]
+    else:
+        labels = _workload_labels(report.rows)
+        found = []
+        for row, (label, _) in zip(report.rows, labels, strict=True):
+            device = f" on {row['device']}" if len(report.devices) > 1 and row.get("device") else ""
+            found += [_finding(f, label + device) for f in row.get("findings") or () if isinstance(f, Mapping)]
+    return sorted(found, key=lambda f: -f.saving_s)
+
+
+@dataclass(frozen=True)
+class ReportDocument:
+    """What html and markdown output show of one report: its facts, points (largest time first), findings."""
+
+    name: str
+    source: str
+    command: str
+    created_utc: str
+    tool_version: str
+    devices: tuple[Any, ...]  # roofline.report.DeviceInfo
+    points: tuple[Point, ...]  # by time, largest first; untimed ones last
+    summary: Summary
+    findings: tuple[FindingView, ...]
+    notes: tuple[str, ...]  # the chart's notes (skipped and above-roof points, projections)
+    totals: Mapping[str, Any]  # diagnose: the report's summary block ({} otherwise)
+    uncounted: tuple[Mapping[str, Any], ...]  # diagnose: ops without a cost formula
+
+
+def report_document(report: Any, name: str, *, notes: Sequence[str] = (), per_call: bool = False) -> ReportDocument:
+    points = report_points(report, name, per_call=per_call)
+    ordered = sorted(points, key=lambda p: (p.time_s is None, -(p.time_s or 0.0), p.index))
+    totals = getattr(report, "summary", None)
+    uncounted = getattr(report, "uncounted", None)
+    return ReportDocument(
+        name=name,
+        source=report.source,
+        command=report.command,
+        created_utc=report.created_utc,
+        tool_version=report.tool_version,
+        devices=tuple(report.devices),
+        points=tuple(ordered),
+        summary=summarize(points),
+        findings=tuple(report_findings(report)),
+        notes=tuple(notes),
+        totals=totals if isinstance(totals, Mapping) else {},
+        uncounted=tuple(u for u in uncounted or () if isinstance(u, Mapping)) if isinstance(uncounted, list) else (),
+    )
+
+
+__all__ = [
+    "ABOVE_ROOF",
+    "NO_BYTES",
+    "NO_FLOPS",
+    "PREDICTED",
+    "UNCOUNTED",
+    "UNTIMED",
+    "FindingView",
+    "Point",
+    "ReportDocument",
+    "Summary",
+    "report_document",
+    "report_findings",
+    "report_points",
+    "summarize",
+]

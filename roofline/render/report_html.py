@@ -1,0 +1,183 @@
+"""A report as one self-contained HTML file: summary, the chart (inline SVG), findings, the points table.
+
+It opens offline and anywhere: no scripts, no external URLs, fonts or stylesheets (the chart's text is drawn as
+paths, the style sheet is inline).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from roofline.points import FindingView, ReportDocument
+from roofline.render.base import Renderer
+from roofline.render.report_markdown import (
+    finding_text,
+    finding_where,
+    point_cells,
+    point_headers,
+    roof_source,
+    roof_text,
+    seconds,
+    summary_items,
+)
+
+DEFAULT_ROWS = 500
+
+STYLE = """
+:root { color-scheme: light; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
+       margin: 0; color: #1d1d1f; background: #fafafa; }
+main { max-width: 1400px; margin: 0 auto; padding: 24px 32px 48px; background: #fff; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #e5e5e5; padding-bottom: 4px; }
+.meta { color: #666; margin: 0 0 12px; font-size: 13px; }
+code { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; background: #f2f2f2;
+       padding: 1px 4px; border-radius: 3px; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 0; }
+dt { font-weight: 600; }
+dd { margin: 0; }
+figure { margin: 16px 0; }
+figure svg { width: 100%; height: auto; display: block; }
+ul.notes { color: #444; font-size: 13px; }
+ol.findings li { margin-bottom: 8px; }
+.evidence { color: #555; font-size: 13px; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { padding: 4px 8px; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
+th { background: #f6f6f6; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.bound-compute { color: #2a9d3a; font-weight: 600; }
+.bound-memory { color: #c06a00; font-weight: 600; }
+.bound-launch { color: #c2249b; font-weight: 600; }
+.flag { color: #b00020; }
+footer { color: #888; font-size: 12px; margin-top: 32px; }
+"""
+
+
+def inline_svg(svg: str) -> str:
+    """matplotlib's SVG document as an element to inline in HTML: no XML prolog, DOCTYPE, metadata or namespace
+    URLs (HTML parses inline SVG without them), scaled to the page width."""
+    svg = re.sub(r"<\?xml[^>]*\?>\s*", "", svg)
+    svg = re.sub(r"<!DOCTYPE[^>]*>\s*", "", svg)
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.DOTALL)
+    svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
+    svg = re.sub(r'(<svg\b[^>]*?)\s+width="[^"]*"\s+height="[^"]*"', r"\1", svg, count=1)
+    return svg.strip()
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+class HtmlReportRenderer(Renderer):
+    """A ReportDocument (roofline.points.report_document) and the chart's SVG as one HTML page."""
+
+    def __init__(self, *, chart_svg: str = "", rows: int = DEFAULT_ROWS, findings: int = 20) -> None:
+        self.chart_svg = chart_svg
+        self.rows = rows
+        self.findings = findings
+
+    def render(self, doc: ReportDocument) -> str:
+        title = f"roofline {doc.source} report: {doc.name}"
+        parts = [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{_e(title)}</title>",
+            f"<style>{STYLE}</style>",
+            "</head>",
+            "<body>",
+            "<main>",
+            f"<h1>{_e(title)}</h1>",
+        ]
+        if doc.command:
+            parts.append(
+                f'<p class="meta"><code>{_e(doc.command)}</code> · {_e(doc.created_utc)} · roofline '
+                f"{_e(doc.tool_version)}</p>"
+            )
+        for device in doc.devices:
+            parts.append(
+                f"<p><strong>{_e(device.display_name)}</strong> ({_e(device.name)}), {_e(roof_source(device))}: "
+                f"{_e(roof_text(device))}</p>"
+            )
+        parts.append("<h2>Summary</h2>")
+        parts.append("<dl>" + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in summary_items(doc)) + "</dl>")
+        if self.chart_svg:
+            parts.append('<h2>Roofline</h2><figure class="chart">')
+            parts.append(inline_svg(self.chart_svg))
+            parts.append("</figure>")
+        if doc.notes:
+            parts.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in doc.notes) + "</ul>")
+        parts += self._findings(doc.findings)
+        parts += self._uncounted(doc.uncounted)
+        parts += self._points(doc)
+        parts.append(
+            f"<footer>Written by roofline {_e(doc.tool_version)}: one file, no scripts or external resources. "
+            "The CSV of every point: <code>roofline report REPORT.json -o points.csv</code>.</footer>"
+        )
+        parts += ["</main>", "</body>", "</html>"]
+        return "\n".join(parts) + "\n"
+
+    def _findings(self, findings: Sequence[FindingView]) -> list[str]:
+        parts = ["<h2>Findings</h2>"]
+        if not findings:
+            return [*parts, "<p>None: no rule fired.</p>"]
+        parts.append("<p>Bottleneck → property: technique; the roofline's bound on the gain. Largest saving first.</p>")
+        parts.append('<ol class="findings">')
+        for f in findings[: self.findings]:
+            where = finding_where(f)
+            where_html = f" ({_e(where)})" if where else ""
+            parts.append(
+                f'<li><span class="bound-{_e(f.bottleneck)}">{_e(f.bottleneck)}</span>{where_html} → '
+                f'{_e(finding_text(f))}<br><span class="evidence">evidence: {_e(f.evidence)}</span></li>'
+            )
+        parts.append("</ol>")
+        if len(findings) > self.findings:
+            parts.append(f"<p>{len(findings) - self.findings} more in the report.</p>")
+        return parts
+
+    def _uncounted(self, uncounted: Sequence[Mapping[str, Any]]) -> list[str]:
+        if not uncounted:
+            return []
+        items = "".join(
+            f"<li>{_e(str(u.get('op', '')).removeprefix('aten::'))} x{_e(u.get('count', 0))} "
+            f"({_e(seconds(u.get('time_s')))}){_e(': ' + str(u['note'])) if u.get('note') else ''}</li>"
+            for u in uncounted
+        )
+        return [
+            "<h2>Uncounted ops</h2>",
+            "<p>No cost formula: their time is known, their FLOPs and bytes are not.</p>",
+            f"<ul>{items}</ul>",
+        ]
+
+    def _points(self, doc: ReportDocument) -> list[str]:
+        several = len(doc.devices) > 1
+        shown = list(doc.points[: self.rows])
+        headers = point_headers(doc, several)
+        numeric = set(range(len(headers) - 7, len(headers) - 1))
+        bound_column = 2 if several else 1
+        parts = [f"<h2>Points by time ({len(shown)} of {len(doc.points)})</h2>", '<table class="points">']
+        parts.append("<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr></thead><tbody>")
+        for p in shown:
+            cells = []
+            for i, text in enumerate(point_cells(p, several)):
+                if i == bound_column:
+                    cells.append(f'<td class="bound-{_e(text)}">{_e(text)}</td>')
+                elif i in numeric:
+                    cells.append(f'<td class="num">{_e(text)}</td>')
+                elif i == len(headers) - 1 and text:
+                    cells.append(f'<td class="flag">{_e(text)}</td>')
+                else:
+                    cells.append(f"<td>{_e(text)}</td>")
+            parts.append("<tr>" + "".join(cells) + "</tr>")
+        parts.append("</tbody></table>")
+        if len(doc.points) > len(shown):
+            parts.append(f"<p>{len(doc.points) - len(shown)} more in the report (<code>--format csv</code>).</p>")
+        return parts
+
+
+__all__ = ["HtmlReportRenderer", "inline_svg"]

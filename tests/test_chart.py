@@ -1,0 +1,277 @@
+"""The chart: what it shows (ChartSpec, pure) and how it is drawn (matplotlib, headless)."""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+from dataclasses import replace
+
+import pytest
+
+from roofline.chart import KnownDevice, NamedReport, build_chart
+from roofline.device import Device
+from roofline.errors import UsageError
+from roofline.render.chart import Box, figure, figure_bytes, place_label
+from roofline.report import DeviceInfo, Report
+
+# Spec sheet: bf16 = fp16 tensor 1000 TFLOP/s, fp32 vector 50, DRAM 2 TB/s. Measured: bf16 800, DRAM 1.6 TB/s,
+# L2 (an L2-resident copy) 8 TB/s.
+SPEC = Device(
+    name="gpu-x",
+    display_name="GPU X",
+    vendor="nvidia",
+    compute={("bf16", "tensor"): 1e15, ("fp16", "tensor"): 1e15, ("fp32", "vector"): 5e13},
+    bandwidth={"dram": 2e12},
+    launch_floor_s=4e-6,
+)
+MEASURED = replace(
+    SPEC,
+    compute={**SPEC.compute, ("bf16", "tensor"): 8e14},
+    bandwidth={"dram": 1.6e12, "l2": 8e12},
+    roof_source="measured",
+    measured=frozenset({("bf16", "tensor")}),
+)
+OTHER = Device(  # a projection target without bf16: V100-like
+    name="gpu-y",
+    display_name="GPU Y",
+    vendor="nvidia",
+    compute={("fp16", "tensor"): 1e14, ("fp32", "vector"): 1e13},
+    bandwidth={"dram": 1e12},
+    launch_floor_s=5e-6,
+)
+KNOWN = {
+    "gpu-x": KnownDevice("gpu-x", "GPU X", SPEC, MEASURED, "test calibration"),
+    "gpu-y": KnownDevice("gpu-y", "GPU Y", OTHER),
+}
+
+
+def info(roof_source: str = "measured") -> DeviceInfo:
+    d = MEASURED if roof_source == "measured" else SPEC
+    return DeviceInfo(
+        name="gpu-x",
+        display_name="GPU X",
+        roof_source=roof_source,
+        dram_bandwidth_bytes_per_s=d.bandwidth["dram"],
+        launch_floor_s=4e-6,
+        compute_flops_per_s={f"{k[0]} {k[1]}": v for k, v in d.compute.items()},
+    )
+
+
+def row(label: str, flops: float, nbytes: float, median_s: float, roof: str = "bf16 tensor", bound="compute"):
+    return {
+        "kind": "gemm",
+        "label": label,
+        "device": "gpu-x",
+        "roof": roof,
+        "flops": flops,
+        "bytes": nbytes,
+        "kernels": 1,
+        "median_s": median_s,
+        "bound": bound,
+    }
+
+
+def bench(rows: list[dict], roof_source: str = "measured") -> Report:
+    return Report(source="bench", devices=[info(roof_source)], rows=rows)
+
+
+ROWS = [
+    row("big", 1e12, 1e9, 2e-3),  # I 1000, 500 TFLOP/s
+    row("gemv", 1e9, 1e9, 1e-3, bound="memory"),  # I 1, 1 TFLOP/s
+    row("tiny", 2e6, 1e5, 8e-6, bound="launch"),  # I 20, 250 GFLOP/s: 2 launch floors
+    row("ew", 1e8, 4e8, 4e-4, roof="fp32 vector", bound="memory"),  # I 0.25, 250 GFLOP/s
+]
+
+
+def test_roofs_measured_beside_spec_with_ratios_l2_and_ridges():
+    spec = build_chart([NamedReport("r", bench(ROWS))], known=KNOWN)
+    (panel,) = spec.panels
+    roofs = {(r.name, r.source): r for r in panel.roofs}
+    assert set(roofs) == {
+        ("bf16 tensor", "measured"),
+        ("fp32 vector", "measured"),
+        ("DRAM", "measured"),
+        ("L2", "measured"),
+        ("bf16 tensor", "spec"),
+        ("fp32 vector", "spec"),
+        ("DRAM", "spec"),
+    }  # only the precisions the points use; no fp16 roof
+    assert roofs[("bf16 tensor", "measured")].label == "bf16 tensor 800 TFLOP/s (measured, 80% of spec)"
+    assert roofs[("DRAM", "measured")].label == "DRAM 1.6 TB/s (measured, 80% of spec)"
+    assert roofs[("L2", "measured")].label == "L2 8 TB/s (measured)"
+    assert roofs[("bf16 tensor", "spec")].label == "bf16 tensor 1 PFLOP/s (spec)"
+    assert all(r.primary == (r.source == "measured") for r in panel.roofs)
+    # the measured bf16 roof starts where the fastest measured memory roof (L2) meets it: 800e12 / 8e12 = 100
+    assert roofs[("bf16 tensor", "measured")].start == (100.0, 8e14)
+    # DRAM rises until the highest compute roof of its set: 800e12 / 1.6e12 = 500 FLOP/B
+    assert roofs[("DRAM", "measured")].end == pytest.approx((500.0, 8e14))
+    assert sorted((r.intensity, r.label) for r in panel.ridges) == [
+        (31.25, "ridge 31.2 FLOP/B"),
+        (500.0, "ridge 500.0 FLOP/B"),
+    ]
+    assert spec.x_range[0] < 0.25 and spec.x_range[1] > 1000 and spec.y_range[1] >= 4 * 1e15
+
+
+def test_equal_roofs_share_one_label():
+    rows = [row("a", 1e12, 1e9, 2e-3), row("b", 1e12, 1e9, 2e-3, roof="fp16 tensor")]
+    (panel,) = build_chart([NamedReport("r", bench(rows, "spec"))], known={}).panels
+    labels = [r.label for r in panel.roofs if r.kind == "compute"]
+    assert labels == ["bf16/fp16 tensor 1 PFLOP/s (spec)", ""]
+
+
+def test_launch_band_top_labels_and_notes():
+    spec = build_chart([NamedReport("r", bench(ROWS))], known=KNOWN, top=2)
+    (panel,) = spec.panels
+    band = panel.band
+    assert band is not None
+    assert band.flops == 2e6 and band.top == pytest.approx(2e6 / 4e-6) and band.x_range == (10.0, 40.0)
+    assert band.label == "launch band (4 us floor):\nkernels of ≤ 2 MFLOP stay below 500 GFLOP/s"
+    assert [m.label for m in panel.marks] == ["big", "gemv", None, None]  # the top 2 by time, short labels
+    assert spec.notes == ()
+
+
+def test_above_the_measured_roof_is_not_a_counting_error_above_the_spec_roof_is():
+    rows = [row("over-measured", 9e11, 1e9, 1e-3), row("over-spec", 1.2e12, 1e9, 1e-3)]  # 900 and 1200 TFLOP/s
+    spec = build_chart([NamedReport("r", bench(rows))], known=KNOWN)
+    assert [m.above_roof for m in spec.panels[0].marks] == [True, True]
+    soft, hard = spec.notes
+    assert soft.startswith("1 point(s) above the measured roof but under the spec roof (over-measured)")
+    assert hard.startswith("1 point(s) above the spec roof (up to 150% of it: over-spec): a roof is a hard limit")
+    spec_only = build_chart([NamedReport("r", bench(rows, "spec"))], known={})
+    (note,) = spec_only.notes
+    assert note.startswith("1 point(s) above their roof (up to 120% of it: over-spec)")
+
+
+def test_skipped_points_are_counted_in_a_note():
+    rows = [*ROWS, {**row("untimed", 1e9, 1e9, 0.0)}, {**row("uncounted", 1e9, 1e9, 1e-3), "flops": None}]
+    spec = build_chart([NamedReport("r", bench(rows))], known=KNOWN)
+    assert spec.counts == {"points": 6, "plotted": 4, "skipped": 2, "above_roof": 0}
+    (note,) = spec.notes
+    assert note == (
+        "r: 2 of 6 point(s) not plotted: 1 not timed (no measured time); "
+        "1 uncounted (no cost formula: FLOPs unknown), 23% of the time"  # 1 ms of 4.408 ms
+    )
+
+
+def test_projection_keeps_intensity_and_spec_efficiency():
+    spec = build_chart([NamedReport("r", bench(ROWS))], known=KNOWN, projections=["gpu-y"])
+    _, there = spec.panels
+    assert there.projected and there.title.startswith("GPU Y (gpu-y) · projected")
+    ew = next(m for m in there.marks if m.point.label == "gemm ew")
+    # on its own spec roofs: 250 GFLOP/s of min(50T, 0.25 x 2 TB/s = 500 G) = 50%; there: 50% of 0.25 x 1 TB/s
+    assert (ew.x, ew.y, ew.bound) == (0.25, pytest.approx(0.5 * 0.25e12), "memory")
+    assert {m.point.label for m in there.marks} == {"gemm ew"}  # no bf16 roof there
+    (note,) = spec.notes
+    assert note.startswith("gpu-y: 3 point(s) not re-drawn: it has no roof for bf16 tensor")
+    with pytest.raises(UsageError, match="--device gpu-z: no spec sheet"):
+        build_chart([NamedReport("r", bench(ROWS))], known=KNOWN, projections=["gpu-z"])
+
+
+def test_place_label_takes_the_first_free_spot_and_asks_for_a_leader_when_moved():
+    area = Box(0, 0, 500, 500)
+    assert place_label((100, 100), (50, 10), area=area, taken=[], dots=[], base_gap=5) == (
+        Box(105, 95, 155, 105),  # right of the point, no leader line
+        False,
+    )
+    blocked = [Box(0, 0, 500, 120)]  # the whole band around the point is taken
+    placed = place_label((100, 100), (50, 10), area=area, taken=blocked, dots=[], base_gap=5)
+    assert placed is not None
+    box, leader = placed
+    assert box.y0 >= 120 and leader
+    assert not any(box.overlap(t) for t in blocked)
+    # no spot in the area is free of labels: the label is left out, never drawn over another
+    assert place_label((100, 100), (50, 10), area=area, taken=[area], dots=[], base_gap=5) is None
+
+
+# ------------------------------------------------------------------------------------------------ drawing
+
+
+def _label_boxes(fig) -> list:
+    """Extents of the horizontal labels (a rotated roof label's axis-aligned extent is not its footprint)."""
+    renderer = fig.canvas.get_renderer()
+    return [
+        (text.get_text(), text.get_window_extent(renderer=renderer))
+        for ax in fig.axes
+        for text in ax.texts
+        if text.get_text() and text.get_rotation() == 0
+    ]
+
+
+def test_one_point_draws_with_units_and_the_png_is_1600_by_1000():
+    spec = build_chart([NamedReport("one", bench([row("only", 1e12, 1e9, 2e-3)]))], known=KNOWN)
+    fig = figure(spec)
+    png = figure_bytes(fig, "png")
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and (width, height) == (1600, 1000)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert ax.get_xlabel() == "Arithmetic intensity (FLOP/byte)" and ax.get_ylabel() == "Throughput (FLOP/s)"
+    ticks = [ax.yaxis.get_major_formatter()(v, 0) for v in (1e12, 1e15)]
+    assert ticks == ["1 TFLOP/s", "1 PFLOP/s"]
+    legend = fig.legends[0]
+    assert legend.get_bbox_to_anchor().x0 > ax.get_window_extent().x1  # outside the data area
+
+
+def test_svg_holds_labels_and_roof_names_and_labels_do_not_overlap():
+    spec = build_chart([NamedReport("r", bench(ROWS))], known=KNOWN)
+    fig = figure(spec)
+    svg = figure_bytes(fig, "svg").decode()
+    texts = set(re.findall(r"<!-- (.*?) -->", svg))  # matplotlib keeps each text as a comment beside its paths
+    for expected in (
+        "bf16 tensor 800 TFLOP/s (measured, 80% of spec)",
+        "DRAM 1.6 TB/s (measured, 80% of spec)",
+        "L2 8 TB/s (measured)",
+        "ridge 500.0 FLOP/B",
+        "big",
+        "gemv",
+        "1 PFLOP/s",
+    ):
+        assert expected in texts, expected
+    boxes = _label_boxes(fig)
+    assert len(boxes) >= 8  # 4 point labels, 4 compute roof labels, 2 ridges, the launch band
+    for i, (text_a, a) in enumerate(boxes):
+        for text_b, b in boxes[i + 1 :]:
+            assert not a.overlaps(b), (text_a, text_b)
+
+
+def test_pdf_output():
+    spec = build_chart([NamedReport("r", bench(ROWS))], known=KNOWN)
+    assert figure_bytes(figure(spec, size_px=(800, 500)), "pdf").startswith(b"%PDF")
+
+
+def test_thousands_of_points_draw_fast():
+    rows = [row(f"p{i}", 1e9 * (1 + i % 97), 1e8 * (1 + i % 89), 1e-4 * (1 + i % 13)) for i in range(2000)]
+    started = time.perf_counter()
+    spec = build_chart([NamedReport("many", bench(rows, "spec"))], known={})
+    buffer = io.BytesIO(figure_bytes(figure(spec), "png"))
+    assert time.perf_counter() - started < 6.0
+    assert len(spec.panels[0].marks) == 2000 and sum(1 for m in spec.panels[0].marks if m.label) == 10
+    assert buffer.getvalue()[:4] == b"\x89PNG"
+
+
+def test_several_reports_overlay_with_a_legend_entry_each():
+    first = NamedReport("before", bench(ROWS))
+    second = NamedReport("after", bench([row("big", 1e12, 1e9, 1.5e-3)]))
+    spec = build_chart([first, second], known=KNOWN)
+    assert spec.series == ("before", "after") and len(spec.panels) == 1
+    assert {m.series for m in spec.panels[0].marks} == {0, 1}
+    legend = [t.get_text() for t in figure(spec).legends[0].get_texts()]
+    assert "before" in legend and "after" in legend
+
+
+def test_the_h100_bench_chart_has_no_overlapping_labels_inside_the_axes():
+    from pathlib import Path
+
+    from roofline.api import chart_spec
+
+    report = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "bench-gpu-h100.json"
+    calibration = report.with_name("calibration-h100.json")
+    fig = figure(chart_spec(report, calibration=calibration, top=12))
+    boxes = _label_boxes(fig)
+    assert len(boxes) >= 12 + 4  # the labelled points, the roofs, the ridges
+    area = fig.axes[0].get_window_extent()
+    for i, (text_a, a) in enumerate(boxes):
+        assert area.x0 <= a.x0 and a.x1 <= area.x1 and area.y0 <= a.y0 and a.y1 <= area.y1, text_a
+        for text_b, b in boxes[i + 1 :]:
+            assert not a.overlaps(b), (text_a, text_b)
