@@ -176,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-runs", type=int, default=3, help="bench runs pooled into the baseline (3)")
     parser.add_argument("--max-time", type=float, default=None, help="bench --max-time per row (0.5; quick 0.05)")
     parser.add_argument("--budget-s", type=float, default=330.0, help="stop starting runs past this (seconds)")
+    parser.add_argument(
+        "--fail-on", action="append", default=[], metavar="RULE", help="a gate rule for every gate call (repeatable)"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     out: Path = args.out.resolve()
@@ -185,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         EXTRA_ENV.update(QUICK_ENV)
         os.environ.update(QUICK_ENV)  # this process measures the planted regression: the same threads
         RULES.extend(QUICK_RULES)
+    for rule in args.fail_on:
+        RULES.extend(["--fail-on", rule])
     runs = args.runs if args.runs is not None else (3 if quick else 10)
     max_time = args.max_time if args.max_time is not None else (0.05 if quick else 0.5)
     name = "gate-quick" if quick else "gate-gpu"

@@ -330,3 +330,44 @@ def test_gate_a_model_measures_it_in_process(cli, tmp_path, fake_cpu):
     result = cli("gate", str(other), "-b", "b.json", *fast)
     assert result.code == 2
     assert "baseline of model 'tiny_model.py', report of model 'other_model.py'" in _error_line(result)
+
+
+def _measured_in_turn(monkeypatch, reports):
+    """`gate SUITE` measures these reports in turn (the first measurement, then each confirmation)."""
+    calls = iter(reports)
+    monkeypatch.setattr("roofline.cli.gate._measure", lambda kind, target, args: next(calls))
+
+
+def _suite_scenario(tmp_path):
+    suite = tmp_path / "gate-demo.yaml"
+    suite.write_text("name: gate-demo\nworkloads:\n  - {kind: gemm, m: 16, n: 16, k: 16, dtype: bf16}\n")
+    good = [bench_row("m=1", spread(1e-4, 40, 0.01)), bench_row("m=2", spread(2e-4, 40, 0.01))]
+    _save(bench_report(good), tmp_path / "b.json")
+    slow = [good[0], bench_row("m=2", spread(2e-4, 40, 0.01, shift=0.3))]
+    return suite, bench_report(good), bench_report(slow)
+
+
+def test_a_transient_is_measured_again_and_passes(cli, tmp_path, monkeypatch):
+    suite, good, slow = _suite_scenario(tmp_path)
+    _measured_in_turn(monkeypatch, [slow, good])
+    result = cli("gate", str(suite), "-b", "b.json")
+    assert result.code == 0, result.out
+    assert "Measuring again to confirm (1/1): 1 point(s) did not pass" in result.err
+    assert "re-measured to confirm (1/1), judged on the new measurement: gemm m=2 bf16" in result.out
+
+
+def test_a_real_regression_fails_every_confirmation(cli, tmp_path, monkeypatch):
+    suite, _, slow = _suite_scenario(tmp_path)
+    _measured_in_turn(monkeypatch, [slow, slow, slow])
+    result = cli("gate", str(suite), "-b", "b.json", "--confirm", "2")
+    assert result.code == 1
+    assert "Measuring again to confirm (2/2)" in result.err
+    _measured_in_turn(monkeypatch, [slow])
+    assert cli("gate", str(suite), "-b", "b.json", "--confirm", "0").code == 1  # judged on the first
+
+
+def test_confirm_is_not_an_option_for_a_report(cli, tmp_path):
+    _, good, _ = _suite_scenario(tmp_path)
+    _write(good, tmp_path / "r.json")
+    result = cli("gate", "r.json", "-b", "b.json", "--confirm", "2")
+    assert result.code == 2 and "--confirm: not an option for a report" in _error_line(result)

@@ -120,6 +120,13 @@ def gate(
         show_default=False,
     ),
     roofs: str | None = typer.Option(None, "--roofs", help="MODEL: auto, spec or measured (as diagnose)."),
+    confirm: int = typer.Option(
+        1,
+        "--confirm",
+        min=0,
+        help="SUITE/MODEL: when points do not pass, measure again up to N times and judge those points on the "
+        "new measurement (a transient must strike the same point every time to fail). 0: judge the first.",
+    ),
 ) -> None:
     """Compare a report with a baseline: exit 0 pass, 1 regression, 3 inconclusive (too noisy), 2 bad input.
 
@@ -152,7 +159,13 @@ def gate(
         "--roofs": roofs,
         "script arguments": script_args,
     }
-    measuring = {"--output": output, "--device": device, "--sheet": sheet, "--spec": spec}
+    measuring = {
+        "--output": output,
+        "--device": device,
+        "--sheet": sheet,
+        "--spec": spec,
+        "--confirm": confirm if confirm != 1 else None,
+    }
     if kind == "report":
         _reject(kind, {**measuring, **bench_only, **model_only})
     elif kind == "suite":
@@ -182,6 +195,7 @@ def gate(
 
         report_path = Path(target)
         report = read_report(report_path)
+        result = check(report, saved, rules)
     else:
         passed = {
             "device": device,
@@ -193,14 +207,28 @@ def gate(
             "script_args": script_args,
         }
         report = _measure(kind, target, passed)
+        result = check(report, saved, rules)
+        for attempt in range(confirm):
+            doubtful = {p.key for p in result.points if p.verdict in ("regression", "inconclusive")}
+            if not doubtful:
+                break
+            from roofline.gate.measure import confirm as confirmed
+
+            typer.echo(
+                f"Measuring again to confirm ({attempt + 1}/{confirm}): {len(doubtful)} point(s) did not pass", err=True
+            )
+            report, replaced = confirmed(report, _measure(kind, target, passed), doubtful)
+            result = check(report, saved, rules)
+            result.warnings.append(
+                f"re-measured to confirm ({attempt + 1}/{confirm}), judged on the new measurement: "
+                + ", ".join(replaced)
+            )
         if output is not None:
             from roofline.report import write_report
 
             write_report(report, output)
             report_path = output
             typer.echo(f"Report written to {output}", err=True)
-
-    result = check(report, saved, rules)
 
     from roofline.render import gate as render
 

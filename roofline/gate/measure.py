@@ -74,3 +74,21 @@ def measure_model(
     from roofline.diagnose.pipeline import diagnose
 
     return diagnose(path, progress=progress, **options).report(command)
+
+
+def confirm(first: Report, second: Report, keys: set[str]) -> tuple[Report, list[str]]:
+    """``first`` with the rows of ``keys`` (the points that did not pass) taken from the re-measurement
+    ``second``, and the labels of the rows replaced. A point then fails only when both measurements fail it:
+    a transient (another process, a clock dip) has to strike the same point twice to fail CI, a real
+    regression does so every time."""
+    from roofline.baseline import points_of
+
+    again = {p.key: row for p, row in zip(points_of(second), second.rows, strict=True)}
+    rows, replaced = [], []
+    for point, row in zip(points_of(first), first.rows, strict=True):
+        if point.key in keys and point.key in again:
+            rows.append(again[point.key])
+            replaced.append(point.label)
+        else:
+            rows.append(row)
+    return first.model_copy(update={"rows": rows}), replaced
