@@ -642,3 +642,23 @@ def _cpu_target(torch: Any, warm: bool, rule: StoppingRule) -> Target:
         "max_time_s": rule.max_time_s,
     }
     return Target("cpu", device, harness, _builder(torch, torch.device("cpu")), info, notes)
+
+
+def bench_report(command: str, target: Any, result: Any, suite: dict[str, str] | None = None) -> Any:
+    """The versioned report of a bench run: its rows, the target's facts (and the suite's name and file when it
+    ran one), the machine, what was skipped. One home for `roofline bench` and `roofline gate SUITE`."""
+    from roofline.machine import describe
+    from roofline.report import new_report
+
+    info = {**target.info, "roof_source": target.device.roof_source, "notes": target.notes}
+    if suite is not None:
+        info["suite"] = suite
+    return new_report(command, "bench", [target.device], result.rows).model_copy(
+        update={
+            "bench": info,
+            "machine": describe(f"{target.kind}:{target.info.get('index', 0)}", target.device.name),
+            "skipped": [s.to_dict() for s in result.skipped],
+            "interrupted": result.interrupted,
+            "total": result.total,
+        }
+    )

@@ -146,12 +146,11 @@ def _progress() -> Iterator[Any]:
         yield update
 
 
-def execute(items: list, opts: Options, title: str = "") -> None:
+def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] | None = None) -> None:
     """Run the items on the target device, write the report, render it; exit 130 when interrupted."""
-    from roofline.bench.run import open_target, run_bench
+    from roofline.bench.run import bench_report, open_target, run_bench
     from roofline.errors import EXIT_INTERRUPTED
-    from roofline.machine import describe as describe_machine
-    from roofline.report import new_report, write_report
+    from roofline.report import write_report
 
     target = open_target(
         opts.device, sheet=opts.sheet, spec_files=opts.spec or [], warm=opts.warm, max_time_s=opts.max_time
@@ -162,16 +161,7 @@ def execute(items: list, opts: Options, title: str = "") -> None:
         error = result.first_error()
         if error is not None:  # nothing ran, and not for lack of memory: a usage problem, one line
             raise error
-    report = new_report(" ".join(["roofline", *sys.argv[1:]]), "bench", [target.device], result.rows)
-    report = report.model_copy(
-        update={
-            "bench": {**target.info, "roof_source": target.device.roof_source, "notes": target.notes},
-            "machine": describe_machine(f"{target.kind}:{target.info.get('index', 0)}", target.device.name),
-            "skipped": [s.to_dict() for s in result.skipped],
-            "interrupted": result.interrupted,
-            "total": result.total,
-        }
-    )
+    report = bench_report(" ".join(["roofline", *sys.argv[1:]]), target, result, suite)
     write_report(report, opts.output)
     write_requested_plot(report, opts.output.stem)
     if opts.as_json:
@@ -430,8 +420,13 @@ def suite(
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep). Also `roofline bench FILE`."""
     from roofline.bench.run import expand_suite
-    from roofline.workloads import load_suite
+    from roofline.workloads import load_suite, suite_path
 
     loaded, entries = load_suite(file)
     items = expand_suite(entries)
-    execute(items, _options(device, sheet, spec, warm, max_time, output, as_json), title=f"suite {loaded.name}")
+    execute(
+        items,
+        _options(device, sheet, spec, warm, max_time, output, as_json),
+        title=f"suite {loaded.name}",
+        suite={"name": loaded.name, "file": str(suite_path(file))},
+    )

@@ -29,9 +29,7 @@ def measure_suite(
     """Run every workload of a suite (a YAML file or a shipped suite's name) as `roofline bench` does.
 
     ``wrap_build(build) -> build`` replaces how ops are built (benchmarks/gate_gpu.py plants a regression)."""
-    from roofline.bench.run import expand_suite, open_target, run_bench
-    from roofline.machine import describe
-    from roofline.report import new_report
+    from roofline.bench.run import bench_report, expand_suite, open_target, run_bench
     from roofline.workloads import load_suite, suite_path
 
     loaded, entries = load_suite(file)
@@ -45,21 +43,7 @@ def measure_suite(
         error = result.first_error()
         if error is not None:
             raise error
-    report = new_report(command, "bench", [target.device], result.rows)
-    return report.model_copy(
-        update={
-            "bench": {
-                **target.info,
-                "roof_source": target.device.roof_source,
-                "notes": target.notes,
-                "suite": {"name": loaded.name, "file": str(suite_path(file))},
-            },
-            "machine": describe(f"{target.kind}:{target.info.get('index', 0)}", target.device.name),
-            "skipped": [s.to_dict() for s in result.skipped],
-            "interrupted": result.interrupted,
-            "total": result.total,
-        }
-    )
+    return bench_report(command, target, result, {"name": loaded.name, "file": str(suite_path(file))})
 
 
 def measure_model(
