@@ -39,6 +39,13 @@ class CliResult:
     def json(self):
         return json.loads(self.out)
 
+    def error_line(self) -> str:
+        """The one line a bad input gets on stderr (asserting it is one line and starts with 'Error: ')."""
+        lines = self.err.strip().splitlines()
+        assert len(lines) == 1, self.err
+        assert lines[0].startswith("Error: ")
+        return lines[0]
+
 
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):

@@ -409,13 +409,6 @@ def fake_cpu(monkeypatch):
     return FAKE_CPU
 
 
-def _error_line(result) -> str:
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1, result.err
-    assert lines[0].startswith("Error: ")
-    return lines[0]
-
-
 def test_cli_gemm_on_cpu_writes_a_report_with_samples(cli, tmp_path, fake_cpu):
     from roofline.report import read_report
 
@@ -523,7 +516,7 @@ def test_cuda_without_a_gpu_is_one_line_exit_2(cli, tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     result = cli("bench", "gemm", "-m", "8", "-n", "8", "-k", "8", "--device", "cuda", "-o", str(tmp_path / "r.json"))
     assert result.code == 2
-    assert "sees no CUDA GPU: use --device cpu" in _error_line(result)
+    assert "sees no CUDA GPU: use --device cpu" in result.error_line()
     assert not (tmp_path / "r.json").exists()
 
 
@@ -544,7 +537,7 @@ def test_cuda_without_a_gpu_is_one_line_exit_2(cli, tmp_path, monkeypatch):
 def test_bad_input_is_one_line_exit_2(cli, tmp_path, fake_cpu, args, needle):
     result = cli(*args, "-o", str(tmp_path / "r.json"))
     assert result.code == 2, result.err
-    assert needle in _error_line(result)
+    assert needle in result.error_line()
 
 
 @pytest.mark.parametrize(
@@ -560,7 +553,7 @@ def test_bad_suite_is_one_line_exit_2(cli, tmp_path, fake_cpu, text, needle):
     path.write_text(text)
     result = cli("bench", str(path), "--device", "cpu", "-o", str(tmp_path / "r.json"))
     assert result.code == 2
-    assert needle in _error_line(result)
+    assert needle in result.error_line()
 
 
 def test_bench_help_lists_the_real_commands(cli):

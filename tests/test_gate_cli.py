@@ -36,13 +36,6 @@ def _hermetic(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
-def _error_line(result) -> str:
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1, result.err
-    assert lines[0].startswith("Error: ")
-    return lines[0]
-
-
 def _save(report, path: Path, commit: str = "0123456789abcdef0123456789abcdef01234567") -> Path:
     saved = baselines.from_report(report, commit=commit).model_copy(update={"created_utc": "2026-01-01T00:00:00+00:00"})
     return baselines.save(saved, path)
@@ -205,7 +198,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path, args, needle):
     (tmp_path / "corrupt.json").write_text("{")
     result = cli(*args)
     assert result.code == 2, result.out + result.err
-    assert needle in _error_line(result)
+    assert needle in result.error_line()
     assert (tmp_path / "corrupt.json").read_text() == "{"
 
 
@@ -228,7 +221,7 @@ def test_pyproject_settings_are_found_walking_up(cli, tmp_path, monkeypatch):
     assert cli("gate", str(report), "--fail-on", "efficiency:-5%").code == 1
     (tmp_path / "pyproject.toml").write_text("[tool.roofline.gate]\ncolour = 'red'\n")
     result = cli("gate", str(report), "-b", str(tmp_path / "ci" / "b.json"))
-    assert result.code == 2 and "[tool.roofline.gate] colour: unknown key" in _error_line(result)
+    assert result.code == 2 and "[tool.roofline.gate] colour: unknown key" in result.error_line()
 
 
 def test_update_baseline_only_after_a_pass_unless_forced(cli, tmp_path):
@@ -329,7 +322,7 @@ def test_gate_a_model_measures_it_in_process(cli, tmp_path, fake_cpu):
     other.write_text(model.read_text())
     result = cli("gate", str(other), "-b", "b.json", *fast)
     assert result.code == 2
-    assert "baseline of model 'tiny_model.py', report of model 'other_model.py'" in _error_line(result)
+    assert "baseline of model 'tiny_model.py', report of model 'other_model.py'" in result.error_line()
 
 
 def _measured_in_turn(monkeypatch, reports):
@@ -370,4 +363,4 @@ def test_confirm_is_not_an_option_for_a_report(cli, tmp_path):
     _, good, _ = _suite_scenario(tmp_path)
     _write(good, tmp_path / "r.json")
     result = cli("gate", "r.json", "-b", "b.json", "--confirm", "2")
-    assert result.code == 2 and "--confirm: not an option for a report" in _error_line(result)
+    assert result.code == 2 and "--confirm: not an option for a report" in result.error_line()

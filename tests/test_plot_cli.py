@@ -25,13 +25,6 @@ CPU = DeviceInfo(
 )
 
 
-def _error_line(result) -> str:
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1, result.err
-    assert lines[0].startswith("Error: ")
-    return lines[0]
-
-
 def _op(index: int, op: str, flops, nbytes, time_s: float) -> dict:
     return {
         "index": index,
@@ -157,7 +150,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, diag, tmp_path, monkeypatch, args
     names = {"missing": str(tmp_path / "nope.json"), "corrupt": str(corrupt), "diag": str(diag)}
     result = cli(*[a.format(**names) for a in args])
     assert result.code == 2
-    assert _error_line(result) == line.format(**names)
+    assert result.error_line() == line.format(**names)
     assert not list(tmp_path.glob("x.*")) and not list(tmp_path.glob("r.*"))
 
 
@@ -166,7 +159,7 @@ def test_binary_output_to_a_terminal_is_refused(cli, diag, monkeypatch, command,
     monkeypatch.setattr("roofline.cli.plot.stdout_is_terminal", lambda: True)
     result = cli(command, str(diag), "--format", fmt)
     assert result.code == 2
-    assert _error_line(result) == (
+    assert result.error_line() == (
         f"Error: not writing {fmt} (binary) to a terminal: give -o FILE.{fmt}, or redirect stdout to a file"
     )
 
@@ -223,7 +216,7 @@ def test_report_parquet_without_pyarrow_is_one_line(cli, diag, tmp_path, monkeyp
     monkeypatch.setattr(builtins, "__import__", no_pyarrow)
     result = cli("report", str(diag), "-o", str(tmp_path / "p.parquet"))
     assert result.code == 2
-    assert _error_line(result) == (
+    assert result.error_line() == (
         "Error: Parquet output needs pyarrow: pip install pyarrow (or pip install 'roofline[parquet]'), "
         "or write --format csv"
     )
