@@ -7,25 +7,9 @@ import tempfile
 from pathlib import Path
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Bytes (charts, pages, tables), written atomically like atomic_write_text, and readable as any new file
-    is (0666 less the umask; mkstemp alone would leave them private, 0600)."""
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``. The file gets the mode any
+    new file gets (0666 less the umask): mkstemp alone would leave it private (0600)."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     directory.mkdir(parents=True, exist_ok=True)
@@ -42,3 +26,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Text (reports, baselines, caches) as UTF-8, atomically (see atomic_write_bytes)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
