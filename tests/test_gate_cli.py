@@ -10,24 +10,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from diagnose_devices import CPU
 
 from roofline import baseline as baselines
-from roofline.device import Device
 from roofline.report import write_report
 from tests.gate_synthetic import H100, bench_report, bench_row, diagnose_report, diagnose_row, spread
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "gate"
 UPDATE = os.environ.get("ROOFLINE_UPDATE_GOLDEN") == "1"  # rewrite the golden files from this run
-
-FAKE_CPU = Device(
-    name="cpu",
-    display_name="Test CPU",
-    vendor="other",
-    compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11},
-    bandwidth={"dram": 2e10},
-    launch_floor_s=5e-6,
-    roof_source="measured",
-)
 
 
 @pytest.fixture(autouse=True)
@@ -262,7 +252,7 @@ def test_baseline_save_and_show(cli, tmp_path):
 @pytest.fixture
 def fake_cpu(monkeypatch):
     """CPU roofs without running a calibration."""
-    monkeypatch.setattr("roofline.bench.run.cpu_device", lambda torch_: (FAKE_CPU, ["test roofs"]))
+    monkeypatch.setattr("roofline.bench.run.cpu_device", lambda torch_: (CPU, ["test roofs"]))
 
 
 def test_gate_a_suite_measures_it_in_process(cli, tmp_path, fake_cpu, monkeypatch):

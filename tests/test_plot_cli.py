@@ -10,19 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
+from diagnose_devices import CPU as TEST_CPU
 
-from roofline.report import DeviceInfo, Report, write_report
+from roofline.report import Report, device_info, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 H100_BENCH = ROOT / "benchmarks" / "results" / "bench-gpu-h100.json"
-CPU = DeviceInfo(
-    name="cpu",
-    display_name="Test CPU",
-    roof_source="measured",
-    dram_bandwidth_bytes_per_s=2e10,
-    launch_floor_s=3e-6,
-    compute_flops_per_s={"fp32 vector": 3e11},
-)
+CPU = device_info(TEST_CPU)  # the diagnose tests' CPU, as a report carries it
 
 
 def _op(index: int, op: str, flops, nbytes, time_s: float) -> dict:

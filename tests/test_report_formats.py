@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from diagnose_devices import CPU as TEST_CPU
 
 from roofline.chart import NamedReport, build_chart
 from roofline.export import POINT_COLUMNS, flatten, json_columns, points_frame, to_csv, to_parquet, unflatten
@@ -18,19 +19,12 @@ from roofline.points import report_document
 from roofline.render.chart import figure, figure_bytes
 from roofline.render.report_html import HtmlReportRenderer, inline_svg
 from roofline.render.report_markdown import MarkdownReportRenderer
-from roofline.report import DeviceInfo, Report, read_report
+from roofline.report import Report, device_info, read_report
 
 ROOT = Path(__file__).resolve().parents[1]
 H100_BENCH = ROOT / "benchmarks" / "results" / "bench-gpu-h100.json"
 
-CPU = DeviceInfo(
-    name="cpu",
-    display_name="Test CPU",
-    roof_source="measured",
-    dram_bandwidth_bytes_per_s=2e10,
-    launch_floor_s=3e-6,
-    compute_flops_per_s={"fp32 vector": 3e11, "fp32 tensor": 3e11},
-)
+CPU = device_info(TEST_CPU)  # the diagnose tests' CPU, as a report carries it
 
 
 def diagnose_report() -> Report:
