@@ -140,7 +140,7 @@ def measure_regressed(suite: Path, name: str, device: str, max_time: float, out:
     import torch
 
     from roofline.gate.measure import measure_suite
-    from roofline.report import write_report
+    from roofline.report.schema import write_report
 
     torch_device = torch.device("cuda", 0) if device.startswith("cuda") else torch.device("cpu")
     labels = REGRESSED[name]

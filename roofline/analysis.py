@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from roofline.advice import Context, Finding, advise
 from roofline.costs.base import get_model
 from roofline.device import Device
+from roofline.findings.analytic import Context, Finding, advise
 from roofline.placement import place
 
 

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from roofline.chart import DEFAULT_TOP, ChartSpec, KnownDevice, NamedReport, build_chart
 from roofline.errors import UsageError
-from roofline.points import Point, report_points
-from roofline.report import Report, read_report
+from roofline.report.chart import DEFAULT_TOP, ChartSpec, KnownDevice, NamedReport, build_chart
+from roofline.report.points import Point, report_points
+from roofline.report.schema import Report, read_report
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,14 +45,14 @@ def _named_all(reports: Iterable[ReportLike] | ReportLike) -> list[NamedReport]:
 
 
 def points(report: ReportLike, *, per_call: bool = False) -> list[Point]:
-    """The plain points of a report (roofline.points.Point), as the chart places them."""
+    """The plain points of a report (roofline.report.points.Point), as the chart places them."""
     named = _named(report, 0)
     return report_points(named.report, named.name, per_call=per_call)
 
 
 def points_frame(report: ReportLike) -> pd.DataFrame:
     """One row per report row: the point's columns (``point.*``) then every field of the row, flattened."""
-    from roofline.export import points_frame as frame
+    from roofline.report.export import points_frame as frame
 
     named = _named(report, 0)
     return frame(named.report, named.name)
@@ -65,8 +65,8 @@ def known_devices(
 
     Measured ceilings: ``calibration`` (a `roofline calibrate` JSON) for the device it measured, else the
     newest cached calibration of that sheet."""
-    from roofline import calibration as cal_module
     from roofline.device import Device
+    from roofline.measure import calibration as cal_module
     from roofline.specs.loader import load_registry
 
     registry = load_registry(spec_files)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roofline import model
+from roofline import ironlaw as model
 from roofline.costs.base import Cost
 from roofline.device import Device
 

@@ -1,7 +1,7 @@
 """Hand-built devices and op records shared by the diagnose tests (no torch)."""
 
 from roofline.device import Device
-from roofline.diagnose.records import OpRecord
+from roofline.report.records import OpRecord
 
 GPU = Device(
     name="test-gpu",

@@ -11,7 +11,7 @@ import random
 from statistics import NormalDist
 from typing import Any
 
-from roofline.report import Report
+from roofline.report.schema import Report
 
 H100 = {
     "kind": "cuda",

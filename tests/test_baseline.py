@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline import baseline as baselines
-from roofline.baseline import BaselineError, Identity, from_report, identity_of, points_of
-from roofline.report import read_report
+from roofline.report import baseline as baselines
+from roofline.report.baseline import BaselineError, Identity, from_report, identity_of, points_of
+from roofline.report.schema import read_report
 from tests.gate_synthetic import bench_report, bench_row, diagnose_report, diagnose_row, spread
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ from roofline.bench.run import (
 )
 from roofline.device import Device
 from roofline.errors import WorkloadError
-from roofline.timing.stats import StoppingRule
+from roofline.measure.stats import StoppingRule
 
 # ------------------------------------------------------------------------------------------------ fakes
 
@@ -264,7 +264,7 @@ def test_sdpa_means_fused_and_fp8_gemms_write_bf16():
 
 
 def test_shipped_suites_expand():
-    from roofline.workloads import load_suite
+    from roofline.costs.suite import load_suite
 
     gpu = expand_suite(load_suite("bench-gpu")[1])
     kinds = {i.kind for i in gpu}
@@ -410,7 +410,7 @@ def fake_cpu(monkeypatch):
 
 
 def test_cli_gemm_on_cpu_writes_a_report_with_samples(cli, tmp_path, fake_cpu):
-    from roofline.report import read_report
+    from roofline.report.schema import read_report
 
     out = tmp_path / "tmp" / "report.json"
     args = ("bench", "gemm", "-m", "64,128", "-n", "64", "-k", "64", "--device", "cpu", "-o", str(out))
@@ -466,7 +466,7 @@ def test_cli_suite_shorthand(cli, tmp_path, fake_cpu):
 
 
 def test_cli_interrupt_writes_partial_rows_and_exits_130(cli, tmp_path, fake_cpu, monkeypatch):
-    from roofline.report import read_report
+    from roofline.report.schema import read_report
 
     real = runners.build
 

@@ -9,10 +9,10 @@ from functools import partial
 
 import pytest
 
-from roofline import calibration as cal_mod
-from roofline.calibration import Calibration, Ceiling, Machine, Summary
 from roofline.device import Device
 from roofline.errors import CalibrationError
+from roofline.measure import calibration as cal_mod
+from roofline.measure.calibration import Calibration, Ceiling, Machine, Summary
 from roofline.specs.loader import load_registry
 
 T0 = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
@@ -245,7 +245,7 @@ def test_cpu_device_from_a_cpu_calibration():
 @pytest.fixture
 def quick(monkeypatch):
     """calibrate_cpu with tiny sizes, counting its calls."""
-    import roofline.calibrate as measuring
+    import roofline.measure.ceilings as measuring
 
     calls = []
     real = partial(measuring.calibrate_cpu, quick=True)
@@ -272,7 +272,7 @@ def test_calibrate_cpu_end_to_end_then_cached(cli, cache, quick, monkeypatch):
     assert len(quick) == 1
 
     # the second run reads the cache and measures nothing
-    import roofline.calibrate as measuring
+    import roofline.measure.ceilings as measuring
 
     def fail(*args, **kwargs):
         raise AssertionError("re-measured despite the cache")
@@ -347,7 +347,7 @@ def test_renderer_shows_spec_ratio_and_throttling():
 def test_calibrate_cuda_for_real():
     import torch
 
-    from roofline.calibrate import calibrate_cuda
+    from roofline.measure.ceilings import calibrate_cuda
 
     steps = []
     cal = calibrate_cuda(torch, progress=lambda name, i, n: steps.append((name, i, n)), budget_s=8)
@@ -365,7 +365,7 @@ def test_calibrate_cuda_for_real():
 
 
 def test_analyze_uses_measured_roofs_when_cached(cli, cache):
-    from roofline.calibration import save
+    from roofline.measure.calibration import save
 
     args = ("analyze", "gemm", "-m", "8192", "-n", "8192", "-k", "8192", "--dtype", "bf16", "-d", "h100-sxm", "--json")
     assert cli(*args).json()["rows"][0]["roof_source"] == "spec"  # nothing cached yet
@@ -385,11 +385,11 @@ def test_analyze_uses_measured_roofs_when_cached(cli, cache):
 
 
 def test_ceiling_sets_throttled_samples_aside():
-    from roofline.calibrate import ceiling_time
-    from roofline.timing.engine import Measurement
+    from roofline.measure.ceilings import ceiling_time
+    from roofline.measure.engine import Measurement
 
     def m(samples, throttled):
-        from roofline.timing import median
+        from roofline.measure import median
 
         return Measurement(
             median_s=median(samples),

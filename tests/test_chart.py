@@ -9,11 +9,11 @@ from dataclasses import replace
 
 import pytest
 
-from roofline.chart import KnownDevice, NamedReport, build_chart
 from roofline.device import Device
 from roofline.errors import UsageError
 from roofline.render.chart import Box, figure, figure_bytes, place_label
-from roofline.report import DeviceInfo, Report
+from roofline.report.chart import KnownDevice, NamedReport, build_chart
+from roofline.report.schema import DeviceInfo, Report
 
 # Spec sheet: bf16 = fp16 tensor 1000 TFLOP/s, fp32 vector 50, DRAM 2 TB/s. Measured: bf16 800, DRAM 1.6 TB/s,
 # L2 (an L2-resident copy) 8 TB/s.

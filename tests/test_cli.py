@@ -130,7 +130,7 @@ def test_output_file_is_the_json_report(cli, tmp_path):
     out = tmp_path / "sub" / "report.json"
     result = cli("analyze", "gemm", "-m", "64", "-n", "64", "-k", "64", "-d", "h100", "-o", str(out))
     assert result.code == 0, result.err
-    from roofline.report import read_report
+    from roofline.report.schema import read_report
 
     report = read_report(out)
     assert report.rows[0]["flops"] == 2 * 64**3

@@ -13,7 +13,7 @@ import pytest
 
 from roofline.device import Device
 from roofline.diagnose.pipeline import Stages, diagnose
-from roofline.diagnose.records import OpTiming, Timing
+from roofline.report.records import OpTiming, Timing
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "workloads" / "models"
@@ -73,7 +73,7 @@ def test_example_models_give_their_expected_top_finding(cli, tmp_path, fake_cpu,
 
 
 def test_report_shape(cli, tmp_path, fake_cpu):
-    from roofline.report import read_report
+    from roofline.report.schema import read_report
 
     out = tmp_path / "sub" / "report.json"
     result = cli("diagnose", str(MODELS / "gelu_chain_unfused.py"), *FAST, "-o", str(out))

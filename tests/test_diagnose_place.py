@@ -11,7 +11,7 @@ from diagnose_devices import CPU, GPU
 from diagnose_devices import rec as shared_rec
 
 from roofline.diagnose.place import LAUNCH_FACTOR, aggregate_points, place, place_op
-from roofline.diagnose.records import OpTiming, Timing
+from roofline.report.records import OpTiming, Timing
 
 # NB: here every record's module type is 'Model' unless given (the shared helper guesses 'Linear' inside modules)
 rec = partial(shared_rec, module_type="Model")

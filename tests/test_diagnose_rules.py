@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from diagnose_devices import CPU, GPU, rec
 
-from roofline.diagnose import rules
 from roofline.diagnose.place import place
-from roofline.diagnose.records import OpTiming, Timing
-from roofline.diagnose.rules import Context, diagnose, gemm_dims
+from roofline.findings import model as rules
+from roofline.findings.model import Context, diagnose, gemm_dims
+from roofline.report.records import OpTiming, Timing
 
 
 def ctx_of(ops, device=GPU, *, wall_s=None, busy_s=0.0, idle_s=0.0):

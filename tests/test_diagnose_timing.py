@@ -7,7 +7,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from roofline.diagnose.records import KernelEvent, OpRecord
 from roofline.diagnose.timing import (
     MARKER,
     CpuOp,
@@ -19,6 +18,7 @@ from roofline.diagnose.timing import (
     time_model,
 )
 from roofline.errors import DeviceError, UserCodeError, WorkloadError
+from roofline.report.records import KernelEvent, OpRecord
 
 
 def rec(index: int, op: str, *shapes: tuple[int, ...], flops: int | None = 1) -> OpRecord:

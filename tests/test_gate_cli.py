@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from diagnose_devices import CPU
 
-from roofline import baseline as baselines
-from roofline.report import write_report
+from roofline.report import baseline as baselines
+from roofline.report.schema import write_report
 from tests.gate_synthetic import H100, bench_report, bench_row, diagnose_report, diagnose_row, spread
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "gate"
@@ -272,7 +272,7 @@ def test_gate_a_suite_measures_it_in_process(cli, tmp_path, fake_cpu, monkeypatc
     result = cli("gate", str(suite), "-b", "b.json", *fast, "--fail-on", "efficiency:off", "-o", "now.json")
     assert result.code == 0, result.err
     assert "2 points compared: 2 pass" in result.out and "Report written to now.json" in result.err
-    from roofline.report import read_report
+    from roofline.report.schema import read_report
 
     bench = read_report(Path("now.json")).model_extra["bench"]
     assert bench["suite"] == {"name": "tiny", "file": str(suite)}

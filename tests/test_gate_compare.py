@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from roofline.baseline import BaselineError, Point, from_report, from_reports
 from roofline.gate import check
 from roofline.gate.compare import common_mode, compare_points
 from roofline.gate.thresholds import build_rules
+from roofline.report.baseline import BaselineError, Point, from_report, from_reports
 from tests.gate_synthetic import H100, bench_report, bench_row, diagnose_report, diagnose_row, noisy, spread
 
 BASE = 1.5e-4

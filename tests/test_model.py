@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline import model
+from roofline import ironlaw as model
 
 positive = st.floats(min_value=1e-3, max_value=1e18, allow_nan=False, allow_infinity=False)
 

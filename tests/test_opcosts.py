@@ -14,9 +14,8 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
 
-from roofline.diagnose import opcosts  # noqa: E402
-from roofline.diagnose.count import count_ops  # noqa: E402
-from roofline.diagnose.opcosts import (  # noqa: E402
+from roofline.costs import aten as opcosts  # noqa: E402
+from roofline.costs.aten import (  # noqa: E402
     NO_FORMULA,
     causal_pairs,
     covered_ops,
@@ -24,6 +23,7 @@ from roofline.diagnose.opcosts import (  # noqa: E402
     uncovered,
     unique_numel,
 )
+from roofline.diagnose.count import count_ops  # noqa: E402
 
 FP32 = 4
 BF16 = 2

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from diagnose_devices import CPU as TEST_CPU
 
-from roofline.report import Report, device_info, write_report
+from roofline.report.schema import Report, device_info, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 H100_BENCH = ROOT / "benchmarks" / "results" / "bench-gpu-h100.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.points import (
+from roofline.report.points import (
     ABOVE_ROOF,
     NO_FLOPS,
     PREDICTED,
@@ -15,7 +15,7 @@ from roofline.points import (
     report_points,
     summarize,
 )
-from roofline.report import DeviceInfo, Report
+from roofline.report.schema import DeviceInfo, Report
 
 # A round device: bf16 tensor 1000 TFLOP/s, fp32 vector 50 TFLOP/s, DRAM 2 TB/s (ridges 500 and 25 FLOP/B).
 GPU = DeviceInfo(

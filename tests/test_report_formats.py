@@ -13,13 +13,13 @@ import pandas as pd
 import pytest
 from diagnose_devices import CPU as TEST_CPU
 
-from roofline.chart import NamedReport, build_chart
-from roofline.export import POINT_COLUMNS, flatten, json_columns, points_frame, to_csv, to_parquet, unflatten
-from roofline.points import report_document
 from roofline.render.chart import figure, figure_bytes
 from roofline.render.report_html import HtmlReportRenderer, inline_svg
 from roofline.render.report_markdown import MarkdownReportRenderer
-from roofline.report import Report, device_info, read_report
+from roofline.report.chart import NamedReport, build_chart
+from roofline.report.export import POINT_COLUMNS, flatten, json_columns, points_frame, to_csv, to_parquet, unflatten
+from roofline.report.points import report_document
+from roofline.report.schema import Report, device_info, read_report
 
 ROOT = Path(__file__).resolve().parents[1]
 H100_BENCH = ROOT / "benchmarks" / "results" / "bench-gpu-h100.json"
@@ -228,7 +228,7 @@ def test_parquet_round_trips_every_field_exactly(which):
 def test_parquet_without_pyarrow_names_the_fix(monkeypatch):
     import builtins
 
-    from roofline.export import MissingDependencyError
+    from roofline.report.export import MissingDependencyError
 
     real_import = builtins.__import__
 

@@ -11,7 +11,7 @@ import yaml
 
 from roofline.device import Device
 from roofline.errors import SpecError
-from roofline.model import ridge_point
+from roofline.ironlaw import ridge_point
 from roofline.resources import data_dir
 from roofline.specs.loader import ENV_DIR, load_registry, load_sheet, normalize
 from roofline.specs.schema import SpecSheet

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline.timing import StoppingRule, measure, median, quantile, relative_spread
-from roofline.timing.backends import CpuClock, CudaEvents, NvmlClock, decode_reasons, l2_flush
+from roofline.measure import StoppingRule, measure, median, quantile, relative_spread
+from roofline.measure.backends import CpuClock, CudaEvents, NvmlClock, decode_reasons, l2_flush
 
 
 def test_quantiles_interpolate():
@@ -274,7 +274,7 @@ def test_nvml_clock_reads_only():
 def test_cuda_events_time_a_real_kernel():
     import torch
 
-    from roofline.timing.backends import CudaGraph
+    from roofline.measure.backends import CudaGraph
 
     x = torch.randn(2**24, device="cuda")
     flush = l2_flush(torch, torch.cuda.get_device_properties(0).L2_cache_size)

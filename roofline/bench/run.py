@@ -4,7 +4,7 @@ The loop (:func:`run_bench`) is pure orchestration over injected parts, so it is
 
 - ``build(kind, params) -> Runnable``: the op to time (``runners.build`` on a real device);
 - a :class:`Harness`: the timing backend (CUDA events, CPU clock), the cache flush, the clock monitor and the
-  stopping rule, handed to ``roofline.timing.measure``;
+  stopping rule, handed to ``roofline.measure.measure``;
 - the :class:`~roofline.device.Device` whose roofs place the rows (a spec sheet, a calibration, the CPU).
 
 Per item: the cost formula gives exact FLOPs and bytes, ``place`` the iron-law time on the roofs, the
@@ -34,8 +34,8 @@ from roofline.analysis import Row, analyze_one, expand
 from roofline.costs.base import get_model
 from roofline.device import Device
 from roofline.errors import RooflineError, UsageError, WorkloadError
-from roofline.timing.engine import Backend, ClockMonitor, Measurement, measure
-from roofline.timing.stats import StoppingRule
+from roofline.measure.engine import Backend, ClockMonitor, Measurement, measure
+from roofline.measure.stats import StoppingRule
 
 #: kinds `roofline bench` runs (decode runs as the weight GEMMs of one decoder layer)
 BENCH_KINDS = ("gemm", "attention", "elementwise", "norm", "conv2d", "decode")
@@ -155,7 +155,7 @@ def _noop() -> None:
 
 @dataclass
 class Harness:
-    """How each item is timed: passed to roofline.timing.measure."""
+    """How each item is timed: passed to roofline.measure.measure."""
 
     backend: Backend
     flush: Callable[[], object] | None = None
@@ -509,7 +509,7 @@ def gpu_sheet(gpu_names: Sequence[str], sheet: str | None, spec_files: Sequence[
 
 def with_calibration(device: Device, sheet_name: str) -> tuple[Device, list[str]]:
     """``device`` with measured roofs when a calibration of ``sheet_name`` is cached, else unchanged (spec)."""
-    from roofline import calibration
+    from roofline.measure import calibration
 
     try:
         cal = calibration.latest_for_sheet(sheet_name)
@@ -525,8 +525,8 @@ def with_calibration(device: Device, sheet_name: str) -> tuple[Device, list[str]
 def _cuda_target(
     torch: Any, index: int, sheet: str | None, spec_files: Sequence[Path], warm: bool, rule: StoppingRule
 ) -> Target:
+    from roofline.measure.backends import CudaEvents, l2_flush, nvml_clock
     from roofline.specs.detect import nvml_gpu_names
-    from roofline.timing.backends import CudaEvents, l2_flush, nvml_clock
 
     torch.cuda.set_device(index)
     torch_device = torch.device("cuda", index)
@@ -588,8 +588,8 @@ def _cuda_target(
 def cpu_device(torch: Any) -> tuple[Device, list[str]]:
     """The CPU's measured roofs: this machine's cached calibration (same CPU, torch and thread count), else
     a calibrate_cpu run now, cached for the next time (as `roofline calibrate --device cpu` does)."""
-    from roofline import calibration
-    from roofline.calibrate import calibrate_cpu, describe_cpu
+    from roofline.measure import calibration
+    from roofline.measure.ceilings import calibrate_cpu, describe_cpu
 
     key = calibration.machine_key(describe_cpu(torch))
     notes = []
@@ -612,8 +612,8 @@ def cpu_device(torch: Any) -> tuple[Device, list[str]]:
 
 
 def _cpu_target(torch: Any, warm: bool, rule: StoppingRule) -> Target:
-    from roofline.calibrate import llc_bytes
-    from roofline.timing.backends import CpuClock, l2_flush
+    from roofline.measure.backends import CpuClock, l2_flush
+    from roofline.measure.ceilings import llc_bytes
 
     threads = torch.get_num_threads()
     device, notes = cpu_device(torch)
@@ -647,8 +647,8 @@ def _cpu_target(torch: Any, warm: bool, rule: StoppingRule) -> Target:
 def bench_report(command: str, target: Any, result: Any, suite: dict[str, str] | None = None) -> Any:
     """The versioned report of a bench run: its rows, the target's facts (and the suite's name and file when it
     ran one), the machine, what was skipped. One home for `roofline bench` and `roofline gate SUITE`."""
-    from roofline.machine import describe
-    from roofline.report import new_report
+    from roofline.report.machine import describe
+    from roofline.report.schema import new_report
 
     info = {**target.info, "roof_source": target.device.roof_source, "notes": target.notes}
     if suite is not None:

@@ -66,7 +66,7 @@ def _devices(device: str | None, spec: list[Path] | None, roofs: str = "auto") -
     devices = [Device.from_sheet(reg.get(name)) for name in dict.fromkeys(names)]
     if roofs == "spec":
         return devices
-    from roofline import calibration
+    from roofline.measure import calibration
 
     resolved = []
     for dev in devices:
@@ -82,7 +82,7 @@ def _devices(device: str | None, spec: list[Path] | None, roofs: str = "auto") -
 
 def _emit(rows: list, devices: list, as_json: bool, output: Path | None, title: str = "") -> None:
     """Render or print JSON, and write the report when -o is given."""
-    from roofline.report import new_report, write_report
+    from roofline.report.schema import new_report, write_report
 
     report = new_report(" ".join(["roofline", *sys.argv[1:]]), "analytic", devices, rows)
     if output is not None:
@@ -91,7 +91,7 @@ def _emit(rows: list, devices: list, as_json: bool, output: Path | None, title: 
     if as_json:
         print_text(report.to_json())
         return
-    from roofline.render.analysis import AnalysisRenderer
+    from roofline.render.analyze import AnalysisRenderer
 
     print_text(AnalysisRenderer(devices, title=title).render(rows))
     if output is not None:
@@ -396,7 +396,7 @@ def suite(
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep)."""
     from roofline.analysis import analyze_items
-    from roofline.workloads import load_suite
+    from roofline.costs.suite import load_suite
 
     loaded, items = load_suite(file)
     devices = _devices(device, spec, roofs)

@@ -40,15 +40,15 @@ def save(
 
     Give several reports of the same suite or model (one per run, e.g. three runs of `roofline bench SUITE`) and
     the gate widens each point's limit by how far that point drifted between them."""
-    from roofline import baseline as baselines
-    from roofline.report import read_report
+    from roofline.report import baseline as baselines
+    from roofline.report.schema import read_report
 
     saved = baselines.from_reports([read_report(path) for path in reports], paths=reports)
     baselines.save(saved, output)
     if as_json:
         print_text(saved.to_json())
     else:
-        from roofline.machine import summary
+        from roofline.report.machine import summary
 
         print_text(
             f"Saved {len(saved.points)} points of {saved.identity.describe()}"
@@ -65,7 +65,7 @@ def show(
     as_json: bool = json_option(),
 ) -> None:
     """What a baseline holds: what was measured, on which machine, when, and its points."""
-    from roofline import baseline as baselines
+    from roofline.report import baseline as baselines
 
     loaded = baselines.load(baseline)
     if as_json:

@@ -150,7 +150,7 @@ def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] |
     """Run the items on the target device, write the report, render it; exit 130 when interrupted."""
     from roofline.bench.run import bench_report, open_target, run_bench
     from roofline.errors import EXIT_INTERRUPTED
-    from roofline.report import write_report
+    from roofline.report.schema import write_report
 
     target = open_target(
         opts.device, sheet=opts.sheet, spec_files=opts.spec or [], warm=opts.warm, max_time_s=opts.max_time
@@ -420,7 +420,7 @@ def suite(
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep). Also `roofline bench FILE`."""
     from roofline.bench.run import expand_suite
-    from roofline.workloads import load_suite, suite_path
+    from roofline.costs.suite import load_suite, suite_path
 
     loaded, entries = load_suite(file)
     items = expand_suite(entries)

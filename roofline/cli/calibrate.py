@@ -34,8 +34,8 @@ def calibrate(
     """
     import torch
 
-    from roofline import calibration as cal_mod
     from roofline.errors import CalibrationError, DeviceError, UsageError
+    from roofline.measure import calibration as cal_mod
 
     kind = (device or ("cuda" if torch.cuda.is_available() else "cpu")).strip().lower()
     if kind not in DEVICES:
@@ -47,7 +47,7 @@ def calibrate(
             "torch and check the driver and CUDA_VISIBLE_DEVICES, or use --device cpu"
         )
 
-    from roofline import calibrate as measuring
+    from roofline.measure import ceilings as measuring
 
     sheet = None
     if kind == "cuda":

@@ -89,7 +89,7 @@ def diagnose(
     """
     from roofline.diagnose.pipeline import diagnose as run
     from roofline.errors import UsageError
-    from roofline.report import write_report
+    from roofline.report.schema import write_report
 
     if top < 1:
         raise UsageError(f"--top {top}: at least 1")

@@ -136,11 +136,11 @@ def gate(
     diagnose: module, op, input shapes, occurrence). A baseline from another machine is a warning. Settings also
     come from the tool.roofline.gate table of pyproject.toml. See docs/ci.md.
     """
-    from roofline import baseline as baselines
     from roofline.errors import UsageError
     from roofline.gate import check
     from roofline.gate.config import find
     from roofline.gate.thresholds import build_rules
+    from roofline.report import baseline as baselines
 
     started = time.perf_counter()
     fmt = "json" if as_json else fmt.lower()
@@ -191,7 +191,7 @@ def gate(
 
     report_path: Path | None = None
     if kind == "report":
-        from roofline.report import read_report
+        from roofline.report.schema import read_report
 
         report_path = Path(target)
         report = read_report(report_path)
@@ -224,7 +224,7 @@ def gate(
                 + ", ".join(replaced)
             )
         if output is not None:
-            from roofline.report import write_report
+            from roofline.report.schema import write_report
 
             write_report(report, output)
             report_path = output

@@ -131,7 +131,7 @@ def write_requested_plot(report: Any, name: str) -> None:
     if path is None:
         return
     from roofline.api import known_devices
-    from roofline.chart import NamedReport, build_chart
+    from roofline.report.chart import NamedReport, build_chart
 
     known = known_devices([d.name for d in report.devices])
     spec = build_chart([NamedReport(name, report)], known=known)

@@ -60,23 +60,23 @@ def report(
         raise UsageError(f"--top {top}: zero or more")
     if output is None and chosen in BINARY_FORMATS and stdout_is_terminal():
         write_output(b"", None, chosen)  # refuses, before any work
-    from roofline.report import read_report
+    from roofline.report.schema import read_report
 
     loaded = read_report(path)
     name = path.stem
     notes: tuple[str, ...] = ()
     if chosen == "csv":
-        from roofline.export import to_csv
+        from roofline.report.export import to_csv
 
         content: str | bytes = to_csv(loaded, name)
     elif chosen == "parquet":
-        from roofline.export import to_parquet
+        from roofline.report.export import to_parquet
 
         content = to_parquet(loaded, name)
     else:
         from roofline.api import known_devices
-        from roofline.chart import NamedReport, build_chart
-        from roofline.points import report_document
+        from roofline.report.chart import NamedReport, build_chart
+        from roofline.report.points import report_document
 
         spec = build_chart(
             [NamedReport(name, loaded)],

@@ -1,8 +1,8 @@
 """The counting pass: run the model once under a TorchDispatchMode and record every aten op it executes.
 
-Each op becomes an :class:`~roofline.diagnose.records.OpRecord` with the nn.Module path that issued it, the phase
+Each op becomes an :class:`~roofline.report.records.OpRecord` with the nn.Module path that issued it, the phase
 (forward or backward), its tensor input and output shapes, canonical dtypes, whether an input is strided, and its
-analytic cost from :mod:`roofline.diagnose.opcosts`.
+analytic cost from :mod:`roofline.costs.aten`.
 
 Module paths. Forward: per-module pre/post hooks keep a stack of module paths (names from
 ``model.named_modules()``; '' is the model itself). Backward: ops run inside autograd nodes, not inside module
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from roofline.costs.aten import NO_FORMULA, OpCost, dtype_name, is_strided, op_cost
 from roofline.diagnose.execute import Mode, run_once
-from roofline.diagnose.opcosts import NO_FORMULA, OpCost, dtype_name, is_strided, op_cost
-from roofline.diagnose.records import OpRecord, Phase
+from roofline.report.records import OpRecord, Phase
 
 # NB: metadata queries (size, stride, is_contiguous, ...) reach a dispatch mode only for tensor subclasses; they
 # launch nothing and the profiler does not show them, so they are not recorded.

@@ -14,11 +14,11 @@ from typing import Any
 
 from roofline.device import Device
 from roofline.diagnose.place import Placed, place
-from roofline.diagnose.records import OpRecord, Timing
-from roofline.diagnose.rules import RULES, Context, ModelFinding, Rule
-from roofline.diagnose.rules import diagnose as run_rules
 from roofline.errors import RooflineError, UsageError, WorkloadError
-from roofline.report import Report, new_report
+from roofline.findings.model import RULES, Context, ModelFinding, Rule
+from roofline.findings.model import diagnose as run_rules
+from roofline.report.records import OpRecord, Timing
+from roofline.report.schema import Report, new_report
 
 ROOFS = ("auto", "spec", "measured")
 Progress = Callable[[str], None]  # told the stage that starts: 'loading model.py', 'counting ops', ...
@@ -68,7 +68,7 @@ def device_roofs(
         if roofs == "spec":
             raise UsageError("--roofs spec: the CPU has no spec sheet, its roofs are measured: use --roofs auto")
         return bench_run.cpu_device(torch)
-    from roofline import calibration
+    from roofline.measure import calibration
     from roofline.specs.detect import nvml_gpu_names
 
     index = int(torch_device.partition(":")[2] or 0)
@@ -119,7 +119,7 @@ class DiagnoseResult:
 
     def report(self, command: str = "") -> Report:
         """The versioned report: rows = op points; summary, aggregates, findings, uncounted and run facts."""
-        from roofline.machine import describe as describe_machine
+        from roofline.report.machine import describe as describe_machine
 
         report = new_report(command, "diagnose", [self.device], list(self.placed.points))
         return report.model_copy(

@@ -1,7 +1,7 @@
 """Placing a model's counted ops on the device's roofline, with their measured times, and aggregating them.
 
-Pure: counted :class:`~roofline.diagnose.records.OpRecord` values + a measured
-:class:`~roofline.diagnose.records.Timing` + a :class:`~roofline.device.Device` -> :class:`Placed`, which holds
+Pure: counted :class:`~roofline.report.records.OpRecord` values + a measured
+:class:`~roofline.report.records.Timing` + a :class:`~roofline.device.Device` -> :class:`Placed`, which holds
 
 - one :class:`OpPoint` per counted op (its record, its measured time, achieved rates, the roof it runs against,
   the attainable rate at its intensity, efficiency and bound);
@@ -24,9 +24,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from roofline.device import Device, Roof
-from roofline.diagnose.records import OpRecord, Timing
 from roofline.dtypes import BITS
 from roofline.errors import UsageError
+from roofline.report.records import OpRecord, Timing
 
 #: a measured time within this factor of the launch floor (x kernels) reads as launch-bound (as in bench)
 LAUNCH_FACTOR = 2.0

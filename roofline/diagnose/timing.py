@@ -32,8 +32,8 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline.diagnose.records import KernelEvent, OpRecord, OpTiming, Timing
 from roofline.errors import DeviceError, RooflineError, UsageError, UserCodeError, WorkloadError
+from roofline.report.records import KernelEvent, OpRecord, OpTiming, Timing
 
 MARKER = "roofline::iteration"  # record_function name around each timed iteration
 

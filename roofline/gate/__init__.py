@@ -35,7 +35,7 @@ __all__ = [
 
 def _report(report: Any) -> Any:
     if isinstance(report, (str, Path)):
-        from roofline.report import read_report
+        from roofline.report.schema import read_report
 
         return read_report(Path(report))
     return report
@@ -43,7 +43,7 @@ def _report(report: Any) -> Any:
 
 def _baseline(baseline: Any) -> Any:
     if isinstance(baseline, (str, Path)):
-        from roofline.baseline import load
+        from roofline.report.baseline import load
 
         return load(baseline)
     return baseline
@@ -61,9 +61,9 @@ def check(
 
     ``rules``: a Rules value, or rule texts on top of the defaults. Raises BaselineError (baseline missing,
     corrupt, of another suite or model, or sharing no point with the report), ReportError, ThresholdError."""
-    from roofline.baseline import BaselineError, _measured, identity_of, points_of
     from roofline.gate.compare import compare
-    from roofline.machine import machine_of
+    from roofline.report.baseline import BaselineError, _measured, identity_of, points_of
+    from roofline.report.machine import machine_of
 
     if not isinstance(rules, Rules):
         rules = build_rules(("rules", list(rules or [])), confidence=confidence, stats=stats)

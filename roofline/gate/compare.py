@@ -1,6 +1,6 @@
 """Compare a report's points with a baseline's: pure functions from values to a :class:`GateResult`.
 
-Per matched point (same key, see roofline.baseline), every limit in force is one :class:`Check`:
+Per matched point (same key, see roofline.report.baseline), every limit in force is one :class:`Check`:
 
 - Counts (flops, bytes, kernels) are deterministic: the change is compared with the limit directly.
 - Time and efficiency are compared on the timing samples of both sides: the Hodges–Lehmann shift with its
@@ -34,11 +34,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from roofline.baseline import Baseline, Identity, Point
 from roofline.gate.stats import shift
 from roofline.gate.thresholds import COUNT_METRICS, Limit, Rules
-from roofline.machine import MachineInfo, differences
-from roofline.timing.stats import median
+from roofline.measure.stats import median
+from roofline.report.baseline import Baseline, Identity, Point
+from roofline.report.machine import MachineInfo, differences
 
 Verdict = Literal["pass", "improvement", "inconclusive", "regression", "new", "vanished"]
 GateVerdict = Literal["pass", "inconclusive", "regression"]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from roofline.report import Report
+from roofline.report.schema import Report
 
 
 def measure_suite(
@@ -30,7 +30,7 @@ def measure_suite(
 
     ``wrap_build(build) -> build`` replaces how ops are built (benchmarks/gate_gpu.py plants a regression)."""
     from roofline.bench.run import bench_report, expand_suite, open_target, run_bench
-    from roofline.workloads import load_suite, suite_path
+    from roofline.costs.suite import load_suite, suite_path
 
     loaded, entries = load_suite(file)
     items = expand_suite(entries)
@@ -65,7 +65,7 @@ def confirm(first: Report, second: Report, keys: set[str]) -> tuple[Report, list
     ``second``, and the labels of the rows replaced. A point then fails only when both measurements fail it:
     a transient (another process, a clock dip) has to strike the same point twice to fail CI, a real
     regression does so every time."""
-    from roofline.baseline import points_of
+    from roofline.report.baseline import points_of
 
     again = {p.key: row for p, row in zip(points_of(second), second.rows, strict=True)}
     rows, replaced = [], []

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from roofline.device import Device
 from roofline.dtypes import ops_unit
-from roofline.render.analysis import BOUND_STYLE, split_labels
+from roofline.render.analyze import BOUND_STYLE, split_labels
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.units import format_intensity, format_rate, format_time
 

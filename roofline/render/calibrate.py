@@ -8,7 +8,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from roofline.calibration import Calibration, Ceiling
+from roofline.measure.calibration import Calibration, Ceiling
 from roofline.render.base import Renderer, to_text
 from roofline.units import format_bandwidth, format_rate, format_time
 

@@ -1,4 +1,4 @@
-"""Draw a ChartSpec (roofline.chart) with matplotlib: a Figure, and PNG/SVG/PDF bytes of it.
+"""Draw a ChartSpec (roofline.report.chart) with matplotlib: a Figure, and PNG/SVG/PDF bytes of it.
 
 Headless (the Agg canvas, never pyplot: no GUI, no global figure state) and imported only when a chart is
 drawn. Drawing decides looks and layout only (colours, sizes, where labels go); every value comes from the spec.
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from roofline.chart import ChartSpec, Mark, Panel, Roof
+from roofline.report.chart import ChartSpec, Mark, Panel, Roof
 from roofline.units import format_rate
 
 if TYPE_CHECKING:

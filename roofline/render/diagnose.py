@@ -8,7 +8,7 @@ from typing import Any
 from rich import box
 from rich.markup import escape
 
-from roofline.render.analysis import BOUND_STYLE
+from roofline.render.analyze import BOUND_STYLE
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 

@@ -13,8 +13,8 @@ from rich import box
 from rich.markup import escape
 
 from roofline.gate.compare import SEVERITY, Check, GateResult, PointResult, amount, change_text, interval_text
-from roofline.machine import summary
 from roofline.render.base import Renderer, to_text
+from roofline.report.machine import summary
 from roofline.units import format_time
 
 VERDICT_STYLE = {

@@ -11,7 +11,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roofline.points import FindingView, ReportDocument
 from roofline.render.base import Renderer
 from roofline.render.report_markdown import (
     finding_text,
@@ -23,6 +22,7 @@ from roofline.render.report_markdown import (
     seconds,
     summary_items,
 )
+from roofline.report.points import FindingView, ReportDocument
 
 DEFAULT_ROWS = 500
 
@@ -72,7 +72,7 @@ def _e(text: Any) -> str:
 
 
 class HtmlReportRenderer(Renderer):
-    """A ReportDocument (roofline.points.report_document) and the chart's SVG as one HTML page."""
+    """A ReportDocument (roofline.report.points.report_document) and the chart's SVG as one HTML page."""
 
     def __init__(self, *, chart_svg: str = "", rows: int = DEFAULT_ROWS, findings: int = 20) -> None:
         self.chart_svg = chart_svg

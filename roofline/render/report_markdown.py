@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roofline.points import FindingView, Point, ReportDocument
 from roofline.render.base import Renderer
+from roofline.report.points import FindingView, Point, ReportDocument
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 DEFAULT_ROWS = 25
@@ -152,7 +152,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int
 
 
 class MarkdownReportRenderer(Renderer):
-    """A ReportDocument (roofline.points.report_document) as Markdown."""
+    """A ReportDocument (roofline.report.points.report_document) as Markdown."""
 
     def __init__(self, *, rows: int = DEFAULT_ROWS, findings: int = 10) -> None:
         self.rows = rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.device import Device
-from roofline.model import ridge_point
+from roofline.ironlaw import ridge_point
 from roofline.specs.schema import SpecSheet
 
 

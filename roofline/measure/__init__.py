@@ -1,6 +1,6 @@
 """Timing: statistics, the stopping rule, the measurement loop and its device backends."""
 
-from roofline.timing.engine import Measurement, measure
-from roofline.timing.stats import StoppingRule, median, quantile, relative_spread
+from roofline.measure.engine import Measurement, measure
+from roofline.measure.stats import StoppingRule, median, quantile, relative_spread
 
 __all__ = ["Measurement", "StoppingRule", "measure", "median", "quantile", "relative_spread"]

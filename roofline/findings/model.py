@@ -6,7 +6,7 @@ sparsity, redundancy, symmetry), the technique and an upper bound on the gain th
 is the ratio of the roofline times (launch floors included) before and after the technique -- fewer bytes for a
 fusion, a higher roof for TF32, fewer launches for a CUDA graph -- and the measured time is divided by it:
 ``T -> T / gain``. Where a technique closes the gap to an unchanged roofline (contiguous layout, padded shapes),
-the bound is the roofline time itself. Findings reuse :class:`roofline.advice.Finding`.
+the bound is the roofline time itself. Findings reuse :class:`roofline.findings.analytic.Finding`.
 
 Rules and their thresholds (module constants below; docs/diagnose.md has the table):
 
@@ -22,7 +22,7 @@ Rules and their thresholds (module constants below; docs/diagnose.md has the tab
 - fp32-matmul: fp32 matmuls on a device with TF32 tensor cores (not those running faster than the fp32 roof);
 - compute-bound: compute-bound matmuls at efficiency >= NEAR_ROOF;
 - awkward-shapes: compute-bound matmuls at efficiency < FAR_BELOW with a dim >= ALIGN not a multiple of ALIGN,
-  or losing a partial wave of tiles (roofline.advice's tiles);
+  or losing a partial wave of tiles (roofline.findings.analytic's tiles);
 - non-contiguous: memory-bound element-wise ops on strided inputs at < FAR_BELOW of the DRAM bandwidth.
 
 The last five leave out ops whose roofline time is below one launch floor (overhead-bound: the launch rule's).
@@ -39,7 +39,6 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from roofline.advice import TILE_M, TILE_N, Finding
 from roofline.device import Device
 from roofline.diagnose.place import (
     Aggregates,
@@ -53,8 +52,9 @@ from roofline.diagnose.place import (
     output_bytes,
     summarize,
 )
-from roofline.diagnose.records import Timing
+from roofline.findings.analytic import TILE_M, TILE_N, Finding
 from roofline.properties import Property
+from roofline.report.records import Timing
 from roofline.units import format_bytes, format_intensity, format_rate, format_time
 
 MIN_LAUNCH_OPS = 16
@@ -831,7 +831,7 @@ def compute_bound(ctx: Context) -> ModelFinding | None:
 
 
 def _waves(device: Device, dims: GemmDims) -> tuple[int, int, int, int, int, int] | None:
-    """(tiles, waves, trimmed m, trimmed n, tiles, waves) with roofline.advice's tiles, when trimming helps."""
+    """(tiles, waves, trimmed m, trimmed n, tiles, waves) with the analytic rules' tiles, when trimming helps."""
     sms = device.compute_units
     if not sms:
         return None

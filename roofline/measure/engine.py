@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
-from roofline.timing.stats import StoppingRule, median, quantile, relative_spread
+from roofline.measure.stats import StoppingRule, median, quantile, relative_spread
 
 
 class Backend(Protocol):

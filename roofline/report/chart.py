@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from roofline.device import Device
 from roofline.errors import UsageError
-from roofline.model import attainable, ridge_point
-from roofline.points import SKIP_FLAGS, SKIP_REASONS, Point, report_points
+from roofline.ironlaw import attainable, ridge_point
+from roofline.report.points import SKIP_FLAGS, SKIP_REASONS, Point, report_points
 from roofline.units import format_count, format_intensity, format_rate, format_time
 
 RoofKind = Literal["compute", "memory"]
@@ -43,14 +43,14 @@ class KnownDevice:
     name: str
     display_name: str
     spec: Device | None = None  # roofs from the sheet
-    measured: Device | None = None  # the sheet's roofs replaced by a calibration's (roofline.calibration.apply)
+    measured: Device | None = None  # the sheet's roofs replaced by a calibration's (roofline.measure.calibration.apply)
     measured_note: str = ""  # where the measured roofs come from
 
 
 @dataclass(frozen=True)
 class NamedReport:
     name: str  # shown in legends and notes (the file stem)
-    report: Any  # roofline.report.Report
+    report: Any  # roofline.report.schema.Report
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
-from roofline.points import Point, report_points
+from roofline.report.points import Point, report_points
 
 if TYPE_CHECKING:
     import pandas as pd

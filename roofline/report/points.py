@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.model import attainable
+from roofline.ironlaw import attainable
 
 PREDICTED = "predicted"  # analytic: a floor computed from the counts, not a measurement
 ABOVE_ROOF = "above-roof"  # achieved more than the roof allows: the counts, the time or the roof are wrong
@@ -346,7 +346,7 @@ def _group_label(group: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def report_points(report: Any, name: str = "", *, per_call: bool = False) -> list[Point]:
-    """The points of one report (roofline.report.Report), in the report's order."""
+    """The points of one report (roofline.report.schema.Report), in the report's order."""
     source = report.source
     roofs = _device_roofs(report)
     default_device = report.devices[0].name if report.devices else ""
@@ -445,7 +445,7 @@ class ReportDocument:
     command: str
     created_utc: str
     tool_version: str
-    devices: tuple[Any, ...]  # roofline.report.DeviceInfo
+    devices: tuple[Any, ...]  # roofline.report.schema.DeviceInfo
     points: tuple[Point, ...]  # by time, largest first; untimed ones last
     summary: Summary
     findings: tuple[FindingView, ...]

@@ -26,9 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from roofline.calibration import Calibration, Ceiling, Machine, Skipped, Summary, gemm_roof_key, now_utc
 from roofline.device import Device
-from roofline.timing import StoppingRule, measure
+from roofline.measure import StoppingRule, measure
+from roofline.measure.calibration import Calibration, Ceiling, Machine, Skipped, Summary, gemm_roof_key, now_utc
 
 Progress = Callable[[str, int, int], None]
 
@@ -140,7 +140,7 @@ class _Steps:
 def ceiling_time(m: Any) -> tuple[float, str]:
     """The time a ceiling is computed from: the median of unthrottled samples when there are enough of them
     (a ceiling is what the device does at its clocks, not under a power cap), else the median of all."""
-    from roofline.timing import median
+    from roofline.measure import median
 
     if not m.throttled or not any(m.throttled):
         return m.median_s, ""
@@ -267,7 +267,7 @@ def calibrate_cuda(
     """Measure CUDA device 0. ``sheet`` (a SpecSheet) gives spec values and ratios; None: match the GPU name
     against the built-in sheets. ``budget_s`` bounds the whole run (each measurement gets a share, 0.3-1.5 s).
     """
-    from roofline.timing.backends import CudaEvents, CudaGraph, l2_flush, nvml_clock
+    from roofline.measure.backends import CudaEvents, CudaGraph, l2_flush, nvml_clock
 
     started = time.perf_counter()
     if sheet is None:
@@ -606,7 +606,7 @@ def _cpu_gemm_size(torch: Any, dtype: Any, target_s: float, quick: bool) -> int:
 
 def calibrate_cpu(torch: Any, *, progress: Progress | None = None, quick: bool = False) -> Calibration:
     """Measure the CPU with torch's current thread count. ``quick``: tiny sizes (tests), not a ceiling."""
-    from roofline.timing.backends import CpuClock
+    from roofline.measure.backends import CpuClock
 
     started = time.perf_counter()
     machine = describe_cpu(torch)

@@ -37,7 +37,7 @@ from roofline.costs.elementwise import FLOPS_PER_ELEMENT as ELEMENTWISE
 from roofline.costs.norms import FLOPS_PER_ELEMENT as NORMS
 
 if TYPE_CHECKING:
-    from roofline.diagnose.records import OpRecord
+    from roofline.report.records import OpRecord
 
 Math = Literal["tensor", "vector", "none"]
 
@@ -46,7 +46,7 @@ NO_FORMULA = "no cost formula"
 
 
 class OpCost(NamedTuple):
-    """The cost of one op call: what an :class:`~roofline.diagnose.records.OpRecord` carries besides shapes."""
+    """The cost of one op call: what an :class:`~roofline.report.records.OpRecord` carries besides shapes."""
 
     flops: int | None  # None: no formula
     bytes: int | None  # compulsory bytes; None: no formula

@@ -1,6 +1,6 @@
 """Measured ceilings of one machine: the data model, the cache on disk, and roofs built from them.
 
-Pure apart from the cache directory: no torch import (the measurements live in ``roofline.calibrate``).
+Pure apart from the cache directory: no torch import (the measurements live in ``roofline.measure.ceilings``).
 
 A :class:`Calibration` is one versioned JSON document per machine. The cache keeps one file per machine key
 (a slug of device kind, device name, driver, CUDA and torch versions; CPU: and torch's thread count), so a
@@ -65,7 +65,7 @@ class Summary(_Model):
     clock_mhz_median: float | None = None  # SM clock sampled after each sample (NVML), when read
 
     @classmethod
-    def from_measurement(cls, m: object) -> Summary:  # m: roofline.timing.Measurement
+    def from_measurement(cls, m: object) -> Summary:  # m: roofline.measure.Measurement
         return cls(
             median_s=m.median_s,  # type: ignore[attr-defined]
             p20_s=m.p20_s,  # type: ignore[attr-defined]
@@ -159,7 +159,7 @@ def now_utc() -> datetime:
 
 
 def _clock_median(clocks: list[float | None]) -> float | None:
-    from roofline.timing.stats import median
+    from roofline.measure.stats import median
 
     read = [c for c in clocks if c is not None]
     return median(read) if read else None

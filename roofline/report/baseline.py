@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from roofline import __version__
 from roofline.errors import RooflineError
 from roofline.fileio import atomic_write_text
-from roofline.machine import MachineInfo, machine_of
+from roofline.report.machine import MachineInfo, machine_of
 
 SCHEMA = "roofline.baseline"
 VERSION = 1
@@ -272,7 +272,7 @@ def from_report(report: Any, *, path: Path | str | None = None, commit: str | No
 
 def _run_time(point: Point) -> float | None:
     if point.samples_s:
-        from roofline.timing.stats import median
+        from roofline.measure.stats import median
 
         return median(point.samples_s)
     return point.time_s
@@ -285,7 +285,7 @@ def _pool(runs: list[Point]) -> Point:
     samples = [s for p in runs for s in p.samples_s]
     if len(runs) == 1:
         return first.model_copy(update={"run_medians_s": medians})
-    from roofline.timing.stats import median
+    from roofline.measure.stats import median
 
     time_s = median(medians) if medians else None
     roof = first.roof_time_s
