@@ -1,4 +1,6 @@
-"""Analytic analysis: workload parameters x devices -> rows (cost, placement, findings). Pure: no I/O."""
+"""Analytic analysis: workload parameters x devices -> rows (cost, placement, findings). Pure: no I/O.
+
+The rows are roofline.report.rows.Row values: every iron-law number comes from roofline.ironlaw.place_cost."""
 
 from __future__ import annotations
 
@@ -6,53 +8,18 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from roofline.costs.base import get_model
 from roofline.device import Device
-from roofline.findings.analytic import Context, Finding, advise
-from roofline.placement import place
-
-
-class Row(BaseModel):
-    """One workload on one device. Field names carry their units; this is what reports store."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    kind: str
-    label: str
-    params: dict[str, Any]
-    device: str
-    dtype: str
-    roof: str  # compute roof used, e.g. 'bf16 tensor'
-    roof_source: str  # 'spec' (sheet) or 'measured' (calibration)
-    flops: int
-    bytes: int
-    kernels: int
-    intensity: float  # FLOP/byte
-    ridge: float  # FLOP/byte
-    peak_flops_per_s: float
-    bandwidth_bytes_per_s: float
-    attainable_flops_per_s: float
-    compute_time_s: float
-    memory_time_s: float
-    launch_time_s: float
-    time_s: float
-    bound: str  # compute | memory | launch
-    byte_terms: dict[str, int] = {}
-    notes: list[str] = []
-    findings: list[Finding] = []
-
-    @property
-    def top(self) -> Finding | None:
-        return self.findings[0] if self.findings else None
+from roofline.findings.analytic import Context, advise
+from roofline.ironlaw import place_cost
+from roofline.report.rows import Row
 
 
 def analyze_one(kind: str, values: dict[str, Any], device: Device, source: str = "") -> Row:
     model = get_model(kind)
     params = model.parse(values, source)
     cost = model(params)
-    placement = place(cost, device)
+    placement = place_cost(cost, device)
     findings = advise(Context(kind, params, cost, placement, device))
     return Row(
         kind=kind,
@@ -73,7 +40,9 @@ def analyze_one(kind: str, values: dict[str, Any], device: Device, source: str =
         compute_time_s=placement.compute_s,
         memory_time_s=placement.memory_s,
         launch_time_s=placement.launch_s,
+        roof_time_s=placement.roof_time_s,
         time_s=placement.time_s,
+        efficiency=placement.efficiency,
         bound=placement.bound,
         byte_terms=dict(cost.byte_terms),
         notes=list(cost.notes),

@@ -52,7 +52,7 @@ def test_analyze_gemm_json_worked_example(cli):
     )
     assert result.code == 0, result.err
     doc = result.json()
-    assert doc["schema"] == "roofline.report" and doc["version"] == 1
+    assert doc["schema"] == "roofline.report" and doc["version"] == 2  # 2: rows store roof_time_s, efficiency
     (row,) = doc["rows"]
     assert row["flops"] == 2 * 4096**3 == 137_438_953_472
     assert row["bytes"] == 3 * 4096 * 4096 * 2 == 100_663_296

@@ -8,9 +8,10 @@ The loop (:func:`run_bench`) is pure orchestration over injected parts, so it is
 - the :class:`~roofline.device.Device` whose roofs place the rows (a spec sheet, a calibration, the CPU).
 
 Per item: the cost formula gives exact FLOPs and bytes, ``place`` the iron-law time on the roofs, the
-harness the measured time, and a :class:`BenchRow` holds all three. Efficiency is the roof time over the
-measured median (1.0 = on the roof; launches excluded, see :func:`bench_row`). One item running out of memory
-is skipped with a note and the rest go on; Ctrl-C stops the loop and returns the rows finished so far.
+harness the measured time, and a :class:`~roofline.report.rows.BenchRow` holds all three. Efficiency is the
+roofline time over the measured median (1.0 = on the roof; launches excluded) and the bound 'launch' when the
+median is within roofline.ironlaw.LAUNCH_FACTOR of the launch floors: see :func:`bench_row`. One item running out
+of memory is skipped with a note and the rest go on; Ctrl-C stops the loop and returns the rows finished so far.
 
 The real set-up (:func:`open_target`: CUDA or CPU, roofs from the sheet or a calibration) is at the bottom
 and imports torch lazily.
@@ -28,20 +29,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import Field
-
-from roofline.analysis import Row, analyze_one, expand
+from roofline import ironlaw
+from roofline.analysis import analyze_one, expand
 from roofline.costs.base import get_model
 from roofline.device import Device
 from roofline.errors import RooflineError, UsageError, WorkloadError
 from roofline.measure.engine import Backend, ClockMonitor, Measurement, measure
 from roofline.measure.stats import StoppingRule
+from roofline.report.rows import BenchRow, Row
 
 #: kinds `roofline bench` runs (decode runs as the weight GEMMs of one decoder layer)
 BENCH_KINDS = ("gemm", "attention", "elementwise", "norm", "conv2d", "decode")
-
-#: a measured median within this factor of the launch floor (summed over kernels) reads as launch-bound
-LAUNCH_FACTOR = 2.0
 
 #: CUDA: seconds of idle before each row. NB: a large GEMM can push an H100 onto its power cap within a second;
 #: without a pause the next rows inherit the lowered clocks and the same suite drifts by up to 10% between
@@ -85,40 +83,6 @@ class BenchItem:
     source: str = ""
     name: str = ""  # the op within a larger workload (decode: 'qkv_proj'), '' for a plain workload
     notes: tuple[str, ...] = ()
-
-
-class BenchRow(Row):
-    """An analytic Row (cost and placement on the roofs) plus what was measured. Units in field names.
-
-    ``roof_time_s`` = ``time_s - launch_time_s``: the iron-law time without launch floors, i.e. the sum over
-    kernels of max(FLOPs / peak, bytes / bandwidth). ``efficiency`` = roof_time_s / median_s (1.0 = on the
-    roof). ``bound`` is the analytic bound, or 'launch' when the median is within LAUNCH_FACTOR of the
-    launch floor summed over the kernels; ``analytic_bound`` keeps the analytic one.
-    """
-
-    name: str = ""
-    op: str = ""  # the torch call that ran
-    bench_notes: list[str] = Field(
-        default_factory=list
-    )  # what ran differs from what the cost model counts, or how it ran
-    median_s: float
-    p20_s: float
-    p80_s: float
-    samples_s: list[float]
-    n: int
-    relative_spread: float  # (p80 - p20) / median
-    method: str  # cuda-events | cuda-graph | cpu-clock
-    cache: str  # cold | warm
-    stop_reason: str
-    throttled_count: int = 0
-    throttle_reasons: list[str] = Field(default_factory=list)
-    clocks_mhz: list[float | None] = Field(default_factory=list)
-    threads: int | None = None
-    roof_time_s: float
-    achieved_flops_per_s: float
-    achieved_bytes_per_s: float
-    efficiency: float
-    analytic_bound: str
 
 
 @dataclass(frozen=True)
@@ -307,12 +271,15 @@ def is_out_of_memory(exc: BaseException) -> bool:
 def bench_row(
     row: Row, m: Measurement, item: BenchItem, op: str = "", notes: Sequence[str] = (), cache: str | None = None
 ) -> BenchRow:
-    """``row`` (analytic) with measurement ``m``: achieved rates, efficiency and the measured bound."""
+    """``row`` (analytic) with measurement ``m``: achieved rates, and the efficiency and bound of the measured
+    median (roofline.ironlaw): roofline time / median; 'launch' within LAUNCH_FACTOR of the launch floors."""
     median = m.median_s
-    roof_time = row.time_s - row.launch_time_s
-    launch = row.launch_time_s > 0 and median <= LAUNCH_FACTOR * row.launch_time_s
     fields = {name: getattr(row, name) for name in Row.model_fields}
-    fields.update(label=item.label, bound="launch" if launch else row.bound)
+    fields.update(
+        label=item.label,
+        efficiency=ironlaw.row_efficiency(row.roof_time_s, median) or 0.0,
+        bound=ironlaw.measured_bound(row.bound, median, row.launch_time_s),
+    )
     return BenchRow(
         **fields,
         name=item.name,
@@ -331,10 +298,8 @@ def bench_row(
         throttle_reasons=list(m.throttle_reasons),
         clocks_mhz=list(m.clocks_mhz),
         threads=m.threads,
-        roof_time_s=roof_time,
         achieved_flops_per_s=row.flops / median if median > 0 else 0.0,
         achieved_bytes_per_s=row.bytes / median if median > 0 else 0.0,
-        efficiency=roof_time / median if median > 0 else 0.0,
         analytic_bound=row.bound,
     )
 

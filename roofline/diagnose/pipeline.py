@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from roofline.device import Device
-from roofline.diagnose.place import Placed, place
+from roofline.diagnose.place import place
 from roofline.errors import RooflineError, UsageError, WorkloadError
 from roofline.findings.model import RULES, Context, ModelFinding, Rule
 from roofline.findings.model import diagnose as run_rules
 from roofline.report.records import OpRecord, Timing
+from roofline.report.rows import Placed
 from roofline.report.schema import Report, new_report
 
 ROOFS = ("auto", "spec", "measured")

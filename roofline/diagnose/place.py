@@ -1,187 +1,43 @@
 """Placing a model's counted ops on the device's roofline, with their measured times, and aggregating them.
 
 Pure: counted :class:`~roofline.report.records.OpRecord` values + a measured
-:class:`~roofline.report.records.Timing` + a :class:`~roofline.device.Device` -> :class:`Placed`, which holds
+:class:`~roofline.report.records.Timing` + a :class:`~roofline.device.Device` -> a
+:class:`~roofline.report.rows.Placed`, which holds
 
-- one :class:`OpPoint` per counted op (its record, its measured time, achieved rates, the roof it runs against,
-  the attainable rate at its intensity, efficiency and bound);
-- :class:`Aggregate` values by op call site (op + module + shapes), by op type and by module path;
-- a :class:`Summary` (time, FLOPs, bytes, MFU/MBU, GPU idle share, kernel count);
-- the ops no cost formula covers (:class:`UncountedOp`): listed, never counted as zero.
+- one :class:`~roofline.report.rows.OpPoint` per counted op (its record, its measured time, achieved rates, the
+  roof it runs against, the attainable rate at its intensity, efficiency and bound);
+- :class:`~roofline.report.rows.Aggregate` values by op call site (op + module + shapes), by op type and by
+  module path;
+- an :class:`~roofline.report.rows.IterationSummary` (time, FLOPs, bytes, MFU/MBU, GPU idle share, kernel count);
+- the ops no cost formula covers (:class:`~roofline.report.rows.UncountedOp`): listed, never counted as zero.
 
-Conventions (architecture.md): an op's roofline time is max(FLOPs / roof, bytes / DRAM bandwidth), without the
-launch floor; efficiency = roofline time / measured time (1.0 = on the roof). The bound is 'launch' when the
-measured time is within LAUNCH_FACTOR of the launch floor (x kernels on a GPU; one dispatch per op on the CPU),
-else the roofline's compute or memory; 'none' for ops that do no work and take no device time (views on a GPU).
+Every iron-law number (roofline time, attainable, efficiency, bound; a group's too) comes from roofline.ironlaw:
+an op's roofline time is max(FLOPs / roof, bytes / DRAM bandwidth), without the launch floor; efficiency =
+roofline time / measured time (1.0 = on the roof). The bound is 'launch' when the measured time is within
+LAUNCH_FACTOR of the launch floor (x kernels on a GPU; one dispatch per op on the CPU), else the roofline's
+compute or memory; 'none' for ops that do no work and take no device time (views on a GPU).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from roofline import ironlaw
 from roofline.device import Device, Roof
 from roofline.dtypes import BITS
 from roofline.errors import UsageError
 from roofline.report.records import OpRecord, Timing
-
-#: a measured time within this factor of the launch floor (x kernels) reads as launch-bound (as in bench)
-LAUNCH_FACTOR = 2.0
-
-PointBound = Literal["compute", "memory", "launch", "none"]
-
-
-class OpPoint(BaseModel):
-    """One counted op on the roofline: its record's fields, what was measured and where it sits. Units in names."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    # the record (OpRecord)
-    index: int
-    op: str
-    module: str
-    module_type: str
-    phase: str
-    input_shapes: list[list[int]]
-    input_dtypes: list[str]
-    output_shapes: list[list[int]]
-    flops: int
-    bytes: int
-    dtype: str
-    math: str
-    non_contiguous: bool = False
-    note: str = ""
-    # measured
-    timed: bool  # a timing was matched to this op
-    time_s: float  # device time (GPU: its kernels; CPU: the op's self time), 0 when not timed
-    kernels: int = 0
-    cpu_time_s: float = 0.0
-    launch_delay_s: float = 0.0
-    samples_s: list[float] = []  # its device time in each timed iteration (what `roofline gate` tests)
-    achieved_flops_per_s: float | None = None
-    achieved_bytes_per_s: float | None = None
-    # the roofline
-    intensity: float | None = None  # FLOP/byte (None: moves no bytes)
-    roof: str = ""  # compute roof label, e.g. 'bf16 tensor' ('' for ops doing no math)
-    peak_flops_per_s: float = 0.0
-    bandwidth_bytes_per_s: float
-    ridge: float | None = None
-    attainable_flops_per_s: float | None = None  # min(peak, intensity x bandwidth)
-    compute_time_s: float = 0.0  # FLOPs / roof
-    memory_time_s: float = 0.0  # bytes / DRAM bandwidth
-    roof_time_s: float = 0.0  # max(compute, memory): the roofline time, no launch floor
-    launch_floor_s: float = 0.0  # the launch floor x kernels (CPU: one dispatch)
-    efficiency: float | None = None  # roof_time_s / time_s
-    bound: PointBound
-    roofline_bound: PointBound  # the analytic bound: compute | memory | none (no work)
-
-    @property
-    def rows(self) -> int:
-        """Number of output elements (the largest output)."""
-        return max((_numel(s) for s in self.output_shapes), default=0)
-
-    def signature(self) -> tuple[str, tuple[tuple[int, ...], ...]]:
-        return self.op, tuple(tuple(s) for s in self.input_shapes)
-
-    @property
-    def minimum_time_s(self) -> float:
-        """The iron-law time: roofline time plus the launch floor."""
-        return self.roof_time_s + self.launch_floor_s
-
-
-class Aggregate(BaseModel):
-    """Ops grouped by call site, op type or module: sums and the rates they imply."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    key: str  # the op type, the module path, or 'op @ module shapes'
-    op: str = ""
-    module: str = ""
-    module_type: str = ""
-    input_shapes: list[list[int]] = []
-    count: int
-    time_s: float
-    time_share: float  # of the summed op time
-    flops: int
-    bytes: int
-    kernels: int = 0
-    intensity: float | None = None
-    achieved_flops_per_s: float | None = None
-    achieved_bytes_per_s: float | None = None
-    attainable_flops_per_s: float | None = None  # FLOPs / summed roofline time
-    roof_time_s: float = 0.0
-    efficiency: float | None = None  # summed roofline time / summed measured time
-    bound: str  # the bound holding most of the measured time
-    roof: str = ""
-
-
-class Aggregates(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    ops: list[Aggregate] = []  # by call site: op + module + input shapes + phase
-    op_types: list[Aggregate] = []
-    modules: list[Aggregate] = []
-
-
-class UncountedOp(BaseModel):
-    """Ops no cost formula covers, grouped by op: they took time but their FLOPs and bytes are unknown."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    op: str
-    count: int
-    time_s: float
-    modules: list[str]
-    input_shapes: list[list[int]]  # of the first one
-    note: str = ""
-
-
-class Summary(BaseModel):
-    """The whole iteration. Rates over the end-to-end wall time; shares of the device's peaks."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    device_kind: str  # cuda | cpu
-    iterations: int
-    wall_s: float  # end-to-end time of one iteration
-    op_time_s: float  # summed device time of every timed op (counted and uncounted)
-    counted_time_s: float
-    uncounted_time_s: float
-    unmatched_time_s: float  # device time no op could be matched to
-    roof_time_s: float  # summed roofline time of the counted ops
-    flops: int
-    bytes: int
-    ops: int  # counted ops
-    work_ops: int  # counted ops doing work (not views)
-    timed_ops: int
-    uncounted_ops: int
-    kernel_count: int
-    achieved_flops_per_s: float  # FLOPs / wall
-    achieved_bytes_per_s: float  # bytes / wall
-    mfu_roof: str  # the roof MFU is measured against: the one holding the most FLOPs
-    peak_flops_per_s: float
-    mfu: float  # achieved FLOP/s / peak of the dominant roof
-    mbu: float  # achieved bytes/s / DRAM bandwidth
-    dram_bandwidth_bytes_per_s: float
-    gpu_busy_s: float = 0.0
-    gpu_idle_s: float = 0.0
-    gpu_idle_share: float | None = None  # idle / (busy + idle); None on the CPU
-    host_overhead_share: float  # 1 - op time / wall: time outside the ops (Python, dispatch, idle)
-    launch_floor_s: float
-
-
-class Placed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    points: list[OpPoint]
-    aggregates: Aggregates
-    summary: Summary
-    uncounted: list[UncountedOp]
-    notes: list[str] = []
-
+from roofline.report.rows import (
+    Aggregate,
+    Aggregates,
+    IterationSummary,
+    OpPoint,
+    Placed,
+    PointBound,
+    UncountedOp,
+)
 
 # ----------------------------------------------------------------------------------------------- helpers
 
@@ -258,24 +114,13 @@ def place_op(record: OpRecord, timing: Any | None, device: Device, device_kind: 
         compute_s = 0.0
     else:
         roof, note = roof_for(device, record.dtype, record.math)
-        roof_label, peak, ridge = roof.label, roof.flops_per_s, roof.flops_per_s / bw
-        compute_s = flops / peak
-    memory_s = nbytes / bw
-    roof_time = max(compute_s, memory_s)
-    intensity = flops / nbytes if nbytes else None
-    if intensity is not None and peak:
-        attainable: float | None = min(peak, intensity * bw)
-    elif flops and peak:
-        attainable = peak
-    else:
-        attainable = None
-    roofline_bound: PointBound = ("compute" if compute_s >= memory_s else "memory") if work else "none"
-    if floor > 0 and 0 < time_s <= LAUNCH_FACTOR * floor:
-        bound: PointBound = "launch"
-    elif not work and (time_s > 0 and device_kind == "cpu"):
-        bound = "launch"  # a view's host time is all dispatch
-    else:
-        bound = roofline_bound
+        roof_label, peak, ridge = roof.label, roof.flops_per_s, ironlaw.ridge_point(roof.flops_per_s, bw)
+        compute_s = ironlaw.compute_time(flops, peak)
+    memory_s = ironlaw.memory_time(nbytes, bw)
+    roof_time = ironlaw.roofline_time(compute_s, memory_s)
+    roofline_bound: PointBound = ironlaw.bound(compute_s, memory_s) if work else "none"
+    # NB: a view's host time on the CPU is all dispatch: launch-bound whatever its length
+    bound = ironlaw.measured_bound(roofline_bound, time_s, floor, overhead_only=not work and device_kind == "cpu")
     point = OpPoint(
         index=record.index,
         op=record.op,
@@ -299,18 +144,18 @@ def place_op(record: OpRecord, timing: Any | None, device: Device, device_kind: 
         samples_s=[float(x) for x in getattr(timing, "samples_s", ())] if timing is not None else [],
         achieved_flops_per_s=flops / time_s if time_s > 0 else None,
         achieved_bytes_per_s=nbytes / time_s if time_s > 0 else None,
-        intensity=intensity,
+        intensity=ironlaw.intensity(flops, nbytes) if nbytes else None,
         roof=roof_label,
         peak_flops_per_s=peak,
         bandwidth_bytes_per_s=bw,
         ridge=ridge,
-        attainable_flops_per_s=attainable,
+        attainable_flops_per_s=ironlaw.attainable_rate(flops, roof_time) if peak else None,
         compute_time_s=compute_s,
         memory_time_s=memory_s,
         roof_time_s=roof_time,
         launch_floor_s=floor,
-        efficiency=roof_time / time_s if time_s > 0 and work else None,
-        bound=bound,
+        efficiency=ironlaw.row_efficiency(roof_time, time_s) if work else None,
+        bound=bound,  # type: ignore[arg-type]
         roofline_bound=roofline_bound,
     )
     return point, note
@@ -320,18 +165,16 @@ def place_op(record: OpRecord, timing: Any | None, device: Device, device_kind: 
 
 
 def aggregate(key: str, points: Sequence[OpPoint], total_time_s: float, **labels: Any) -> Aggregate:
-    """Sums over ``points`` and the rates they imply (attainable = FLOPs / summed roofline time)."""
-    time_s = sum(p.time_s for p in points)
+    """Sums over ``points`` and the rates they imply: roofline.ironlaw.group (attainable = FLOPs / summed roofline
+    time, efficiency = summed roofline time / summed measured time, the bound holding most of the time)."""
+    law = ironlaw.group(ironlaw.Member(p.flops, p.bytes, p.roof_time_s, p.time_s, p.bound) for p in points)
+    time_s = law.time_s
     flops = sum(p.flops for p in points)
     nbytes = sum(p.bytes for p in points)
-    roof_time = sum(p.roof_time_s for p in points)
-    by_bound: dict[str, float] = defaultdict(float)
     by_roof: dict[str, int] = defaultdict(int)
     for p in points:
-        by_bound[p.bound] += p.time_s if time_s > 0 else 1.0
         if p.roof:
             by_roof[p.roof] += p.flops + 1
-    bound = max(by_bound, key=lambda b: by_bound[b]) if by_bound else "none"
     return Aggregate(
         key=key,
         count=len(points),
@@ -340,13 +183,13 @@ def aggregate(key: str, points: Sequence[OpPoint], total_time_s: float, **labels
         flops=flops,
         bytes=nbytes,
         kernels=sum(p.kernels for p in points),
-        intensity=flops / nbytes if nbytes else None,
+        intensity=law.intensity,
         achieved_flops_per_s=flops / time_s if time_s > 0 else None,
         achieved_bytes_per_s=nbytes / time_s if time_s > 0 else None,
-        attainable_flops_per_s=flops / roof_time if roof_time > 0 else None,
-        roof_time_s=roof_time,
-        efficiency=roof_time / time_s if time_s > 0 and roof_time > 0 else None,
-        bound=bound,
+        attainable_flops_per_s=law.attainable_flops_per_s,
+        roof_time_s=law.roof_time_s,
+        efficiency=law.efficiency,
+        bound=law.bound or "none",
         roof=max(by_roof, key=lambda r: by_roof[r]) if by_roof else "",
         **labels,
     )
@@ -420,7 +263,9 @@ def device_kind_of(timing: Timing) -> str:
     return "cpu" if str(timing.device).startswith("cpu") else "cuda"
 
 
-def summarize(points: Sequence[OpPoint], uncounted: Sequence[UncountedOp], timing: Timing, device: Device) -> Summary:
+def summarize(
+    points: Sequence[OpPoint], uncounted: Sequence[UncountedOp], timing: Timing, device: Device
+) -> IterationSummary:
     """Totals of one iteration: time, FLOPs, bytes, MFU (against the roof holding the most FLOPs), MBU, idle."""
     kind = device_kind_of(timing)
     counted_time = sum(p.time_s for p in points)
@@ -444,7 +289,7 @@ def summarize(points: Sequence[OpPoint], uncounted: Sequence[UncountedOp], timin
     achieved = flops / wall if wall > 0 else 0.0
     achieved_bw = nbytes / wall if wall > 0 else 0.0
     span = timing.gpu_busy_s + timing.gpu_idle_s
-    return Summary(
+    return IterationSummary(
         device_kind=kind,
         iterations=timing.iterations,
         wall_s=wall,
@@ -511,13 +356,6 @@ def place(records: Sequence[OpRecord], timing: Timing, device: Device) -> Placed
 
 
 __all__ = [
-    "LAUNCH_FACTOR",
-    "Aggregate",
-    "Aggregates",
-    "OpPoint",
-    "Placed",
-    "Summary",
-    "UncountedOp",
     "aggregate",
     "aggregate_points",
     "bits_of",

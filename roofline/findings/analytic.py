@@ -12,46 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from roofline.costs.base import Cost, Params, get_model
 from roofline.device import Device
 from roofline.errors import RooflineError
-from roofline.placement import Placement, place
-from roofline.properties import Property, join
+from roofline.ironlaw import Placement, place_cost
+from roofline.properties import Property
+from roofline.report.rows import Finding
 from roofline.units import format_bytes, format_time
 
 # NB: large cuBLAS/CUTLASS tiles on A100/H100-class parts; the source text's 1792 vs 1793 example uses them.
 TILE_M, TILE_N = 256, 128
-
-
-class Finding(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    rule: str
-    bottleneck: str  # compute | memory | launch
-    properties: list[str]
-    technique: str
-    evidence: str
-    time_s: float  # the row's minimum time now
-    best_time_s: float | None = None  # minimum time after the technique (None: no bound known)
-
-    @property
-    def gain(self) -> float | None:
-        if self.best_time_s is None or self.best_time_s <= 0:
-            return None
-        return self.time_s / self.best_time_s
-
-    @property
-    def saving_s(self) -> float:
-        return 0.0 if self.best_time_s is None else max(self.time_s - self.best_time_s, 0.0)
-
-    def summary(self) -> str:
-        text = f"{join(tuple(Property(p) for p in self.properties))}: {self.technique}"
-        gain = self.gain
-        if gain is not None:
-            text += f"; at most {gain:.3g}x ({format_time(self.time_s)} -> {format_time(self.best_time_s or 0)})"
-        return text
 
 
 @dataclass(frozen=True)
@@ -67,7 +37,7 @@ class Context:
         model = get_model(self.kind)
         try:
             params = model.parse({**self.params.model_dump(), **changes})
-            return place(model(params), self.device)
+            return place_cost(model(params), self.device)
         except RooflineError:
             return None
 
@@ -93,7 +63,7 @@ def launch_bound(ctx: Context) -> Finding | None:
     p = ctx.placement
     if p.bound != "launch":
         return None
-    work = p.time_s - p.launch_s
+    work = p.roof_time_s
     best = max(work, ctx.device.launch_floor_s)  # one graph launch / one fused kernel at best
     evidence = (
         f"{p.kernels} kernel(s) x {format_time(ctx.device.launch_floor_s)} launch floor = "

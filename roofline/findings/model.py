@@ -40,21 +40,11 @@ from typing import Any, TypeVar
 from pydantic import Field
 
 from roofline.device import Device
-from roofline.diagnose.place import (
-    Aggregates,
-    OpPoint,
-    Placed,
-    Summary,
-    UncountedOp,
-    aggregate_points,
-    bits_of,
-    input_bytes,
-    output_bytes,
-    summarize,
-)
-from roofline.findings.analytic import TILE_M, TILE_N, Finding
+from roofline.diagnose.place import aggregate_points, bits_of, input_bytes, output_bytes, summarize
+from roofline.findings.analytic import TILE_M, TILE_N
 from roofline.properties import Property
 from roofline.report.records import Timing
+from roofline.report.rows import Aggregates, Finding, IterationSummary, OpPoint, Placed, UncountedOp
 from roofline.units import format_bytes, format_intensity, format_rate, format_time
 
 MIN_LAUNCH_OPS = 16
@@ -338,7 +328,7 @@ def find_chains(points: Sequence[OpPoint], exclude: Iterable[int] = ()) -> list[
 class Context:
     points: tuple[OpPoint, ...]
     aggregates: Aggregates
-    summary: Summary
+    summary: IterationSummary
     timing: Timing
     device: Device
     loops: tuple[Loop, ...] = ()

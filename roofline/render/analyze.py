@@ -8,9 +8,9 @@ from typing import Any
 from rich import box
 from rich.markup import escape
 
-from roofline.analysis import Row
 from roofline.device import Device
 from roofline.render.base import Renderer, device_header, to_text
+from roofline.report.rows import Row
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 BOUND_STYLE = {"compute": "bold green", "memory": "bold yellow", "launch": "bold magenta"}

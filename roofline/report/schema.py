@@ -1,7 +1,11 @@
 """The Report: the versioned JSON document every command writes and plot/gate/compare read.
 
 Reading is tolerant (unknown keys are kept and ignored, so older tools read newer minor versions);
-a different major version or a foreign document is an error, never silently reinterpreted.
+a newer version or a foreign document is an error, never silently reinterpreted. Rows are stored as JSON objects
+of the models in roofline.report.rows (:meth:`Report.typed_rows` gives them typed).
+
+Versions: 2 stores the iron-law values (roofline.ironlaw) on every row: analytic rows gained ``roof_time_s``
+and ``efficiency``. A version-1 report is upgraded when it is loaded (roofline.report.rows.upgrade_rows).
 """
 
 from __future__ import annotations
@@ -12,14 +16,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from roofline import __version__
 from roofline.errors import ReportError
 from roofline.fileio import atomic_write_text
+from roofline.report.rows import parse_rows, upgrade_rows
 
 SCHEMA = "roofline.report"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)  # the versions read_report loads (version 1 upgraded)
 
 
 class DeviceInfo(BaseModel):
@@ -45,6 +51,17 @@ class Report(BaseModel):
     host: dict[str, str] = {}
     devices: list[DeviceInfo] = []
     rows: list[dict[str, Any]] = []
+
+    @model_validator(mode="after")
+    def _upgrade(self) -> Report:
+        """Every row with its stored iron-law values (version 1 and hand-built rows: filled once, here)."""
+        self.rows = upgrade_rows(self.source, self.rows, self.devices)
+        self.version = max(self.version, VERSION)
+        return self
+
+    def typed_rows(self) -> list[Any]:
+        """The rows as their models (roofline.report.rows: Row, BenchRow or OpPoint, by the report's source)."""
+        return parse_rows(self.source, self.rows)
 
     def to_json(self) -> str:
         data = self.model_dump(mode="json")
@@ -90,10 +107,10 @@ def read_report(path: Path) -> Report:
         raise ReportError(f"{path}: corrupt report (invalid JSON at line {exc.lineno}): re-create it") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ReportError(f'{path}: not a roofline report (no "schema": "{SCHEMA}")')
-    if data.get("version") != VERSION:
+    if data.get("version") not in READS:
         raise ReportError(
             f"{path}: report version {data.get('version')!r} is not supported by roofline {__version__} "
-            f"(reads version {VERSION}): upgrade roofline"
+            f"(reads versions {', '.join(map(str, READS))}): upgrade roofline"
         )
     data["schema_"] = data.pop("schema")
     try:

@@ -1,0 +1,429 @@
+"""Typed report rows: what analyze, bench and diagnose store, one pydantic model per row kind (extra="forbid").
+
+- :class:`Row`: one workload on one device (`roofline analyze`), with its :class:`Finding` values;
+- :class:`BenchRow`: a Row plus what `roofline bench` measured;
+- :class:`OpPoint`: one counted op of a diagnosed model; :class:`Aggregate` sums of them (by call site, op type,
+  module), :class:`IterationSummary` the whole iteration, :class:`UncountedOp` the ops no cost formula covers,
+  :class:`Placed` all of them together.
+
+Every row kind stores the iron-law values of roofline.ironlaw once: ``intensity``, ``attainable_flops_per_s``,
+``roof_time_s``, ``efficiency`` and ``bound``; readers read them (:class:`Stored`), never recompute them.
+
+A report keeps its rows as JSON objects (tolerant reading: unknown keys are kept). :func:`upgrade_rows` fills the
+stored values a row lacks -- rows written by version 1 (analytic rows had no ``roof_time_s`` nor ``efficiency``)
+and rows built by hand -- once, when the report is loaded; :func:`parse_rows` gives the typed rows of a report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from roofline import ironlaw
+from roofline.properties import Property, join
+from roofline.units import format_time
+
+PointBound = Literal["compute", "memory", "launch", "none"]
+
+#: the iron-law values every row kind stores
+STORED_FIELDS = ("intensity", "attainable_flops_per_s", "roof_time_s", "efficiency", "bound")
+
+
+class Finding(BaseModel):
+    """A bottleneck, the property that fits, the technique it enables and the roofline's bound on the gain."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    rule: str
+    bottleneck: str  # compute | memory | launch
+    properties: list[str]
+    technique: str
+    evidence: str
+    time_s: float  # the row's minimum time now
+    best_time_s: float | None = None  # minimum time after the technique (None: no bound known)
+
+    @property
+    def gain(self) -> float | None:
+        if self.best_time_s is None or self.best_time_s <= 0:
+            return None
+        return self.time_s / self.best_time_s
+
+    @property
+    def saving_s(self) -> float:
+        return 0.0 if self.best_time_s is None else max(self.time_s - self.best_time_s, 0.0)
+
+    def summary(self) -> str:
+        text = f"{join(tuple(Property(p) for p in self.properties))}: {self.technique}"
+        gain = self.gain
+        if gain is not None:
+            text += f"; at most {gain:.3g}x ({format_time(self.time_s)} -> {format_time(self.best_time_s or 0)})"
+        return text
+
+
+# ------------------------------------------------------------------------------------------------ analytic
+
+
+class Row(BaseModel):
+    """One workload on one device. Field names carry their units; this is what reports store."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    kind: str
+    label: str
+    params: dict[str, Any]
+    device: str
+    dtype: str
+    roof: str  # compute roof used, e.g. 'bf16 tensor'
+    roof_source: str  # 'spec' (sheet) or 'measured' (calibration)
+    flops: int
+    bytes: int
+    kernels: int
+    intensity: float  # FLOP/byte
+    ridge: float  # FLOP/byte
+    peak_flops_per_s: float
+    bandwidth_bytes_per_s: float
+    attainable_flops_per_s: float  # FLOPs / roof_time_s
+    compute_time_s: float
+    memory_time_s: float
+    launch_time_s: float
+    roof_time_s: float  # summed roofline time of the kernels, no launch floors
+    time_s: float  # minimum time: roof_time_s + launch_time_s
+    efficiency: float  # roof_time_s / time_s (bench: / median_s)
+    bound: str  # compute | memory | launch
+    byte_terms: dict[str, int] = {}
+    notes: list[str] = []
+    findings: list[Finding] = []
+
+    @property
+    def top(self) -> Finding | None:
+        return self.findings[0] if self.findings else None
+
+
+# ------------------------------------------------------------------------------------------------ bench
+
+
+class BenchRow(Row):
+    """An analytic Row (cost and placement on the roofs) plus what was measured. Units in field names.
+
+    ``efficiency`` = roof_time_s / median_s (1.0 = on the roof; launches excluded). ``bound`` is the analytic
+    bound, or 'launch' when the median is within LAUNCH_FACTOR of the launch floor summed over the kernels
+    (roofline.ironlaw.measured_bound); ``analytic_bound`` keeps the analytic one.
+    """
+
+    name: str = ""
+    op: str = ""  # the torch call that ran
+    bench_notes: list[str] = Field(
+        default_factory=list
+    )  # what ran differs from what the cost model counts, or how it ran
+    median_s: float
+    p20_s: float
+    p80_s: float
+    samples_s: list[float]
+    n: int
+    relative_spread: float  # (p80 - p20) / median
+    method: str  # cuda-events | cuda-graph | cpu-clock
+    cache: str  # cold | warm
+    stop_reason: str
+    throttled_count: int = 0
+    throttle_reasons: list[str] = Field(default_factory=list)
+    clocks_mhz: list[float | None] = Field(default_factory=list)
+    threads: int | None = None
+    achieved_flops_per_s: float
+    achieved_bytes_per_s: float
+    analytic_bound: str
+
+
+# ------------------------------------------------------------------------------------------------ diagnose
+
+
+def _numel(shape: Iterable[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+class OpPoint(BaseModel):
+    """One counted op on the roofline: its record's fields, what was measured and where it sits. Units in names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    # the record (OpRecord)
+    index: int
+    op: str
+    module: str
+    module_type: str
+    phase: str
+    input_shapes: list[list[int]]
+    input_dtypes: list[str]
+    output_shapes: list[list[int]]
+    flops: int
+    bytes: int
+    dtype: str
+    math: str
+    non_contiguous: bool = False
+    note: str = ""
+    # measured
+    timed: bool  # a timing was matched to this op
+    time_s: float  # device time (GPU: its kernels; CPU: the op's self time), 0 when not timed
+    kernels: int = 0
+    cpu_time_s: float = 0.0
+    launch_delay_s: float = 0.0
+    samples_s: list[float] = []  # its device time in each timed iteration (what `roofline gate` tests)
+    achieved_flops_per_s: float | None = None
+    achieved_bytes_per_s: float | None = None
+    # the roofline
+    intensity: float | None = None  # FLOP/byte (None: moves no bytes)
+    roof: str = ""  # compute roof label, e.g. 'bf16 tensor' ('' for ops doing no math)
+    peak_flops_per_s: float = 0.0
+    bandwidth_bytes_per_s: float
+    ridge: float | None = None
+    attainable_flops_per_s: float | None = None  # FLOPs / roof_time_s (None: no roof)
+    compute_time_s: float = 0.0  # FLOPs / roof
+    memory_time_s: float = 0.0  # bytes / DRAM bandwidth
+    roof_time_s: float = 0.0  # max(compute, memory): the roofline time, no launch floor
+    launch_floor_s: float = 0.0  # the launch floor x kernels (CPU: one dispatch)
+    efficiency: float | None = None  # roof_time_s / time_s
+    bound: PointBound
+    roofline_bound: PointBound  # the analytic bound: compute | memory | none (no work)
+
+    @property
+    def rows(self) -> int:
+        """Number of output elements (the largest output)."""
+        return max((_numel(s) for s in self.output_shapes), default=0)
+
+    def signature(self) -> tuple[str, tuple[tuple[int, ...], ...]]:
+        return self.op, tuple(tuple(s) for s in self.input_shapes)
+
+    @property
+    def minimum_time_s(self) -> float:
+        """The iron-law time: roofline time plus the launch floor."""
+        return self.roof_time_s + self.launch_floor_s
+
+
+class Aggregate(BaseModel):
+    """Ops grouped by call site, op type or module: sums and the rates they imply (roofline.ironlaw.group)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    key: str  # the op type, the module path, or 'op @ module shapes'
+    op: str = ""
+    module: str = ""
+    module_type: str = ""
+    input_shapes: list[list[int]] = []
+    count: int
+    time_s: float
+    time_share: float  # of the summed op time
+    flops: int
+    bytes: int
+    kernels: int = 0
+    intensity: float | None = None
+    achieved_flops_per_s: float | None = None
+    achieved_bytes_per_s: float | None = None
+    attainable_flops_per_s: float | None = None  # FLOPs / summed roofline time
+    roof_time_s: float = 0.0
+    efficiency: float | None = None  # summed roofline time / summed measured time
+    bound: str  # the bound holding most of the measured time
+    roof: str = ""
+
+
+class Aggregates(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    ops: list[Aggregate] = []  # by call site: op + module + input shapes + phase
+    op_types: list[Aggregate] = []
+    modules: list[Aggregate] = []
+
+
+class UncountedOp(BaseModel):
+    """Ops no cost formula covers, grouped by op: they took time but their FLOPs and bytes are unknown."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    op: str
+    count: int
+    time_s: float
+    modules: list[str]
+    input_shapes: list[list[int]]  # of the first one
+    note: str = ""
+
+
+class IterationSummary(BaseModel):
+    """The whole iteration. Rates over the end-to-end wall time; shares of the device's peaks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    device_kind: str  # cuda | cpu
+    iterations: int
+    wall_s: float  # end-to-end time of one iteration
+    op_time_s: float  # summed device time of every timed op (counted and uncounted)
+    counted_time_s: float
+    uncounted_time_s: float
+    unmatched_time_s: float  # device time no op could be matched to
+    roof_time_s: float  # summed roofline time of the counted ops
+    flops: int
+    bytes: int
+    ops: int  # counted ops
+    work_ops: int  # counted ops doing work (not views)
+    timed_ops: int
+    uncounted_ops: int
+    kernel_count: int
+    achieved_flops_per_s: float  # FLOPs / wall
+    achieved_bytes_per_s: float  # bytes / wall
+    mfu_roof: str  # the roof MFU is measured against: the one holding the most FLOPs
+    peak_flops_per_s: float
+    mfu: float  # achieved FLOP/s / peak of the dominant roof
+    mbu: float  # achieved bytes/s / DRAM bandwidth
+    dram_bandwidth_bytes_per_s: float
+    gpu_busy_s: float = 0.0
+    gpu_idle_s: float = 0.0
+    gpu_idle_share: float | None = None  # idle / (busy + idle); None on the CPU
+    host_overhead_share: float  # 1 - op time / wall: time outside the ops (Python, dispatch, idle)
+    launch_floor_s: float
+
+
+class Placed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    points: list[OpPoint]
+    aggregates: Aggregates
+    summary: IterationSummary
+    uncounted: list[UncountedOp]
+    notes: list[str] = []
+
+
+# ------------------------------------------------------------------------------------------------ reading
+
+#: the row model of each report source
+ROW_MODELS: dict[str, type[BaseModel]] = {"analytic": Row, "bench": BenchRow, "diagnose": OpPoint}
+
+
+class Stored(BaseModel):
+    """The iron-law values a stored row carries, as every reader reads them (other keys are not looked at)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
+
+    intensity: float | None = None
+    attainable_flops_per_s: float | None = None
+    roof_time_s: float | None = None
+    efficiency: float | None = None
+    bound: str = ""
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any] | BaseModel) -> Stored:
+        get = (lambda name: getattr(row, name, None)) if isinstance(row, BaseModel) else row.get
+        return cls.model_validate({name: value for name in STORED_FIELDS if (value := get(name)) is not None})
+
+    def member(self, flops: float | None, nbytes: float | None, time_s: float) -> ironlaw.Member:
+        """This row as a member of a group (roofline.ironlaw.group)."""
+        return ironlaw.Member(flops, nbytes, self.roof_time_s or 0.0, time_s, self.bound)
+
+
+def parse_rows(source: str, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The typed rows of a report of ``source`` (Row, BenchRow or OpPoint); keys a later version added are
+    ignored. A row missing a field its model requires raises pydantic's ValidationError."""
+    model = ROW_MODELS.get(source)
+    if model is None:
+        raise ValueError(f"no row model for a {source!r} report")
+    fields = set(model.model_fields)
+    return [model.model_validate({k: v for k, v in row.items() if k in fields}) for row in rows]
+
+
+# ------------------------------------------------------------------------------------------------ upgrading
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _positive(value: Any) -> float | None:
+    number = _number(value)
+    return number if number is not None and number > 0 else None
+
+
+def _roofs(row: Mapping[str, Any], devices: Mapping[str, Any], default: Any) -> tuple[float | None, float | None]:
+    """The compute roof and DRAM bandwidth a row was placed on: its own, else its device's (a DeviceInfo)."""
+    device = devices.get(str(row.get("device") or "")) or default
+    peak = _positive(row.get("peak_flops_per_s"))
+    bandwidth = _positive(row.get("bandwidth_bytes_per_s"))
+    if device is not None:
+        roof = str(row.get("roof") or "")
+        if roof and peak is None:
+            peak = _positive(device.compute_flops_per_s.get(roof))
+        bandwidth = bandwidth or _positive(device.dram_bandwidth_bytes_per_s)
+    return peak, bandwidth
+
+
+def _filled(source: str, row: dict[str, Any], devices: Mapping[str, Any], default: Any) -> dict[str, Any]:
+    flops, nbytes = _number(row.get("flops")), _number(row.get("bytes"))
+    peak, bandwidth = _roofs(row, devices, default)
+    row = dict(row)
+    if "intensity" not in row:
+        row["intensity"] = ironlaw.intensity(flops, nbytes) if flops is not None and nbytes else None
+    if "roof_time_s" not in row:
+        time_s, launch_s = _number(row.get("time_s")), _number(row.get("launch_time_s"))
+        roof: float | None = None
+        if source in ("analytic", "bench") and time_s is not None and launch_s is not None:
+            roof = time_s - launch_s  # a version-1 analytic row: its minimum time less its launch floors
+        elif flops is not None and nbytes is not None and bandwidth:
+            compute = ironlaw.compute_time(flops, peak) if peak else 0.0
+            roof = ironlaw.roofline_time(compute, ironlaw.memory_time(nbytes, bandwidth))
+        row["roof_time_s"] = roof
+    roof = _number(row.get("roof_time_s"))
+    if "attainable_flops_per_s" not in row:
+        row["attainable_flops_per_s"] = (
+            ironlaw.attainable_rate(flops, roof) if flops is not None and roof is not None and peak else None
+        )
+    if "efficiency" not in row:
+        efficiency: float | None = None
+        if roof is not None and source == "analytic":
+            time_s = _positive(row.get("time_s"))
+            efficiency = ironlaw.efficiency(roof, time_s) if time_s else None
+        elif roof is not None and row.get("timed") is not False:
+            time_s = _number(row.get("median_s" if source == "bench" else "time_s"))
+            efficiency = ironlaw.row_efficiency(roof, time_s) if time_s is not None else None
+        row["efficiency"] = efficiency
+    return row
+
+
+def upgrade_rows(source: str, rows: Sequence[Mapping[str, Any]], devices: Sequence[Any]) -> list[dict[str, Any]]:
+    """The rows with every stored iron-law value (STORED_FIELDS but ``bound``, which every version stores): a value
+    a row lacks is computed here via roofline.ironlaw, once, from the row's counts, times and the roofs the report
+    placed it on (``devices``: its DeviceInfo list). Rows that have them all are returned as they are.
+
+    Version-1 analytic rows lack ``roof_time_s`` (= time_s - launch_time_s) and ``efficiency``
+    (= roof_time_s / time_s); hand-built rows may lack any (one kernel is assumed: max(FLOPs / roof, bytes /
+    DRAM bandwidth))."""
+    by_name = {d.name: d for d in devices}
+    default = devices[0] if devices else None
+    out = []
+    for row in rows:
+        if all(name in row for name in STORED_FIELDS[:-1]):
+            out.append(row if isinstance(row, dict) else dict(row))
+        else:
+            out.append(_filled(source, dict(row), by_name, default))
+    return out
+
+
+__all__ = [
+    "ROW_MODELS",
+    "STORED_FIELDS",
+    "Aggregate",
+    "Aggregates",
+    "BenchRow",
+    "Finding",
+    "IterationSummary",
+    "OpPoint",
+    "Placed",
+    "PointBound",
+    "Row",
+    "Stored",
+    "UncountedOp",
+    "parse_rows",
+    "upgrade_rows",
+]
