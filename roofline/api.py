@@ -85,8 +85,7 @@ def known_devices(
         else:
             cal = cal_module.latest_for_sheet(spec.name)
         measured = cal_module.apply(spec, cal) if cal is not None else None
-        note = f"calibration of {cal.created_utc:%Y-%m-%d %H:%M} UTC ({cal.machine.name})" if cal else ""
-        known[name] = known[spec.name] = KnownDevice(spec.name, spec.display_name, spec, measured, note)
+        known[name] = known[spec.name] = KnownDevice(spec.name, spec.display_name, spec, measured)
     if given is not None and not used:
         measured_what = given.machine.sheet or given.machine.name
         raise UsageError(

@@ -41,7 +41,7 @@ OTHER = Device(  # a projection target without bf16: V100-like
     launch_floor_s=5e-6,
 )
 KNOWN = {
-    "gpu-x": KnownDevice("gpu-x", "GPU X", SPEC, MEASURED, "test calibration"),
+    "gpu-x": KnownDevice("gpu-x", "GPU X", SPEC, MEASURED),
     "gpu-y": KnownDevice("gpu-y", "GPU Y", OTHER),
 }
 

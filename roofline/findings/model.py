@@ -42,6 +42,7 @@ from pydantic import Field
 from roofline.device import Device
 from roofline.diagnose.place import aggregate_points, bits_of, input_bytes, output_bytes, summarize
 from roofline.findings.analytic import TILE_M, TILE_N
+from roofline.ironlaw import memory_time, min_time, roofline_time
 from roofline.properties import Property
 from roofline.report.records import Timing
 from roofline.report.rows import Aggregates, Finding, IterationSummary, OpPoint, Placed, UncountedOp
@@ -608,7 +609,7 @@ def elementwise_chain(ctx: Context) -> list[ModelFinding]:
         fused = min(input_bytes(first_chain[0]) + output_bytes(first_chain[-1]), unfused)
         compute = sum(p.compute_time_s for p in first_chain)
         before = sum(p.roof_time_s + p.launch_floor_s for p in first_chain)
-        after = max(compute, fused / bw) + ctx.one_launch_s()
+        after = roofline_time(compute, memory_time(fused, bw)) + ctx.one_launch_s()
         all_pts = [p for chain_pts in group for p in chain_pts]
         time_now = sum(p.time_s for p in all_pts)
         numel = _max_numel(first_chain[0])
@@ -654,7 +655,7 @@ def naive_attention(ctx: Context) -> list[ModelFinding]:
         fused = min(input_bytes(first) + input_bytes(second, others) + output_bytes(second), naive)
         compute = sum(p.compute_time_s for p in pts)
         before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
-        after = max(compute, fused / bw) + ctx.one_launch_s()
+        after = roofline_time(compute, memory_time(fused, bw)) + ctx.one_launch_s()
         all_pts = [p for _, members in group for p in members]
         time_now = sum(p.time_s for p in all_pts)
         scores = "x".join(str(d) for d in att.scores_shape)
@@ -708,7 +709,7 @@ def memory_bound_gemv(ctx: Context) -> ModelFinding | None:
     for p, _, weight in hits:
         bits = bits_of(p.dtype)
         smaller = p.bytes - weight + weight * min(QUANT_BITS, bits) / bits
-        after += max(p.compute_time_s, smaller / bw) + p.launch_floor_s
+        after += roofline_time(p.compute_time_s, memory_time(smaller, bw)) + p.launch_floor_s
     weights = sum(w for _, _, w in hits)
     moved = sum(p.bytes for p in pts)
     flops = sum(p.flops for p in pts)
@@ -750,7 +751,7 @@ def fp32_matmul(ctx: Context) -> ModelFinding | None:
     bw = ctx.device.dram_bandwidth
     tf32 = c[("tf32", "tensor")]
     before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
-    after = sum(max(p.flops / tf32, p.bytes / bw) + p.launch_floor_s for p in pts)
+    after = sum(min_time(p.flops, p.bytes, tf32, bw, p.launch_floor_s) for p in pts)
     time_now = sum(p.time_s for p in pts)
     evidence = (
         f"{len(pts)} fp32 matmul{'s' if len(pts) > 1 else ''} run on the {pts[0].roof} roof "
@@ -759,7 +760,7 @@ def fp32_matmul(ctx: Context) -> ModelFinding | None:
     )
     if ("bf16", "tensor") in c:
         bf16 = c[("bf16", "tensor")]
-        after_bf16 = sum(max(p.flops / bf16, p.bytes / 2 / bw) + p.launch_floor_s for p in pts)
+        after_bf16 = sum(min_time(p.flops, p.bytes / 2, bf16, bw, p.launch_floor_s) for p in pts)
         evidence += f"; bf16 ({format_rate(bf16)}, half the bytes): {format_time(after_bf16)}"
     if fast:
         evidence += f" ({len(fast)} other fp32 matmuls already run above the fp32 roof: TF32 is on for them)"

@@ -34,6 +34,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from roofline import ironlaw
 from roofline.gate.stats import shift
 from roofline.gate.thresholds import COUNT_METRICS, Limit, Rules
 from roofline.measure.stats import median
@@ -219,10 +220,8 @@ def _samples(point: Point, metric: str, relative: bool) -> list[float] | None:
     roof = point.roof_time_s
     if not roof or roof <= 0:
         return None
-    if relative:
-        log_roof = math.log(roof)
-        return [log_roof - math.log(s) for s in samples]
-    return [roof / s for s in samples]
+    efficiencies = [ironlaw.efficiency(roof, s) for s in samples]  # each sample's roofline time / time
+    return [math.log(e) for e in efficiencies] if relative else efficiencies
 
 
 def _value(point: Point, metric: str) -> float | None:
@@ -241,7 +240,7 @@ def _drift(point: Point, metric: str, relative: bool) -> float:
     elif metric == "time":
         values = medians
     elif point.roof_time_s:
-        values = [point.roof_time_s / m for m in medians]
+        values = [ironlaw.efficiency(point.roof_time_s, m) for m in medians]
     else:
         return 0.0
     middle = median(values)
@@ -359,7 +358,8 @@ def compare_points(before: Point, after: Point, rules: Rules) -> PointResult:
 
 
 def _total(points: Sequence[Point], per_iteration: bool) -> Point:
-    """The points summed: counts, times, roof times; per-iteration samples when every point has as many."""
+    """The points summed: counts, times, roof times (efficiency by roofline.ironlaw.group's rule: summed roofline
+    time / summed time); per-iteration samples when every point has as many."""
 
     def add(name: str) -> float | None:
         values = [getattr(p, name) for p in points]
@@ -378,7 +378,7 @@ def _total(points: Sequence[Point], per_iteration: bool) -> Point:
         kernels=add("kernels"),
         time_s=time_s,
         roof_time_s=roof,
-        efficiency=roof / time_s if roof is not None and time_s else None,
+        efficiency=ironlaw.row_efficiency(roof, time_s) if roof is not None and time_s is not None else None,
         samples_s=samples,
     )
 

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from roofline.device import Device
 from roofline.dtypes import ops_unit
+from roofline.ironlaw import LAUNCH_FACTOR
 from roofline.render.analyze import BOUND_STYLE, split_labels
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.units import format_intensity, format_rate, format_time
@@ -96,8 +97,9 @@ class BenchRenderer(Renderer):
         if any(r.throttled_count for r in rows):
             lines.append("[dim]* some samples were taken below 75% of the maximum SM clock or while throttled[/]")
         lines.append(
-            "[dim]median of the samples; ± = half the p20-p80 range; eff. = roofline time (max of compute and "
-            "memory time per kernel, no launch floor) / median; bound 'launch' = median within 2x the launch floor[/]"
+            "[dim]median of the samples; ± = half the p20-p80 range; attainable = FLOPs / roofline time (max of "
+            "compute and memory time per kernel, no launch floor); eff. = roofline time / median; bound 'launch' = "
+            f"median within {LAUNCH_FACTOR:g}x the launch floor[/]"
         )
         if any(r.efficiency > 1.05 and r.cache == "warm" for r in rows):
             lines.append(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from roofline.report.chart import ChartSpec, Mark, Panel, Roof
+from roofline.report.chart import ChartRoof, ChartSpec, Mark, Panel
 from roofline.units import format_rate
 
 if TYPE_CHECKING:
@@ -473,7 +473,7 @@ def _nearest_edge(box: Box, point: tuple[float, float]) -> tuple[float, float]:
     return x, y
 
 
-def _roof_label(fig: Figure, ax: Axes, roof: Roof, font: float, renderer: Any, room: _Obstacles) -> None:
+def _roof_label(fig: Figure, ax: Axes, roof: ChartRoof, font: float, renderer: Any, room: _Obstacles) -> None:
     """Compute roofs: along the line, right end first, above or below it; memory roofs: along the slope,
     rotated with it, lower part first. The label's own line is no obstacle to it."""
     color = SOURCE_STYLE[roof.source]["color"]
@@ -533,7 +533,7 @@ def _roof_label(fig: Figure, ax: Axes, roof: Roof, font: float, renderer: Any, r
         room.lines = lines
 
 
-def _line_boxes_of(room: _Obstacles, ax: Axes, roof: Roof) -> list[Box]:
+def _line_boxes_of(room: _Obstacles, ax: Axes, roof: ChartRoof) -> list[Box]:
     """The samples of ``roof``'s own line among room.lines (they lie on its segment)."""
     (x0, y0), (x1, y1) = ax.transData.transform(roof.start), ax.transData.transform(roof.end)
     length = math.hypot(x1 - x0, y1 - y0) or 1.0

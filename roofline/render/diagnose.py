@@ -8,6 +8,7 @@ from typing import Any
 from rich import box
 from rich.markup import escape
 
+from roofline.ironlaw import LAUNCH_FACTOR, intensity
 from roofline.render.analyze import BOUND_STYLE
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
@@ -93,7 +94,7 @@ class DiagnoseRenderer(Renderer):
             (
                 "work",
                 f"{format_count(s.flops)}, {format_bytes(s.bytes)} compulsory "
-                f"(intensity {_intensity(s.flops / s.bytes if s.bytes else None)} FLOP/B); roofline time "
+                f"(intensity {_intensity(intensity(s.flops, s.bytes) if s.bytes else None)} FLOP/B); roofline time "
                 f"{format_time(s.roof_time_s)}",
             ),
             (
@@ -207,8 +208,9 @@ class DiagnoseRenderer(Renderer):
         lines.append(
             "[dim]\ntime = measured "
             + ("device (kernel)" if result.placed.summary.device_kind == "cuda" else "self CPU")
-            + " time per iteration; intensity = counted FLOPs / compulsory bytes; attainable = min(roof, intensity "
-            "x DRAM); eff. = roofline time / measured time; bound 'launch' = within 2x the launch floor[/]"
+            + " time per iteration; intensity = counted FLOPs / compulsory bytes; attainable = FLOPs / roofline time "
+            f"(min(roof, intensity x DRAM) for one op); eff. = roofline time / measured time; bound 'launch' = within "
+            f"{LAUNCH_FACTOR:g}x the launch floor[/]"
         )
         if result.notes:
             lines.append("[dim]Notes: " + escape("; ".join(result.notes)) + "[/]")

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from roofline import __version__
+from roofline import __version__, ironlaw
 from roofline.errors import RooflineError
 from roofline.fileio import atomic_write_text
 from roofline.report.machine import MachineInfo, machine_of
@@ -292,7 +292,7 @@ def _pool(runs: list[Point]) -> Point:
     return first.model_copy(
         update={
             "time_s": time_s,
-            "efficiency": roof / time_s if roof is not None and time_s else first.efficiency,
+            "efficiency": ironlaw.efficiency(roof, time_s) if roof is not None and time_s else first.efficiency,
             "samples_s": samples,
             "run_medians_s": medians,
         }

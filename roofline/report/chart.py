@@ -44,7 +44,6 @@ class KnownDevice:
     display_name: str
     spec: Device | None = None  # roofs from the sheet
     measured: Device | None = None  # the sheet's roofs replaced by a calibration's (roofline.measure.calibration.apply)
-    measured_note: str = ""  # where the measured roofs come from
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ class NamedReport:
 
 
 @dataclass(frozen=True)
-class Roof:
+class ChartRoof:
     kind: RoofKind
     name: str  # 'bf16 tensor', 'DRAM', 'L2', 'shared memory'
     value: float  # FLOP/s (compute) or byte/s (memory)
@@ -105,7 +104,7 @@ class Panel:
     device: str
     title: str
     projected: bool
-    roofs: tuple[Roof, ...]
+    roofs: tuple[ChartRoof, ...]
     ridges: tuple[Ridge, ...]
     band: Band | None
     marks: tuple[Mark, ...]
@@ -175,19 +174,19 @@ def _compute_roofs(values: Mapping[str, float], source: RoofSource, primary: boo
             )
         for i, (roof_name, value) in enumerate(group):
             r = value / spec[roof_name] if source == "measured" and spec.get(roof_name) else None
-            roofs.append(Roof("compute", roof_name, value, source, primary, label if i == 0 else "", r))
+            roofs.append(ChartRoof("compute", roof_name, value, source, primary, label if i == 0 else "", r))
     return roofs
 
 
 def _memory_roofs(
     values: Mapping[str, float], source: RoofSource, primary: bool, spec: Mapping[str, float]
-) -> list[Roof]:
+) -> list[ChartRoof]:
     roofs = []
     for level, value in sorted(values.items(), key=lambda item: item[1]):
         name = MEMORY_NAMES.get(level, level)
         ratio = value / spec[level] if source == "measured" and spec.get(level) else None
         roofs.append(
-            Roof("memory", name, value, source, primary, _rate_label(name, value, "B/s", source, ratio), ratio)
+            ChartRoof("memory", name, value, source, primary, _rate_label(name, value, "B/s", source, ratio), ratio)
         )
     return roofs
 
@@ -232,19 +231,19 @@ def _sets_for_report_device(info: Any, known: KnownDevice | None, roofs: Sequenc
     return sets
 
 
-def _panel_roofs(sets: Sequence[_RoofSet]) -> list[Roof]:
+def _panel_roofs(sets: Sequence[_RoofSet]) -> list[ChartRoof]:
     """Roofs of every set, primary (the first) first, with the spec values for ratios."""
     spec_set = next((s for s in sets if s.source == "spec"), None)
     spec_compute = dict(spec_set.compute) if spec_set else {}
     spec_memory = dict(spec_set.memory) if spec_set else {}
-    roofs: list[Roof] = []
+    roofs: list[ChartRoof] = []
     for i, roof_set in enumerate(sets):
         roofs += _compute_roofs(roof_set.compute, roof_set.source, i == 0, spec_compute)
         roofs += _memory_roofs(roof_set.memory, roof_set.source, i == 0, spec_memory)
     return roofs
 
 
-def _with_segments(roofs: Sequence[Roof], x_range: tuple[float, float]) -> tuple[Roof, ...]:
+def _with_segments(roofs: Sequence[ChartRoof], x_range: tuple[float, float]) -> tuple[ChartRoof, ...]:
     """Segment ends: a memory roof rises until the highest compute roof of its set; a compute roof starts where
     the fastest memory roof of its set meets it (the classic hierarchical roofline)."""
     from dataclasses import replace
@@ -264,7 +263,7 @@ def _with_segments(roofs: Sequence[Roof], x_range: tuple[float, float]) -> tuple
     return tuple(out)
 
 
-def _ridges(roofs: Sequence[Roof]) -> tuple[Ridge, ...]:
+def _ridges(roofs: Sequence[ChartRoof]) -> tuple[Ridge, ...]:
     """Where each labelled primary compute roof meets the primary DRAM roof."""
     dram = next((r for r in roofs if r.primary and r.kind == "memory" and r.name == "DRAM"), None)
     if dram is None:
@@ -569,12 +568,12 @@ def _ranges(panels: Sequence[tuple]) -> tuple[tuple[float, float], tuple[float, 
 
 __all__ = [
     "Band",
+    "ChartRoof",
     "ChartSpec",
     "KnownDevice",
     "Mark",
     "NamedReport",
     "Panel",
     "Ridge",
-    "Roof",
     "build_chart",
 ]

@@ -8,8 +8,11 @@ across modules; ``per_call=True`` gives one per op call). The time and throughpu
 - bench: the measured median time per call; throughput = FLOPs / median;
 - diagnose: the measured device (CPU: self CPU) time per iteration; throughput = FLOPs / time.
 
-Efficiency is throughput over the attainable rate at the point's intensity on the roofs the report placed
-it on, so ``efficiency > 1`` is exactly "above its roof" (flagged: the roof is a hard limit).
+Intensity, attainable rate, efficiency and bound are the values the report's rows store (roofline.ironlaw
+defines them, roofline.report.rows.Stored reads them): a point never recomputes them. A diagnose group sums its
+op calls by roofline.ironlaw.group (attainable = FLOPs / summed roofline time, efficiency = summed roofline time /
+summed measured time, the bound holding most of the time). Efficiency is achieved over attainable, so
+``efficiency > 1`` is exactly "above its roof" (flagged: the roof is a hard limit).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.ironlaw import attainable
+from roofline import ironlaw
+from roofline.report.rows import Stored
 
 PREDICTED = "predicted"  # analytic: a floor computed from the counts, not a measurement
 ABOVE_ROOF = "above-roof"  # achieved more than the roof allows: the counts, the time or the roof are wrong
@@ -53,11 +57,11 @@ class Point:
     bytes: float | None
     intensity: float | None  # FLOP/byte
     throughput: float | None  # FLOP/s: achieved (measured) or predicted (analytic)
-    attainable: float | None  # FLOP/s at this intensity on the report's roofs
+    attainable: float | None  # FLOP/s: FLOPs / roofline time, as the row stores it
     time_s: float | None  # per call (analytic, bench) or per iteration (diagnose)
     share: float | None  # of the total time of its report on its device
-    efficiency: float | None  # throughput / attainable
-    bound: str  # compute | memory | launch | '' (as the report says)
+    efficiency: float | None  # roofline time / time = throughput / attainable, as the row stores it
+    bound: str  # compute | memory | launch | '' (as the row stores it)
     calls: int = 1  # op calls summed in this point (diagnose groups)
     launches: int = 1  # kernel launches (CPU: op dispatches) its time includes at least: one launch floor each
     flags: tuple[str, ...] = ()
@@ -108,7 +112,7 @@ class FindingView:
 
 
 @dataclass(frozen=True)
-class Summary:
+class PointsSummary:
     """Counts and totals over the points of one report, for the summary of html/markdown output."""
 
     points: int
@@ -196,11 +200,6 @@ def _op_label(row: Mapping[str, Any]) -> tuple[str, str]:
     return full, _shorten(short)
 
 
-def _device_roofs(report: Any) -> dict[str, tuple[dict[str, float], float]]:
-    """device name -> (compute roofs by label, DRAM bandwidth) from the report's device list."""
-    return {d.name: (dict(d.compute_flops_per_s), d.dram_bandwidth_bytes_per_s) for d in report.devices}
-
-
 # ------------------------------------------------------------------------------------------------ points
 
 
@@ -212,7 +211,6 @@ def _point(
     report_name: str,
     source: str,
     device: str,
-    roofs: Mapping[str, tuple[dict[str, float], float]],
     time_key: str,
     calls: int = 1,
 ) -> Point:
@@ -220,7 +218,7 @@ def _point(
     flops = _number(row.get("flops"))
     nbytes = _number(row.get("bytes"))
     time_s = _number(row.get(time_key))
-    roof = str(row.get("roof") or "")
+    stored = Stored.of(row)
     if source == "analytic":
         flags.append(PREDICTED)
     if flops is None or nbytes is None:
@@ -232,19 +230,7 @@ def _point(
     if not time_s or time_s <= 0 or row.get("timed") is False:
         flags.append(UNTIMED)
         time_s = None if not time_s or time_s <= 0 else time_s
-    intensity = flops / nbytes if flops is not None and nbytes else None
-    throughput = flops / time_s if flops and time_s else None
-    compute, dram = roofs.get(device, ({}, 0.0))
-    peak = _positive(row.get("peak_flops_per_s")) or compute.get(roof)
-    bandwidth = _positive(row.get("bandwidth_bytes_per_s")) or dram
-    reach = None
-    if any(f in SKIP_FLAGS for f in flags):
-        pass  # not on the chart: no attainable rate to compare with
-    elif intensity is not None and peak and bandwidth:
-        reach = attainable(intensity, peak, bandwidth)
-    elif intensity is not None:
-        reach = _positive(row.get("attainable_flops_per_s"))
-    efficiency = throughput / reach if throughput is not None and reach else None
+    efficiency = _number(stored.efficiency)
     if efficiency is not None and efficiency > 1.0 and not any(f in SKIP_FLAGS for f in flags):
         flags.append(ABOVE_ROOF)
     return Point(
@@ -255,16 +241,16 @@ def _point(
         device=device,
         index=index,
         kind=str(row.get("kind") or row.get("op") or ""),
-        roof=roof,
+        roof=str(row.get("roof") or ""),
         flops=flops,
         bytes=nbytes,
-        intensity=intensity,
-        throughput=throughput,
-        attainable=reach,
+        intensity=_number(stored.intensity),
+        throughput=flops / time_s if flops and time_s else None,
+        attainable=_number(stored.attainable_flops_per_s),
         time_s=time_s,
         share=None,
         efficiency=efficiency,
-        bound=str(row.get("bound") or ""),
+        bound=stored.bound,
         calls=calls,
         launches=max(int(_number(row.get("kernels")) or 0), calls, 1),
         flags=tuple(flags),
@@ -288,9 +274,10 @@ def _with_shares(points: list[Point]) -> list[Point]:
 
 def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Diagnosed op calls grouped by what runs: op, input shapes, phase and roof (across modules), timed and
-    untimed apart. FLOPs, bytes, time and kernels are summed; the bound is the one holding most of the time."""
+    untimed apart. Counts and kernels are summed; intensity, attainable, efficiency and bound are the group's by
+    roofline.ironlaw.group, from the stored values of its calls."""
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    bound_time: dict[tuple[Any, ...], dict[str, float]] = {}
+    members: dict[tuple[Any, ...], list[ironlaw.Member]] = {}
     for index, row in enumerate(rows):
         timed = row.get("timed") is not False and bool(_positive(row.get("time_s")))
         key = (row.get("op"), repr(row.get("input_shapes")), row.get("phase"), row.get("roof"), timed)
@@ -302,33 +289,31 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "input_shapes": row.get("input_shapes"),
                 "phase": row.get("phase"),
                 "roof": row.get("roof"),
-                "peak_flops_per_s": row.get("peak_flops_per_s"),
-                "bandwidth_bytes_per_s": row.get("bandwidth_bytes_per_s"),
                 "timed": timed,
-                "flops": 0,
-                "bytes": 0,
-                "time_s": 0.0,
                 "kernels": 0,
                 "count": 0,
                 "modules": [],
             }
-            bound_time[key] = {}
-        for field in ("flops", "bytes"):
-            value = row.get(field)
-            group[field] = None if value is None or group[field] is None else group[field] + value
-        group["time_s"] += _positive(row.get("time_s")) or 0.0
+            members[key] = []
+        time_s = _positive(row.get("time_s")) or 0.0
+        members[key].append(Stored.of(row).member(_number(row.get("flops")), _number(row.get("bytes")), time_s))
         group["kernels"] += int(_number(row.get("kernels")) or 0)
         group["count"] += 1
         module = str(row.get("module") or "") or "(model)"
         if module not in group["modules"]:
             group["modules"].append(module)
-        bound = str(row.get("bound") or "")
-        bound_time[key][bound] = bound_time[key].get(bound, 0.0) + (_positive(row.get("time_s")) or 0.0)
     for key, group in groups.items():
-        times = bound_time[key]
-        group["bound"] = max(times, key=lambda b: times[b]) if times else ""
-        if not group["timed"]:
-            group["timed"] = False
+        law = ironlaw.group(members[key])
+        group.update(
+            flops=law.flops,
+            bytes=law.bytes,
+            time_s=law.time_s,
+            intensity=law.intensity,
+            roof_time_s=law.roof_time_s,
+            attainable_flops_per_s=law.attainable_flops_per_s,
+            efficiency=law.efficiency,
+            bound=law.bound,
+        )
     return list(groups.values())
 
 
@@ -348,7 +333,6 @@ def _group_label(group: Mapping[str, Any]) -> tuple[str, str]:
 def report_points(report: Any, name: str = "", *, per_call: bool = False) -> list[Point]:
     """The points of one report (roofline.report.schema.Report), in the report's order."""
     source = report.source
-    roofs = _device_roofs(report)
     default_device = report.devices[0].name if report.devices else ""
     if source == "diagnose" and not per_call:
         groups = _op_groups(report.rows)
@@ -360,7 +344,6 @@ def report_points(report: Any, name: str = "", *, per_call: bool = False) -> lis
                 report_name=name,
                 source=source,
                 device=default_device,
-                roofs=roofs,
                 time_key="time_s",
                 calls=int(g["count"]),
             )
@@ -378,7 +361,6 @@ def report_points(report: Any, name: str = "", *, per_call: bool = False) -> lis
             report_name=name,
             source=source,
             device=str(row.get("device") or default_device),
-            roofs=roofs,
             time_key=time_key,
         )
         for i, row in enumerate(rows)
@@ -386,7 +368,7 @@ def report_points(report: Any, name: str = "", *, per_call: bool = False) -> lis
     return _with_shares(points)
 
 
-def summarize(points: Iterable[Point]) -> Summary:
+def summarize(points: Iterable[Point]) -> PointsSummary:
     points = list(points)
     skipped: dict[str, int] = {}
     by_bound: dict[str, int] = {}
@@ -398,7 +380,7 @@ def summarize(points: Iterable[Point]) -> Summary:
             skipped_time += p.time_s or 0.0
         else:
             by_bound[p.bound or "unknown"] = by_bound.get(p.bound or "unknown", 0) + 1
-    return Summary(
+    return PointsSummary(
         points=len(points),
         plotted=sum(1 for p in points if p.plottable),
         skipped=skipped,
@@ -447,7 +429,7 @@ class ReportDocument:
     tool_version: str
     devices: tuple[Any, ...]  # roofline.report.schema.DeviceInfo
     points: tuple[Point, ...]  # by time, largest first; untimed ones last
-    summary: Summary
+    summary: PointsSummary
     findings: tuple[FindingView, ...]
     notes: tuple[str, ...]  # the chart's notes (skipped and above-roof points, projections)
     totals: Mapping[str, Any]  # diagnose: the report's summary block ({} otherwise)
@@ -484,8 +466,8 @@ __all__ = [
     "UNTIMED",
     "FindingView",
     "Point",
+    "PointsSummary",
     "ReportDocument",
-    "Summary",
     "report_document",
     "report_findings",
     "report_points",
