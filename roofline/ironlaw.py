@@ -31,7 +31,6 @@ Only the DRAM level is used here: the costs count compulsory DRAM bytes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -244,11 +243,6 @@ def group(members: Iterable[Member]) -> Group:
     )
 
 
-def finite(value: float | None) -> float | None:
-    """``value`` when it is a finite number, else None (JSON holds no infinities)."""
-    return value if value is not None and math.isfinite(value) else None
-
-
 __all__ = [
     "LAUNCH_FACTOR",
     "Bound",
@@ -260,7 +254,6 @@ __all__ = [
     "bound",
     "compute_time",
     "efficiency",
-    "finite",
     "group",
     "intensity",
     "measured_bound",

@@ -10,8 +10,9 @@ import pytest
 from diagnose_devices import CPU, GPU
 from diagnose_devices import rec as shared_rec
 
-from roofline.diagnose.place import aggregate_points, place, place_op
+from roofline.diagnose.place import place, place_op
 from roofline.ironlaw import LAUNCH_FACTOR
+from roofline.report.aggregate import aggregate_points
 from roofline.report.records import OpTiming, Timing
 
 # NB: here every record's module type is 'Model' unless given (the shared helper guesses 'Linear' inside modules)

@@ -7,7 +7,7 @@ Pure: counted :class:`~roofline.report.records.OpRecord` values + a measured
 - one :class:`~roofline.report.rows.OpPoint` per counted op (its record, its measured time, achieved rates, the
   roof it runs against, the attainable rate at its intensity, efficiency and bound);
 - :class:`~roofline.report.rows.Aggregate` values by op call site (op + module + shapes), by op type and by
-  module path;
+  module path (roofline.report.aggregate);
 - an :class:`~roofline.report.rows.IterationSummary` (time, FLOPs, bytes, MFU/MBU, GPU idle share, kernel count);
 - the ops no cost formula covers (:class:`~roofline.report.rows.UncountedOp`): listed, never counted as zero.
 
@@ -20,60 +20,17 @@ compute or memory; 'none' for ops that do no work and take no device time (views
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from roofline import ironlaw
 from roofline.device import Device, Roof
-from roofline.dtypes import BITS
 from roofline.errors import UsageError
+from roofline.report.aggregate import aggregate_points, device_kind_of, iteration_summary
 from roofline.report.records import OpRecord, Timing
-from roofline.report.rows import (
-    Aggregate,
-    Aggregates,
-    IterationSummary,
-    OpPoint,
-    Placed,
-    PointBound,
-    UncountedOp,
-)
+from roofline.report.rows import OpPoint, Placed, PointBound, UncountedOp
 
 # ----------------------------------------------------------------------------------------------- helpers
-
-
-def _numel(shape: Iterable[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
-
-
-def bits_of(dtype: str, fallback: str = "fp32") -> int:
-    """Storage bits of a canonical dtype name; ``fallback``'s for names we do not know ('' or int64 etc.)."""
-    if dtype in BITS:
-        return BITS[dtype]
-    return {"int64": 64, "int32": 32, "int16": 16, "uint8": 8, "bool": 8}.get(dtype, BITS.get(fallback, 32))
-
-
-def tensor_bytes(shape: Sequence[int], dtype: str, fallback: str = "fp32") -> int:
-    return -(-_numel(shape) * bits_of(dtype, fallback) // 8)
-
-
-def input_bytes(point: OpPoint, which: Iterable[int] | None = None) -> int:
-    """Bytes of the point's tensor inputs (all, or the positions in ``which``), each read once."""
-    positions = range(len(point.input_shapes)) if which is None else which
-    total = 0
-    for i in positions:
-        if 0 <= i < len(point.input_shapes):
-            dtype = point.input_dtypes[i] if i < len(point.input_dtypes) else point.dtype
-            total += tensor_bytes(point.input_shapes[i], dtype or point.dtype, point.dtype)
-    return total
-
-
-def output_bytes(point: OpPoint) -> int:
-    """Bytes of the point's outputs, in the op's dtype."""
-    return sum(tensor_bytes(s, point.dtype) for s in point.output_shapes)
 
 
 def roof_for(device: Device, dtype: str, math: str) -> tuple[Roof, str]:
@@ -161,82 +118,6 @@ def place_op(record: OpRecord, timing: Any | None, device: Device, device_kind: 
     return point, note
 
 
-# ------------------------------------------------------------------------------------------- aggregation
-
-
-def aggregate(key: str, points: Sequence[OpPoint], total_time_s: float, **labels: Any) -> Aggregate:
-    """Sums over ``points`` and the rates they imply: roofline.ironlaw.group (attainable = FLOPs / summed roofline
-    time, efficiency = summed roofline time / summed measured time, the bound holding most of the time)."""
-    law = ironlaw.group(ironlaw.Member(p.flops, p.bytes, p.roof_time_s, p.time_s, p.bound) for p in points)
-    time_s = law.time_s
-    flops = sum(p.flops for p in points)
-    nbytes = sum(p.bytes for p in points)
-    by_roof: dict[str, int] = defaultdict(int)
-    for p in points:
-        if p.roof:
-            by_roof[p.roof] += p.flops + 1
-    return Aggregate(
-        key=key,
-        count=len(points),
-        time_s=time_s,
-        time_share=time_s / total_time_s if total_time_s > 0 else 0.0,
-        flops=flops,
-        bytes=nbytes,
-        kernels=sum(p.kernels for p in points),
-        intensity=law.intensity,
-        achieved_flops_per_s=flops / time_s if time_s > 0 else None,
-        achieved_bytes_per_s=nbytes / time_s if time_s > 0 else None,
-        attainable_flops_per_s=law.attainable_flops_per_s,
-        roof_time_s=law.roof_time_s,
-        efficiency=law.efficiency,
-        bound=law.bound or "none",
-        roof=max(by_roof, key=lambda r: by_roof[r]) if by_roof else "",
-        **labels,
-    )
-
-
-def _shapes_text(shapes: Sequence[Sequence[int]]) -> str:
-    return ", ".join("x".join(str(d) for d in s) if s else "scalar" for s in shapes)
-
-
-def call_site_key(p: OpPoint) -> str:
-    where = p.module or "(model)"
-    phase = " (backward)" if p.phase == "backward" else ""
-    return f"{p.op} @ {where} [{_shapes_text(p.input_shapes)}]{phase}"
-
-
-def aggregate_points(points: Sequence[OpPoint], total_time_s: float | None = None) -> Aggregates:
-    """By call site (op + module + shapes + phase), by op type and by module path (the module that issued the
-    op, children not included), each sorted by measured time, largest first."""
-    total = sum(p.time_s for p in points) if total_time_s is None else total_time_s
-
-    def agg(points_: Sequence[OpPoint], key: Callable[[OpPoint], Any], labels: Callable[[Any, list], dict]):
-        groups: dict[Any, list[OpPoint]] = {}
-        for p in points_:
-            groups.setdefault(key(p), []).append(p)
-        rows = [aggregate(points=members, total_time_s=total, **labels(k, members)) for k, members in groups.items()]
-        return sorted(rows, key=lambda a: (-a.time_s, -a.flops, a.key))
-
-    sites = agg(
-        points,
-        lambda p: (p.op, p.module, p.signature()[1], p.phase),
-        lambda k, m: {
-            "key": call_site_key(m[0]),
-            "op": m[0].op,
-            "module": m[0].module,
-            "module_type": m[0].module_type,
-            "input_shapes": m[0].input_shapes,
-        },
-    )
-    op_types = agg(points, lambda p: p.op, lambda k, m: {"key": k, "op": k})
-    modules = agg(
-        points,
-        lambda p: p.module,
-        lambda k, m: {"key": k or "(model)", "module": k, "module_type": m[0].module_type},
-    )
-    return Aggregates(ops=sites, op_types=op_types, modules=modules)
-
-
 # ------------------------------------------------------------------------------------------------ place
 
 
@@ -256,68 +137,6 @@ def _uncounted(records: Sequence[OpRecord], times: dict[int, float]) -> list[Unc
         for op, members in groups.items()
     ]
     return sorted(out, key=lambda u: (-u.time_s, -u.count, u.op))
-
-
-def device_kind_of(timing: Timing) -> str:
-    """'cuda' or 'cpu' for a Timing's device ('cuda:1' reads as 'cuda')."""
-    return "cpu" if str(timing.device).startswith("cpu") else "cuda"
-
-
-def summarize(
-    points: Sequence[OpPoint], uncounted: Sequence[UncountedOp], timing: Timing, device: Device
-) -> IterationSummary:
-    """Totals of one iteration: time, FLOPs, bytes, MFU (against the roof holding the most FLOPs), MBU, idle."""
-    kind = device_kind_of(timing)
-    counted_time = sum(p.time_s for p in points)
-    uncounted_time = sum(u.time_s for u in uncounted)
-    op_time = counted_time + uncounted_time
-    flops = sum(p.flops for p in points)
-    nbytes = sum(p.bytes for p in points)
-    by_roof: dict[str, float] = defaultdict(float)
-    peaks: dict[str, float] = {}
-    for p in points:
-        if p.roof:
-            by_roof[p.roof] += p.flops
-            peaks[p.roof] = p.peak_flops_per_s
-    if by_roof:
-        mfu_roof = max(by_roof, key=lambda r: (by_roof[r], peaks[r]))
-        peak = peaks[mfu_roof]
-    else:
-        fallback = device.roof("fp32", "vector")
-        mfu_roof, peak = fallback.label, fallback.flops_per_s
-    wall = float(timing.wall_s)
-    achieved = flops / wall if wall > 0 else 0.0
-    achieved_bw = nbytes / wall if wall > 0 else 0.0
-    span = timing.gpu_busy_s + timing.gpu_idle_s
-    return IterationSummary(
-        device_kind=kind,
-        iterations=timing.iterations,
-        wall_s=wall,
-        op_time_s=op_time,
-        counted_time_s=counted_time,
-        uncounted_time_s=uncounted_time,
-        unmatched_time_s=timing.unmatched_time_s,
-        roof_time_s=sum(p.roof_time_s for p in points),
-        flops=flops,
-        bytes=nbytes,
-        ops=len(points),
-        work_ops=sum(1 for p in points if p.math != "none"),
-        timed_ops=sum(1 for p in points if p.timed),
-        uncounted_ops=sum(u.count for u in uncounted),
-        kernel_count=timing.kernel_count,
-        achieved_flops_per_s=achieved,
-        achieved_bytes_per_s=achieved_bw,
-        mfu_roof=mfu_roof,
-        peak_flops_per_s=peak,
-        mfu=achieved / peak if peak else 0.0,
-        mbu=achieved_bw / device.dram_bandwidth,
-        dram_bandwidth_bytes_per_s=device.dram_bandwidth,
-        gpu_busy_s=timing.gpu_busy_s,
-        gpu_idle_s=timing.gpu_idle_s,
-        gpu_idle_share=(timing.gpu_idle_s / span if span > 0 else 0.0) if kind == "cuda" else None,
-        host_overhead_share=max(0.0, 1.0 - op_time / wall) if wall > 0 else 0.0,
-        launch_floor_s=device.launch_floor_s,
-    )
 
 
 def place(records: Sequence[OpRecord], timing: Timing, device: Device) -> Placed:
@@ -350,22 +169,9 @@ def place(records: Sequence[OpRecord], timing: Timing, device: Device) -> Placed
             notes.append(note)
     times = {i: t.device_time_s for i, t in by_index.items()}
     uncounted_ops = _uncounted(uncounted, times)
-    summary = summarize(points, uncounted_ops, timing, device)
+    summary = iteration_summary(points, uncounted_ops, timing, device)
     aggregates = aggregate_points(points, summary.op_time_s)
     return Placed(points=points, aggregates=aggregates, summary=summary, uncounted=uncounted_ops, notes=notes)
 
 
-__all__ = [
-    "aggregate",
-    "aggregate_points",
-    "bits_of",
-    "call_site_key",
-    "device_kind_of",
-    "input_bytes",
-    "output_bytes",
-    "place",
-    "place_op",
-    "roof_for",
-    "summarize",
-    "tensor_bytes",
-]
+__all__ = ["per_op_floor", "place", "place_op", "roof_for"]

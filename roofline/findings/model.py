@@ -40,12 +40,22 @@ from typing import Any, TypeVar
 from pydantic import Field
 
 from roofline.device import Device
-from roofline.diagnose.place import aggregate_points, bits_of, input_bytes, output_bytes, summarize
 from roofline.findings.analytic import TILE_M, TILE_N
 from roofline.ironlaw import memory_time, min_time, roofline_time
 from roofline.properties import Property
+from roofline.report.aggregate import aggregate_points, iteration_summary
 from roofline.report.records import Timing
-from roofline.report.rows import Aggregates, Finding, IterationSummary, OpPoint, Placed, UncountedOp
+from roofline.report.rows import (
+    Aggregates,
+    Finding,
+    IterationSummary,
+    OpPoint,
+    Placed,
+    UncountedOp,
+    bits_of,
+    input_bytes,
+    output_bytes,
+)
 from roofline.units import format_bytes, format_intensity, format_rate, format_time
 
 MIN_LAUNCH_OPS = 16
@@ -347,7 +357,7 @@ class Context:
         placed: Placed | None = None,
     ) -> Context:
         """The context of placed ops (from :func:`roofline.diagnose.place.place`, or points built by hand)."""
-        summary = placed.summary if placed is not None else summarize(points, uncounted, timing, device)
+        summary = placed.summary if placed is not None else iteration_summary(points, uncounted, timing, device)
         aggregates = placed.aggregates if placed is not None else aggregate_points(points, summary.op_time_s)
         return cls(
             points=tuple(points),

@@ -3,8 +3,9 @@
 - :class:`Row`: one workload on one device (`roofline analyze`), with its :class:`Finding` values;
 - :class:`BenchRow`: a Row plus what `roofline bench` measured;
 - :class:`OpPoint`: one counted op of a diagnosed model; :class:`Aggregate` sums of them (by call site, op type,
-  module), :class:`IterationSummary` the whole iteration, :class:`UncountedOp` the ops no cost formula covers,
-  :class:`Placed` all of them together.
+  module; roofline.report.aggregate sums them), :class:`IterationSummary` the whole iteration,
+  :class:`UncountedOp` the ops no cost formula covers, :class:`Placed` all of them together; the bytes of an
+  op's tensors (:func:`input_bytes`, :func:`output_bytes`).
 
 Every row kind stores the iron-law values of roofline.ironlaw once: ``intensity``, ``attainable_flops_per_s``,
 ``roof_time_s``, ``efficiency`` and ``bound``; readers read them (:class:`Stored`), never recompute them.
@@ -23,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from roofline import ironlaw
+from roofline.dtypes import BITS
 from roofline.properties import Property, join
 from roofline.units import format_time
 
@@ -202,6 +204,33 @@ class OpPoint(BaseModel):
     def minimum_time_s(self) -> float:
         """The iron-law time: roofline time plus the launch floor."""
         return self.roof_time_s + self.launch_floor_s
+
+
+def bits_of(dtype: str, fallback: str = "fp32") -> int:
+    """Storage bits of a canonical dtype name; ``fallback``'s for names we do not know ('' or int64 etc.)."""
+    if dtype in BITS:
+        return BITS[dtype]
+    return {"int64": 64, "int32": 32, "int16": 16, "uint8": 8, "bool": 8}.get(dtype, BITS.get(fallback, 32))
+
+
+def tensor_bytes(shape: Sequence[int], dtype: str, fallback: str = "fp32") -> int:
+    return -(-_numel(shape) * bits_of(dtype, fallback) // 8)
+
+
+def input_bytes(point: OpPoint, which: Iterable[int] | None = None) -> int:
+    """Bytes of the point's tensor inputs (all, or the positions in ``which``), each read once."""
+    positions = range(len(point.input_shapes)) if which is None else which
+    total = 0
+    for i in positions:
+        if 0 <= i < len(point.input_shapes):
+            dtype = point.input_dtypes[i] if i < len(point.input_dtypes) else point.dtype
+            total += tensor_bytes(point.input_shapes[i], dtype or point.dtype, point.dtype)
+    return total
+
+
+def output_bytes(point: OpPoint) -> int:
+    """Bytes of the point's outputs, in the op's dtype."""
+    return sum(tensor_bytes(s, point.dtype) for s in point.output_shapes)
 
 
 class Aggregate(BaseModel):
@@ -424,6 +453,10 @@ __all__ = [
     "Row",
     "Stored",
     "UncountedOp",
+    "bits_of",
+    "input_bytes",
+    "output_bytes",
     "parse_rows",
+    "tensor_bytes",
     "upgrade_rows",
 ]
