@@ -645,14 +645,13 @@ def _cpu_target(torch: Any, warm: bool, rule: StoppingRule) -> Target:
 
 
 def bench_report(command: str, target: Any, result: Any, suite: dict[str, str] | None = None) -> Any:
-    """The versioned report of a bench run: its rows, the target's facts (and the suite's name and file when it
-    ran one), the machine, what was skipped. One home for `roofline bench` and `roofline gate SUITE`."""
+    """The versioned report of a bench run: its rows, the target's facts, the suite's name and file (``suite``:
+    null for a single command; baselines read it), the machine, what was skipped. One home for `roofline bench`
+    and `roofline gate SUITE`."""
     from roofline.report.machine import describe
     from roofline.report.schema import new_report
 
-    info = {**target.info, "roof_source": target.device.roof_source, "notes": target.notes}
-    if suite is not None:
-        info["suite"] = suite
+    info = {**target.info, "roof_source": target.device.roof_source, "notes": target.notes, "suite": suite}
     return new_report(command, "bench", [target.device], result.rows).model_copy(
         update={
             "bench": info,
