@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from roofline.errors import UsageError
-from roofline.report.chart import DEFAULT_TOP, ChartSpec, KnownDevice, NamedReport, build_chart
+from roofline.report.chart import DEFAULT_TOP, ChartSpec, KnownDevice, NamedReport, check_top, report_chart
 from roofline.report.points import Point, report_points
 from roofline.report.schema import Report, read_report
 
@@ -113,13 +113,16 @@ def chart_spec(
     spec_files: Sequence[Path] = (),
 ) -> ChartSpec:
     """What the chart shows (roofs, points, labels, notes) as plain values, without drawing it."""
-    if top < 0:
-        raise UsageError(f"--top {top}: zero or more")
+    check_top(top)
     named = _named_all(reports)
     targets = [canonical_device(d, spec_files) for d in devices]
-    names = [info.name for n in named for info in n.report.devices] + targets
-    known = known_devices(names, calibration=calibration, spec_files=spec_files)
-    return build_chart(named, known=known, projections=list(dict.fromkeys(targets)), top=top, per_call=per_call)
+    return report_chart(
+        named,
+        lambda names: known_devices(names, calibration=calibration, spec_files=spec_files),
+        devices=targets,
+        top=top,
+        per_call=per_call,
+    )
 
 
 def roofline_figure(
