@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from roofline.cli.common import (
     split_list,
     words_value,
 )
-from roofline.cli.plot import plot_option, write_requested_plot
+from roofline.cli.output import command_line, plot_option, write_requested_plot
 
 app = typer.Typer(
     help=(
@@ -84,7 +83,7 @@ def _emit(rows: list, devices: list, as_json: bool, output: Path | None, title: 
     """Render or print JSON, and write the report when -o is given."""
     from roofline.report.schema import new_report, write_report
 
-    report = new_report(" ".join(["roofline", *sys.argv[1:]]), "analytic", devices, rows)
+    report = new_report(command_line(), "analytic", devices, rows)
     if output is not None:
         write_report(report, output)
     write_requested_plot(report, output.stem if output is not None else "analyze")
