@@ -184,7 +184,7 @@ def test_latest_for_sheet_picks_the_newest_and_skips_corrupt_files(cache):
     assert found is not None and found.machine.driver == "580.2"
     assert cal_mod.latest_for_sheet("a100-sxm-80gb") is None
     assert corrupt.exists()  # skipped, never deleted
-    assert cal_mod.latest_cpu().machine.name == "Test CPU"
+    assert [cal.machine.name for _, cal in cal_mod.cached() if cal.machine.kind == "cpu"] == ["Test CPU"]
 
 
 def test_latest_for_sheet_without_a_cache_dir(tmp_path, monkeypatch):
@@ -329,11 +329,11 @@ def test_help_does_not_import_torch():
 
 
 def test_renderer_shows_spec_ratio_and_throttling():
-    from roofline.render.calibrate import CalibrationRenderer, summary_line
+    from roofline.render.calibrate import CalibrationRenderer
 
     cal = _gpu_cal()
-    assert summary_line(cal.get("dram-copy")) == "3.03 TB/s measured, 90% of 3.35 TB/s spec"
     text = CalibrationRenderer(color=False).render(cal)
+    assert "3.03 TB/s" in text  # dram-copy measured, beside its spec
     assert "NVIDIA H100 80GB HBM3 (h100-sxm)" in text
     assert "90%" in text and "785 TFLOP/s" in text and "956 TOP/s" in text
     assert "90% of 3.35 TB/s" in text

@@ -287,12 +287,6 @@ def latest_for_sheet(sheet_name: str, directory: Path | None = None) -> Calibrat
     return max(matches, key=lambda cal: _aware(cal.created_utc), default=None)
 
 
-def latest_cpu(directory: Path | None = None) -> Calibration | None:
-    """The newest cached CPU calibration (any CPU model: the caller checks ``machine`` when it matters)."""
-    matches = [cal for _, cal in cached(directory) if cal.machine.kind == "cpu"]
-    return max(matches, key=lambda cal: _aware(cal.created_utc), default=None)
-
-
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
