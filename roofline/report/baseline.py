@@ -230,7 +230,7 @@ def _suite_from_command(command: str) -> str | None:
     first = rest[0]
     if first.endswith((".yaml", ".yml")):
         return Path(first).stem
-    from roofline.bench.run import BENCH_KINDS
+    from roofline.bench.items import BENCH_KINDS
 
     return None if first in BENCH_KINDS else first
 
