@@ -274,7 +274,7 @@ def test_baseline_save_and_show(cli, tmp_path):
 @pytest.fixture
 def fake_cpu(monkeypatch):
     """CPU roofs without running a calibration."""
-    monkeypatch.setattr("roofline.bench.run.cpu_device", lambda torch_: (CPU, ["test roofs"]))
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (CPU, ["test roofs"]))
 
 
 def test_gate_a_suite_measures_it_in_process(cli, tmp_path, fake_cpu, monkeypatch):

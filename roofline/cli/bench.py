@@ -13,7 +13,7 @@ from roofline.cli.common import SWEEP, conv2d_values, json_option, print_text, s
 from roofline.cli.output import bench_progress, command_line, plot_option, write_requested_plot
 
 DEFAULT_OUTPUT = Path("roofline-bench.json")
-DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.run.DEFAULT_MAX_TIME_S (not imported: --help stays light)
+DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.target.DEFAULT_MAX_TIME_S (not imported: --help stays light)
 DEFAULT_DTYPE = " (default: bf16 on a GPU, fp32 on the CPU)." + SWEEP
 
 
@@ -113,7 +113,8 @@ def _options(
 
 def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] | None = None) -> None:
     """Run the items on the target device, write the report, render it; exit 130 when interrupted."""
-    from roofline.bench.run import bench_report, open_target, run_bench
+    from roofline.bench.run import bench_report, run_bench
+    from roofline.bench.target import open_target
     from roofline.errors import EXIT_INTERRUPTED
     from roofline.report.schema import write_report
 
@@ -151,7 +152,7 @@ def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] |
 
 
 def _default_dtype(opts: Options) -> str:
-    from roofline.bench.run import device_kind
+    from roofline.roofs import device_kind
 
     return "bf16" if device_kind(opts.device) == "cuda" else "fp32"
 
@@ -161,7 +162,7 @@ def _dtypes(text: str | None, opts: Options) -> Any:
 
 
 def _run_kind(kind: str, values: dict[str, Any], opts: Options) -> None:
-    from roofline.bench.run import expand_items
+    from roofline.bench.items import expand_items
 
     execute(expand_items(kind, values), opts)
 
@@ -351,7 +352,7 @@ def decode(
     as_json: bool = json_option(),
 ) -> None:
     """LLM decode, GEMV-shaped: the weight GEMMs of one decoder layer at M = batch (memory-bound at small batch)."""
-    from roofline.bench.run import decode_gemm_items, expand_items
+    from roofline.bench.items import decode_gemm_items, expand_items
     from roofline.errors import UsageError
 
     opts = _options(device, sheet, spec, warm, max_time, output, as_json)
@@ -384,7 +385,7 @@ def suite(
     as_json: bool = json_option(),
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep). Also `roofline bench FILE`."""
-    from roofline.bench.run import expand_suite
+    from roofline.bench.items import expand_suite
     from roofline.costs.suite import load_suite, suite_path
 
     loaded, entries = load_suite(file)

@@ -91,7 +91,9 @@ def measure_suite(
     """Run every workload of a suite (a YAML file or a shipped suite's name) as `roofline bench` does.
 
     ``wrap_build(build) -> build`` replaces how ops are built (benchmarks/gate_gpu.py plants a regression)."""
-    from roofline.bench.run import bench_report, expand_suite, open_target, run_bench
+    from roofline.bench.items import expand_suite
+    from roofline.bench.run import bench_report, run_bench
+    from roofline.bench.target import open_target
     from roofline.costs.suite import load_suite, suite_path
 
     loaded, entries = load_suite(file)
