@@ -139,7 +139,7 @@ def strided_gemm_build(build: Any, labels: tuple[str, ...], stride: int, torch: 
 def measure_regressed(suite: Path, name: str, device: str, max_time: float, out: Path) -> None:
     import torch
 
-    from roofline.gate.measure import measure_suite
+    from roofline.gate.run import measure_suite
     from roofline.report.schema import write_report
 
     torch_device = torch.device("cuda", 0) if device.startswith("cuda") else torch.device("cpu")

@@ -15,8 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from roofline.errors import UsageError
-from roofline.report.chart import DEFAULT_TOP, ChartSpec, KnownDevice, NamedReport, build_chart
+from roofline.report.chart import DEFAULT_TOP, ChartSpec, KnownDevice, NamedReport, check_top, report_chart
 from roofline.report.points import Point, report_points
 from roofline.report.schema import Report, read_report
 
@@ -64,35 +63,10 @@ def known_devices(
     """Spec sheet and measured ceilings per device name (keyed by the sheet's canonical name when found).
 
     Measured ceilings: ``calibration`` (a `roofline calibrate` JSON) for the device it measured, else the
-    newest cached calibration of that sheet."""
-    from roofline.device import Device
-    from roofline.measure import calibration as cal_module
-    from roofline.specs.loader import load_registry
+    newest cached calibration of that sheet (roofline.roofs.known_devices)."""
+    from roofline import roofs
 
-    registry = load_registry(spec_files)
-    given = cal_module.load(Path(calibration)) if calibration is not None else None
-    used = False
-    known: dict[str, KnownDevice] = {}
-    for name in dict.fromkeys(names):
-        sheet = registry.find(name)
-        if sheet is None:
-            known[name] = KnownDevice(name, name)
-            continue
-        spec = Device.from_sheet(sheet)
-        cal = None
-        if given is not None and given.machine.kind == "cuda" and given.machine.sheet == spec.name:
-            cal, used = given, True
-        else:
-            cal = cal_module.latest_for_sheet(spec.name)
-        measured = cal_module.apply(spec, cal) if cal is not None else None
-        known[name] = known[spec.name] = KnownDevice(spec.name, spec.display_name, spec, measured)
-    if given is not None and not used:
-        measured_what = given.machine.sheet or given.machine.name
-        raise UsageError(
-            f"--calibration {calibration}: it measured {measured_what}, which no report or --device shows: "
-            "drop it or plot a report of that device"
-        )
-    return known
+    return roofs.known_devices(names, calibration=calibration, spec_files=spec_files)
 
 
 def canonical_device(name: str, spec_files: Sequence[Path] = ()) -> str:
@@ -112,13 +86,16 @@ def chart_spec(
     spec_files: Sequence[Path] = (),
 ) -> ChartSpec:
     """What the chart shows (roofs, points, labels, notes) as plain values, without drawing it."""
-    if top < 0:
-        raise UsageError(f"--top {top}: zero or more")
+    check_top(top)
     named = _named_all(reports)
     targets = [canonical_device(d, spec_files) for d in devices]
-    names = [info.name for n in named for info in n.report.devices] + targets
-    known = known_devices(names, calibration=calibration, spec_files=spec_files)
-    return build_chart(named, known=known, projections=list(dict.fromkeys(targets)), top=top, per_call=per_call)
+    return report_chart(
+        named,
+        lambda names: known_devices(names, calibration=calibration, spec_files=spec_files),
+        devices=targets,
+        top=top,
+        per_call=per_call,
+    )
 
 
 def roofline_figure(

@@ -1,6 +1,6 @@
 """A Device is the set of roofs one analysis uses: compute peaks per (dtype, unit), bandwidth per memory
-level, and a launch floor. It is built from a spec sheet (and, later, from measured ceilings), all in
-base units (FLOP/s, byte/s, s)."""
+level, and a launch floor, all in base units (FLOP/s, byte/s, s). roofline.roofs builds it from a spec sheet
+(roofs.device_from_sheet) and roofline.measure.calibration from measured ceilings."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from roofline.errors import UsageError
-from roofline.specs.schema import SpecSheet
 
 Math = Literal["tensor", "vector"]
 ROOF_SOURCE_SPEC = "spec"
@@ -41,39 +40,6 @@ class Device:
     # With measured roofs: the compute roofs that were measured; the others keep the sheet's value.
     measured: frozenset[tuple[str, str]] = frozenset()
     unit_name: str = "SM"
-
-    @classmethod
-    def from_sheet(cls, sheet: SpecSheet) -> Device:
-        compute: dict[tuple[str, str], float] = {}
-        for unit, peaks in (
-            ("vector", sheet.compute_dense_tflops.vector),
-            ("tensor", sheet.compute_dense_tflops.tensor),
-        ):
-            for dtype, tflops in peaks.model_dump().items():
-                if tflops is not None:
-                    compute[(dtype, unit)] = float(round(tflops * 1e12))
-        mem = sheet.memory
-        bandwidth = {"dram": float(round(mem.dram.bandwidth_gb_per_s * 1e9))}
-        capacities = {"dram": mem.dram.capacity_gb * 1e9}
-        for level in ("l2", "llc"):
-            cache = getattr(mem, level)
-            if cache is not None:
-                capacities[level] = cache.capacity_mib * 2**20
-                if cache.bandwidth_gb_per_s:
-                    bandwidth[level] = cache.bandwidth_gb_per_s * 1e9
-        if mem.smem is not None and mem.smem.bandwidth_gb_per_s:
-            bandwidth["smem"] = mem.smem.bandwidth_gb_per_s * 1e9
-        return cls(
-            name=sheet.name,
-            display_name=sheet.display_name,
-            vendor=sheet.vendor,
-            compute=compute,
-            bandwidth=bandwidth,
-            launch_floor_s=sheet.launch_floor_us * 1e-6,
-            capacities=capacities,
-            compute_units=sheet.compute_units,
-            unit_name=sheet.compute_unit_name,
-        )
 
     @property
     def dram_bandwidth(self) -> float:

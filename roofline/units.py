@@ -45,6 +45,14 @@ def parse_size(text: str, option: str = "size", *, allow_zero: bool = False, int
     return value
 
 
+def split_list(text: str, option: str) -> list[str]:
+    """A comma list of words (device names, dtypes): ``a,b,c``; an empty item is a UsageError."""
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        raise UsageError(f"{option}: empty item in {text!r}: write a comma list such as a,b,c")
+    return items
+
+
 def parse_sizes(text: str, option: str = "size", **kwargs: bool) -> list:
     """A comma list of sizes (a sweep): ``1,8,64,256``."""
     items = [item for item in text.split(",")]

@@ -129,6 +129,12 @@ def test_suite_from_the_command_line(command, suite):
     assert identity_of(report).suite == suite
 
 
+def test_a_single_command_stores_no_suite_and_its_command_is_not_parsed():
+    report = bench_report([bench_row("m=1", [1e-4])], suite="looks-like-a-suite")
+    report = report.model_copy(update={"bench": {"suite": None}})  # as bench_report writes a single command
+    assert identity_of(report).suite is None
+
+
 def test_suite_block_wins_over_the_command():
     report = bench_report([bench_row("m=1", [1e-4])], suite="other")
     report = report.model_copy(update={"bench": {"suite": {"name": "Gate demo", "file": "/x/gate-gpu.yaml"}}})

@@ -7,16 +7,8 @@ import contextlib
 
 import pytest
 
-from roofline.bench.run import (
-    BenchItem,
-    Harness,
-    Skipped,
-    decode_gemm_items,
-    expand_items,
-    expand_suite,
-    is_out_of_memory,
-    run_bench,
-)
+from roofline.bench.items import BenchItem, decode_gemm_items, expand_items, expand_suite
+from roofline.bench.run import Harness, Skipped, is_out_of_memory, run_bench
 from roofline.device import Device
 from roofline.errors import WorkloadError
 from roofline.measure.stats import StoppingRule
@@ -405,7 +397,7 @@ def test_tf32_flag_is_restored():
 @pytest.fixture
 def fake_cpu(monkeypatch):
     """CPU roofs without running a calibration."""
-    monkeypatch.setattr("roofline.bench.run.cpu_device", lambda torch_: (FAKE_CPU, ["test roofs"]))
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
     return FAKE_CPU
 
 

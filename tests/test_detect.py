@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from roofline.specs.detect import CPU_NOTE, Detection, derive_bandwidth_gb_per_s, detect
+from roofline.specs.detect import CPU_NOTE, Detection, derive_bandwidth_gb_per_s, detect, nvml_index
 from roofline.specs.loader import load_registry
 
 H100_NAME = "NVIDIA H100 80GB HBM3"
@@ -300,6 +300,90 @@ def test_cuda_visible_devices_maps_torch_to_nvml_index(registry):
     result = run(registry, nvml=nvml, torch=FakeTorch([h100_props()]), env={"CUDA_VISIBLE_DEVICES": "2"})
     merged = [g for g in result.gpus if g.source == "nvml+torch"]
     assert [(g.index, g.sheet, g.sm_count) for g in merged] == [(2, "h100-sxm", 132)]
+    assert not any("not merged" in w for w in result.warnings)
+
+
+# ------------------------------------------------------------------------------------ GPU index by UUID
+
+UUID_A = "58f1d1d0-3c5e-4f8a-9d3a-0c1b2a3d4e5f"
+UUID_B = "11111111-2222-3333-4444-555555555555"
+
+
+class UuidNVML(FakeNVML):
+    """FakeNVML that also finds devices by UUID (a device dict's 'uuid'; 'mig' lists its MIG instances' UUIDs)."""
+
+    def nvmlDeviceGetHandleByUUID(self, text):
+        text = text.decode() if isinstance(text, bytes) else text
+        for device in self.devices:
+            if device.get("uuid") == text:
+                return device
+            if text in device.get("mig", ()):
+                return {"mig_of": device}
+        raise NVMLError("NVML_ERROR_NOT_FOUND")
+
+    def nvmlDeviceIsMigDeviceHandle(self, handle):
+        return "mig_of" in handle
+
+    def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self, handle):
+        return handle["mig_of"]
+
+    def nvmlDeviceGetIndex(self, handle):
+        return next(i for i, device in enumerate(self.devices) if device is handle)
+
+
+def test_nvml_index_by_uuid_ignores_visible_devices_order():
+    # CUDA's FASTEST_FIRST order put NVML's GPU 1 first: the UUID finds it, CUDA_VISIBLE_DEVICES integers would not
+    nvml = UuidNVML([nvml_h100(uuid=f"GPU-{UUID_B}"), nvml_h100(uuid=f"GPU-{UUID_A}")])
+    torch = FakeTorch([h100_props(uuid=UUID_A), h100_props(uuid=UUID_B)])
+    env = {"CUDA_VISIBLE_DEVICES": "0,1"}
+    assert [nvml_index(torch, i, nvml=nvml, env=env) for i in (0, 1)] == [1, 0]
+    assert nvml.calls.count("nvmlInit") == nvml.calls.count("nvmlShutdown")  # every init paired with a shutdown
+
+
+def test_nvml_index_of_a_mig_instance_is_its_gpu():
+    nvml = UuidNVML([nvml_h100(uuid=f"GPU-{UUID_B}"), nvml_h100(uuid=f"GPU-{UUID_A}", mig=[f"MIG-{UUID_B[:-1]}6"])])
+    torch = FakeTorch([h100_props(uuid=f"{UUID_B[:-1]}6")])
+    assert nvml_index(torch, 0, nvml=nvml, env={"CUDA_VISIBLE_DEVICES": f"MIG-{UUID_B[:-1]}6"}) == 1
+
+
+def test_nvml_index_takes_prefixed_and_binary_uuids():
+    import uuid
+
+    nvml = UuidNVML([nvml_h100(uuid=f"GPU-{UUID_B}"), nvml_h100(uuid=f"GPU-{UUID_A}")])
+    assert nvml_index(FakeTorch([h100_props(uuid=f"GPU-{UUID_A}")]), 0, nvml=nvml, env={}) == 1
+    assert nvml_index(FakeTorch([h100_props(uuid=uuid.UUID(UUID_A).bytes)]), 0, nvml=nvml, env={}) == 1
+
+
+@pytest.mark.parametrize(
+    ("torch_uuid", "nvml", "visible", "expected"),
+    [
+        (None, "uuid", "3,5", 5),  # torch gives no UUID: entry 1 of the integer list
+        (UUID_A, "plain", "3,5", 5),  # a pynvml without nvmlDeviceGetHandleByUUID
+        (UUID_A, "none", "3,5", 5),  # no NVML at all
+        ("99999999-0000-0000-0000-000000000000", "uuid", "3,5", 5),  # a UUID NVML does not know
+        (None, "uuid", f"GPU-{UUID_A},GPU-{UUID_B}", 1),  # UUIDs in the list, none from torch: torch's index
+        (None, "uuid", None, 1),  # nothing to go on: torch's index
+        (None, "uuid", "3", 1),  # beyond the list: torch's index
+    ],
+)
+def test_nvml_index_fallback(torch_uuid, nvml, visible, expected):
+    devices = [nvml_h100(uuid=f"GPU-{UUID_B}"), nvml_h100(uuid=f"GPU-{UUID_A}")]
+    fake = {"uuid": UuidNVML(devices), "plain": FakeNVML(devices), "none": False}[nvml]
+    torch = FakeTorch([h100_props(uuid=UUID_B), h100_props(uuid=torch_uuid)])
+    env = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+    assert nvml_index(torch, 1, nvml=fake, env=env) == expected
+
+
+def test_nvml_index_init_failure_falls_back():
+    nvml = UuidNVML([nvml_h100(uuid=f"GPU-{UUID_A}")], init_fails=True)
+    assert nvml_index(FakeTorch([h100_props(uuid=UUID_A)]), 0, nvml=nvml, env={"CUDA_VISIBLE_DEVICES": "7"}) == 7
+
+
+def test_detect_merges_by_uuid(registry):
+    nvml = UuidNVML([nvml_h100(name="Acme Rocket 9000", uuid=f"GPU-{UUID_B}"), nvml_h100(uuid=f"GPU-{UUID_A}")])
+    result = run(registry, nvml=nvml, torch=FakeTorch([h100_props(uuid=UUID_A)]), env={"CUDA_VISIBLE_DEVICES": "0"})
+    merged = [g for g in result.gpus if g.source == "nvml+torch"]
+    assert [(g.index, g.sheet, g.sm_count) for g in merged] == [(1, "h100-sxm", 132)]
     assert not any("not merged" in w for w in result.warnings)
 
 

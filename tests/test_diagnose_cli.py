@@ -35,7 +35,7 @@ FAST = ("--device", "cpu", "--warmup", "1", "--iters", "2")
 @pytest.fixture
 def fake_cpu(monkeypatch):
     """CPU roofs without running a calibration."""
-    monkeypatch.setattr("roofline.bench.run.cpu_device", lambda torch_: (FAKE_CPU, ["test roofs"]))
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
     return FAKE_CPU
 
 

@@ -231,6 +231,28 @@ def test_update_baseline_only_after_a_pass_unless_forced(cli, tmp_path):
     assert baselines.load(baseline).points[0].time_s > 1.2e-4
 
 
+def test_the_gate_run_is_a_library_call(tmp_path):
+    from roofline.gate import run as gate_run
+
+    s = spread(1e-4, 30, 0.01)
+    baseline = _save(bench_report([bench_row("m=1", s)]), tmp_path / "b.json", commit="first")
+    slower = _write(bench_report([bench_row("m=1", spread(1e-4, 30, 0.01, 0.3))]), tmp_path / "slower.json")
+    gated = gate_run.run(str(slower), baseline=baseline)
+    assert gated.result.verdict == "regression" and gated.report_path == slower and gated.baseline_path == baseline
+    assert not gate_run.update_baseline(gated) and baselines.load(baseline).commit == "first"
+    assert gate_run.update_baseline(gated, force=True) and baselines.load(baseline).reports[0].path == str(slower)
+
+
+def test_gate_input_kinds():
+    from roofline.cli.gate import DEFAULT_GATE_ITERS
+    from roofline.costs.suite import shipped_suites
+    from roofline.gate.run import DEFAULT_ITERS, kind_of
+
+    assert DEFAULT_GATE_ITERS == DEFAULT_ITERS  # the CLI's help shows the library's default
+    assert {"bench-gpu", "bench-cpu", "transformer-ops"} <= set(shipped_suites())
+    assert [kind_of(t) for t in ("r.JSON", "m.py", "s.yml", "bench-gpu")] == ["report", "model", "suite", "suite"]
+
+
 def test_baseline_save_and_show(cli, tmp_path):
     report = _write(bench_report([bench_row("m=1", spread(1e-4, 10, 0.01))]), tmp_path / "r.json")
     result = cli("baseline", "save", str(report), "-o", str(tmp_path / "b.json"))
@@ -252,7 +274,7 @@ def test_baseline_save_and_show(cli, tmp_path):
 @pytest.fixture
 def fake_cpu(monkeypatch):
     """CPU roofs without running a calibration."""
-    monkeypatch.setattr("roofline.bench.run.cpu_device", lambda torch_: (CPU, ["test roofs"]))
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (CPU, ["test roofs"]))
 
 
 def test_gate_a_suite_measures_it_in_process(cli, tmp_path, fake_cpu, monkeypatch):
@@ -318,7 +340,7 @@ def test_gate_a_model_measures_it_in_process(cli, tmp_path, fake_cpu):
 def _measured_in_turn(monkeypatch, reports):
     """`gate SUITE` measures these reports in turn (the first measurement, then each confirmation)."""
     calls = iter(reports)
-    monkeypatch.setattr("roofline.cli.gate._measure", lambda kind, target, args: next(calls))
+    monkeypatch.setattr("roofline.gate.run.measure", lambda kind, target, options, **display: next(calls))
 
 
 def _suite_scenario(tmp_path):

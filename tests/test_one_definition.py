@@ -23,7 +23,8 @@ from diagnose_devices import GPU, rec
 
 from roofline import ironlaw
 from roofline.analysis import analyze_one
-from roofline.bench.run import bench_row, expand_items
+from roofline.bench.items import expand_items
+from roofline.bench.run import bench_row
 from roofline.device import Device
 from roofline.diagnose.pipeline import DiagnoseResult
 from roofline.diagnose.place import place
@@ -42,6 +43,7 @@ from roofline.report.points import report_document, report_points
 from roofline.report.records import OpTiming, Timing
 from roofline.report.rows import BenchRow, OpPoint, Row
 from roofline.report.schema import VERSION, new_report, read_report, write_report
+from roofline.roofs import device_from_sheet
 from roofline.specs.loader import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,7 +163,7 @@ def html_rows(page: str) -> list[dict[str, str]]:
 
 
 def h100() -> Device:
-    return Device.from_sheet(load_registry().get("h100-sxm"))
+    return device_from_sheet(load_registry().get("h100-sxm"))
 
 
 def measurement(median_s: float) -> Measurement:

@@ -150,7 +150,7 @@ def test_bad_input_is_one_line_and_exit_2(cli, diag, tmp_path, monkeypatch, args
 
 @pytest.mark.parametrize(("command", "fmt"), [("plot", "png"), ("plot", "pdf"), ("report", "parquet")])
 def test_binary_output_to_a_terminal_is_refused(cli, diag, monkeypatch, command, fmt):
-    monkeypatch.setattr("roofline.cli.plot.stdout_is_terminal", lambda: True)
+    monkeypatch.setattr("roofline.cli.output.stdout_is_terminal", lambda: True)
     result = cli(command, str(diag), "--format", fmt)
     assert result.code == 2
     assert result.error_line() == (
@@ -159,7 +159,7 @@ def test_binary_output_to_a_terminal_is_refused(cli, diag, monkeypatch, command,
 
 
 def test_text_formats_go_to_stdout_and_binary_to_a_pipe(cli, diag, monkeypatch):
-    monkeypatch.setattr("roofline.cli.plot.stdout_is_terminal", lambda: True)
+    monkeypatch.setattr("roofline.cli.output.stdout_is_terminal", lambda: True)
     markdown = cli("report", str(diag))  # no -o, no --format: markdown on the terminal
     assert markdown.code == 0 and markdown.out.startswith("## roofline diagnose report: diag\n")
     csv = cli("report", str(diag), "--format", "csv")
@@ -175,7 +175,7 @@ def test_binary_to_a_pipe_is_written(diag, monkeypatch):
 
     pipe = io.BytesIO()
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(pipe, encoding="utf-8"))
-    monkeypatch.setattr("roofline.cli.plot.stdout_is_terminal", lambda: False)
+    monkeypatch.setattr("roofline.cli.output.stdout_is_terminal", lambda: False)
     with pytest.raises(SystemExit) as exit_info:
         main(["plot", str(diag), "--size", "480x300"])
     assert exit_info.value.code == 0 and pipe.getvalue().startswith(b"\x89PNG")

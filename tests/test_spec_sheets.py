@@ -13,6 +13,7 @@ from roofline.device import Device
 from roofline.errors import SpecError
 from roofline.ironlaw import ridge_point
 from roofline.resources import data_dir
+from roofline.roofs import device_from_sheet
 from roofline.specs.loader import ENV_DIR, load_registry, load_sheet, normalize
 from roofline.specs.schema import SpecSheet
 
@@ -49,7 +50,7 @@ def registry():
 
 
 def _device(registry, name: str) -> Device:
-    return Device.from_sheet(registry.get(name))
+    return device_from_sheet(registry.get(name))
 
 
 def _fp16_ridge(device: Device) -> float:
@@ -210,7 +211,7 @@ def test_nvidia_data_center_sheets_have_fp32_vector_and_fp16_tensor(registry):
     for name, sheet in registry.sheets.items():
         if sheet.vendor != "nvidia" or name in GEFORCE:
             continue
-        device = Device.from_sheet(sheet)
+        device = device_from_sheet(sheet)
         assert ("fp32", "vector") in device.compute, name
         assert ("fp16", "tensor") in device.compute, name
         assert sheet.compute_capability, name
@@ -279,7 +280,7 @@ def docs_table_rows(registry) -> list[str]:
     for name in registry.names():
         sheet = registry.sheets[name]
         tensor = sheet.compute_dense_tflops.tensor
-        device = Device.from_sheet(sheet)
+        device = device_from_sheet(sheet)
         ridge = _fp16_ridge(device)
         bf16 = f"{tensor.bf16:g}" if tensor.bf16 else "-"
         rows.append(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,16 +10,14 @@ import typer
 from roofline.cli.common import (
     SWEEP,
     conv2d_values,
-    default_device_names,
     json_option,
     print_text,
-    registry,
     sizes_value,
     spec_option,
     split_list,
     words_value,
 )
-from roofline.cli.plot import plot_option, write_requested_plot
+from roofline.cli.output import command_line, plot_option, write_requested_plot
 
 app = typer.Typer(
     help=(
@@ -56,35 +53,16 @@ def _roofs() -> Any:
 
 
 def _devices(device: str | None, spec: list[Path] | None, roofs: str = "auto") -> list:  # -> list[Device]
-    from roofline.device import Device
-    from roofline.errors import UsageError
+    from roofline.roofs import sheet_devices
 
-    if roofs not in ("auto", "spec", "measured"):
-        raise UsageError(f"--roofs: {roofs!r} is not one of auto, spec, measured")
-    reg = registry(spec)
-    names = split_list(device, "--device") if device else default_device_names()
-    devices = [Device.from_sheet(reg.get(name)) for name in dict.fromkeys(names)]
-    if roofs == "spec":
-        return devices
-    from roofline.measure import calibration
-
-    resolved = []
-    for dev in devices:
-        cal = calibration.latest_for_sheet(dev.name)
-        if cal is None and roofs == "measured":
-            raise UsageError(
-                f"--roofs measured: no calibration of {dev.name} is cached: run `roofline calibrate` on that GPU "
-                "or use --roofs spec"
-            )
-        resolved.append(calibration.apply(dev, cal) if cal is not None else dev)
-    return resolved
+    return sheet_devices(split_list(device, "--device") if device else None, spec_files=spec or [], roofs=roofs)
 
 
 def _emit(rows: list, devices: list, as_json: bool, output: Path | None, title: str = "") -> None:
     """Render or print JSON, and write the report when -o is given."""
     from roofline.report.schema import new_report, write_report
 
-    report = new_report(" ".join(["roofline", *sys.argv[1:]]), "analytic", devices, rows)
+    report = new_report(command_line(), "analytic", devices, rows)
     if output is not None:
         write_report(report, output)
     write_requested_plot(report, output.stem if output is not None else "analyze")

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,17 +10,11 @@ import typer
 from typer.core import TyperGroup
 
 from roofline.cli.common import SWEEP, conv2d_values, json_option, print_text, sizes_value, spec_option, words_value
-from roofline.cli.plot import plot_option, write_requested_plot
+from roofline.cli.output import bench_progress, command_line, plot_option, write_requested_plot
 
 DEFAULT_OUTPUT = Path("roofline-bench.json")
-DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.run.DEFAULT_MAX_TIME_S (not imported: --help stays light)
+DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.target.DEFAULT_MAX_TIME_S (not imported: --help stays light)
 DEFAULT_DTYPE = " (default: bf16 on a GPU, fp32 on the CPU)." + SWEEP
-
-
-def _shipped_suites() -> list[str]:
-    from roofline.resources import data_dir
-
-    return sorted(path.stem for path in (data_dir("workloads") / "suites").glob("*.yaml"))
 
 
 class BenchGroup(TyperGroup):
@@ -31,8 +22,10 @@ class BenchGroup(TyperGroup):
 
     def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
         if args and args[0] not in self.commands and "suite" in self.commands:
+            from roofline.costs.suite import shipped_suites
+
             first = args[0]
-            if first.endswith((".yaml", ".yml")) or first in _shipped_suites():
+            if first.endswith((".yaml", ".yml")) or first in shipped_suites():
                 return "suite", self.commands["suite"], args
         return super().resolve_command(ctx, args)
 
@@ -118,50 +111,23 @@ def _options(
     return Options(device, sheet, spec, warm, max_time, output, j)
 
 
-@contextmanager
-def _progress() -> Iterator[Any]:
-    """A transient progress bar over the rows on stderr (terminals only), as a run_bench progress callback."""
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    if not console.is_terminal:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("bench"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("", total=None)
-
-        def update(done: int, total: int, label: str) -> None:
-            bar.update(task, completed=done, total=total, description=label)
-
-        yield update
-
-
 def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] | None = None) -> None:
     """Run the items on the target device, write the report, render it; exit 130 when interrupted."""
-    from roofline.bench.run import bench_report, open_target, run_bench
+    from roofline.bench.run import bench_report, run_bench
+    from roofline.bench.target import open_target
     from roofline.errors import EXIT_INTERRUPTED
     from roofline.report.schema import write_report
 
     target = open_target(
         opts.device, sheet=opts.sheet, spec_files=opts.spec or [], warm=opts.warm, max_time_s=opts.max_time
     )
-    with _progress() as progress:
+    with bench_progress() as progress:
         result = run_bench(items, target.device, target.harness, target.build, progress=progress)
     if not result.rows and not result.interrupted:
         error = result.first_error()
         if error is not None:  # nothing ran, and not for lack of memory: a usage problem, one line
             raise error
-    report = bench_report(" ".join(["roofline", *sys.argv[1:]]), target, result, suite)
+    report = bench_report(command_line(), target, result, suite)
     write_report(report, opts.output)
     write_requested_plot(report, opts.output.stem)
     if opts.as_json:
@@ -186,7 +152,7 @@ def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] |
 
 
 def _default_dtype(opts: Options) -> str:
-    from roofline.bench.run import device_kind
+    from roofline.roofs import device_kind
 
     return "bf16" if device_kind(opts.device) == "cuda" else "fp32"
 
@@ -196,7 +162,7 @@ def _dtypes(text: str | None, opts: Options) -> Any:
 
 
 def _run_kind(kind: str, values: dict[str, Any], opts: Options) -> None:
-    from roofline.bench.run import expand_items
+    from roofline.bench.items import expand_items
 
     execute(expand_items(kind, values), opts)
 
@@ -386,7 +352,7 @@ def decode(
     as_json: bool = json_option(),
 ) -> None:
     """LLM decode, GEMV-shaped: the weight GEMMs of one decoder layer at M = batch (memory-bound at small batch)."""
-    from roofline.bench.run import decode_gemm_items, expand_items
+    from roofline.bench.items import decode_gemm_items, expand_items
     from roofline.errors import UsageError
 
     opts = _options(device, sheet, spec, warm, max_time, output, as_json)
@@ -419,7 +385,7 @@ def suite(
     as_json: bool = json_option(),
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep). Also `roofline bench FILE`."""
-    from roofline.bench.run import expand_suite
+    from roofline.bench.items import expand_suite
     from roofline.costs.suite import load_suite, suite_path
 
     loaded, entries = load_suite(file)

@@ -8,9 +8,7 @@ from typing import Any
 
 import typer
 
-from roofline.cli.common import json_option, print_json, print_text, registry, spec_option
-
-DEVICES = ("cuda", "cpu")
+from roofline.cli.common import json_option, print_json, print_text, spec_option
 
 
 def calibrate(
@@ -32,55 +30,21 @@ def calibrate(
     result for this machine (same device, driver, CUDA, torch) is shown instead unless --refresh. Commands that
     time kernels use these as measured roofs. See docs/calibration.md.
     """
-    import torch
+    from roofline.roofs import calibration_for, torch_device
 
-    from roofline.errors import CalibrationError, DeviceError, UsageError
-    from roofline.measure import calibration as cal_mod
-
-    kind = (device or ("cuda" if torch.cuda.is_available() else "cpu")).strip().lower()
-    if kind not in DEVICES:
-        raise UsageError(f"--device {device!r}: use cuda or cpu")
-    if kind == "cuda" and not torch.cuda.is_available():
-        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
-        raise DeviceError(
-            f"--device cuda: torch {torch.__version__} ({build}) sees no CUDA device: install a CUDA build of "
-            "torch and check the driver and CUDA_VISIBLE_DEVICES, or use --device cpu"
+    kind = torch_device(device, indexed=False)
+    with _progress(kind) as update:
+        lookup = calibration_for(kind, refresh=refresh, spec_files=spec or [], progress=update)
+    path, result = lookup.path, lookup.calibration
+    if lookup.corrupt is not None:
+        reason = str(lookup.corrupt).removeprefix(f"{path}: ")
+        typer.echo(
+            f"ignoring corrupt calibration cache {path}: {reason}; re-measuring (moved to {lookup.moved})", err=True
         )
-
-    from roofline.measure import ceilings as measuring
-
-    sheet = None
-    if kind == "cuda":
-        name = torch.cuda.get_device_properties(torch.cuda.current_device()).name
-        sheet = registry(spec).find(name)
-        machine = measuring.describe_cuda(torch, sheet.name if sheet is not None else None)
+    if lookup.from_cache:
+        when = result.created_utc.strftime("%Y-%m-%d %H:%M UTC")
+        typer.echo(f"cached from {when} ({path}), use --refresh to re-measure", err=True)
     else:
-        machine = measuring.describe_cpu(torch)
-    key = cal_mod.machine_key(machine)
-    path = cal_mod.cache_path(key)
-
-    result = None
-    if not refresh:
-        try:
-            result = cal_mod.find(key)
-        except CalibrationError as exc:
-            moved = cal_mod.quarantine(path)
-            reason = str(exc).removeprefix(f"{path}: ")
-            typer.echo(
-                f"ignoring corrupt calibration cache {path}: {reason}; re-measuring (moved to {moved})",
-                err=True,
-            )
-        if result is not None:
-            when = result.created_utc.strftime("%Y-%m-%d %H:%M UTC")
-            typer.echo(f"cached from {when} ({path}), use --refresh to re-measure", err=True)
-
-    if result is None:
-        with _progress(kind) as update:
-            if kind == "cuda":
-                result = measuring.calibrate_cuda(torch, sheet=sheet, progress=update)
-            else:
-                result = measuring.calibrate_cpu(torch, progress=update)
-        path = cal_mod.save(result)
         typer.echo(f"calibration written to {path}", err=True)
 
     if as_json:
@@ -92,14 +56,15 @@ def calibrate(
 
 
 class _progress:
-    """A transient rich progress bar on stderr, driven by the library's progress(step, index, total)."""
+    """A transient rich progress bar on stderr, driven by the library's progress(step, index, total); it appears at
+    the first step (a calibration read from the cache shows none)."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._bar: Any = None
         self._task: Any = None
 
-    def __enter__(self) -> Any:
+    def _start(self) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -116,11 +81,15 @@ class _progress:
         self._bar.__enter__()
         self._task = self._bar.add_task("starting", total=None)
 
+    def __enter__(self) -> Any:
         def update(step: str, index: int, total: int) -> None:
+            if self._bar is None:
+                self._start()
             label = "done" if index >= total else f"{index + 1}/{total} {step}"
             self._bar.update(self._task, description=label, completed=index, total=total)
 
         return update
 
     def __exit__(self, *exc: object) -> None:
-        self._bar.__exit__(*exc)
+        if self._bar is not None:
+            self._bar.__exit__(*exc)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from roofline.errors import UsageError
+from roofline.units import split_list
 
 SPEC_HELP = "Extra spec sheet (YAML); repeatable. A directory of sheets can be named by $ROOFLINE_SPECS_DIR."
 
@@ -35,29 +34,6 @@ def print_json(data: Any) -> None:
 
 def print_text(text: str) -> None:
     sys.stdout.write(text)
-
-
-def split_list(text: str, option: str) -> list[str]:
-    items = [item.strip() for item in text.split(",")]
-    if not all(items):
-        raise UsageError(f"{option}: empty item in {text!r}: write a comma list such as a,b,c")
-    return items
-
-
-def default_device_names() -> list[str]:
-    """$ROOFLINE_DEVICE, else the local GPUs NVML reports (read-only, no torch import)."""
-    env = os.environ.get("ROOFLINE_DEVICE")
-    if env:
-        return split_list(env, "ROOFLINE_DEVICE")
-    from roofline.specs.detect import nvml_gpu_names
-
-    names = nvml_gpu_names()
-    if names:
-        return names[:1]
-    raise UsageError(
-        "no --device given and no GPU detected: name one, e.g. --device h100-sxm "
-        "(`roofline specs list` shows them), or set ROOFLINE_DEVICE"
-    )
 
 
 SWEEP = " Comma list sweeps."

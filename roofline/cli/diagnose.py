@@ -2,35 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from roofline.cli.common import json_option, print_text, spec_option
-from roofline.cli.plot import plot_option, write_requested_plot
+from roofline.cli.output import command_line, diagnose_status, plot_option, write_requested_plot
 
 DEFAULT_OUTPUT = Path("roofline-report.json")
-
-
-@contextmanager
-def _status() -> Iterator[Any]:
-    """A transient status line on stderr naming the running stage (terminals only), as a progress callback."""
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    if not console.is_terminal:
-        yield None
-        return
-    with console.status("diagnose", spinner="dots") as status:
-
-        def update(stage: str) -> None:
-            status.update(f"diagnose: {stage}")
-
-        yield update
 
 
 def diagnose(
@@ -93,7 +72,7 @@ def diagnose(
 
     if top < 1:
         raise UsageError(f"--top {top}: at least 1")
-    with _status() as progress:
+    with diagnose_status() as progress:
         result = run(
             model,
             entry=entry,
@@ -108,7 +87,7 @@ def diagnose(
             argv=script_args or [],
             progress=progress,
         )
-    report = result.report(" ".join(["roofline", *sys.argv[1:]]))
+    report = result.report(command_line())
     write_report(report, output)
     write_requested_plot(report, output.stem)
     if as_json:

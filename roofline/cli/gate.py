@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -12,28 +11,7 @@ import typer
 from roofline.cli.common import json_option, print_text, spec_option
 
 FORMATS = ("table", "markdown", "json")
-DEFAULT_GATE_ITERS = 20  # diagnose's default is 10: the gate's interval narrows with more samples per op
-
-
-def _kind(target: str) -> str:
-    """'report' | 'suite' | 'model' for the INPUT argument."""
-    lowered = target.lower()
-    if lowered.endswith(".json"):
-        return "report"
-    if lowered.endswith(".py"):
-        return "model"
-    if lowered.endswith((".yaml", ".yml")):
-        return "suite"
-    from roofline.cli.bench import _shipped_suites
-
-    if target in _shipped_suites():
-        return "suite"
-    from roofline.errors import UsageError
-
-    raise UsageError(
-        f"{target!r}: give a report (REPORT.json), a bench suite (SUITE.yaml or a shipped suite's name) "
-        "or a model file (MODEL.py)"
-    )
+DEFAULT_GATE_ITERS = 20  # NB: = roofline.gate.run.DEFAULT_ITERS (not imported: --help stays light)
 
 
 def _reject(kind: str, given: dict[str, Any]) -> None:
@@ -136,11 +114,9 @@ def gate(
     diagnose: module, op, input shapes, occurrence). A baseline from another machine is a warning. Settings also
     come from the tool.roofline.gate table of pyproject.toml. See docs/ci.md.
     """
+    from roofline.cli.output import bench_progress, command_line, diagnose_status
     from roofline.errors import UsageError
-    from roofline.gate import check
-    from roofline.gate.config import find
-    from roofline.gate.thresholds import build_rules
-    from roofline.report import baseline as baselines
+    from roofline.gate import run as gate_run
 
     started = time.perf_counter()
     fmt = "json" if as_json else fmt.lower()
@@ -148,7 +124,7 @@ def gate(
         raise UsageError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if force and not update_baseline:
         raise UsageError("--force goes with --update-baseline")
-    kind = _kind(target)
+    kind = gate_run.kind_of(target)
     bench_only = {"--warm/--cold": warm, "--max-time": max_time}
     model_only = {
         "--entry": entry,
@@ -173,62 +149,34 @@ def gate(
     else:
         _reject(kind, bench_only)
 
-    # Everything that can be wrong with the input is checked before a measurement that can take minutes.
-    config = find()
-    rules = build_rules(
-        (config.source, config.fail_on),
-        ("--fail-on", fail_on or []),
-        confidence=confidence if confidence is not None else config.confidence,
-        stats=config.stats and not no_stats,
+    gated = gate_run.run(
+        target,
+        kind=kind,
+        baseline=baseline,
+        fail_on=fail_on or [],
+        confidence=confidence,
+        stats=not no_stats,
+        options=gate_run.MeasureOptions(
+            device=device,
+            sheet=sheet,
+            spec_files=spec or [],
+            warm=warm,
+            max_time_s=max_time,
+            entry=entry,
+            dtype=dtype,
+            mode=mode,
+            warmup=warmup,
+            iters=iters,
+            roofs=roofs,
+            argv=script_args or [],
+        ),
+        confirm=confirm,
+        output=output,
+        command=command_line(),
+        progress=lambda measured: bench_progress() if measured == "suite" else diagnose_status(),
+        notify=lambda message: typer.echo(message, err=True),
     )
-    baseline_path = baseline or config.baseline_path()
-    if baseline_path is None:
-        raise UsageError(
-            "no baseline: give --baseline FILE (save one with `roofline baseline save REPORT.json -o FILE`), "
-            "or set baseline in [tool.roofline.gate] of pyproject.toml"
-        )
-    saved = baselines.load(baseline_path)
-
-    report_path: Path | None = None
-    if kind == "report":
-        from roofline.report.schema import read_report
-
-        report_path = Path(target)
-        report = read_report(report_path)
-        result = check(report, saved, rules)
-    else:
-        passed = {
-            "device": device,
-            "sheet": sheet,
-            "spec": spec,
-            "warm": warm,
-            "max_time": max_time,
-            **{name.lstrip("-"): value for name, value in model_only.items() if name.startswith("--")},
-            "script_args": script_args,
-        }
-        report = _measure(kind, target, passed)
-        result = check(report, saved, rules)
-        for attempt in range(confirm):
-            doubtful = {p.key for p in result.points if p.verdict in ("regression", "inconclusive")}
-            if not doubtful:
-                break
-            from roofline.gate.measure import confirm as confirmed
-
-            typer.echo(
-                f"Measuring again to confirm ({attempt + 1}/{confirm}): {len(doubtful)} point(s) did not pass", err=True
-            )
-            report, replaced = confirmed(report, _measure(kind, target, passed), doubtful)
-            result = check(report, saved, rules)
-            result.warnings.append(
-                f"re-measured to confirm ({attempt + 1}/{confirm}), judged on the new measurement: "
-                + ", ".join(replaced)
-            )
-        if output is not None:
-            from roofline.report.schema import write_report
-
-            write_report(report, output)
-            report_path = output
-            typer.echo(f"Report written to {output}", err=True)
+    result = gated.result
 
     from roofline.render import gate as render
 
@@ -247,49 +195,12 @@ def gate(
 
         atomic_write_text(junit, render.junit(result, duration_s=time.perf_counter() - started))
     if update_baseline:
-        if result.verdict == "pass" or force:
-            baselines.save(baselines.from_report(report, path=report_path), baseline_path)
-            typer.echo(f"Baseline {baseline_path} updated ({result.verdict}).", err=True)
+        if gate_run.update_baseline(gated, force=force):
+            typer.echo(f"Baseline {gated.baseline_path} updated ({result.verdict}).", err=True)
         else:
             typer.echo(
-                f"Baseline {baseline_path} not updated: the gate did not pass (--force updates it anyway).", err=True
+                f"Baseline {gated.baseline_path} not updated: the gate did not pass (--force updates it anyway).",
+                err=True,
             )
     if result.exit_code:
         raise typer.Exit(result.exit_code)
-
-
-def _measure(kind: str, target: str, args: dict[str, Any]) -> Any:
-    """Run the suite or the model with the pass-through options, with bench's / diagnose's progress display."""
-    command = " ".join(["roofline", *sys.argv[1:]])
-    if kind == "suite":
-        from roofline.cli.bench import _progress
-        from roofline.gate.measure import measure_suite
-
-        with _progress() as progress:
-            return measure_suite(
-                target,
-                device=args["device"],
-                sheet=args["sheet"],
-                spec_files=args["spec"] or [],
-                warm=args["warm"],
-                max_time_s=args["max_time"],
-                progress=progress,
-                command=command,
-            )
-    from roofline.cli.diagnose import _status
-    from roofline.gate.measure import measure_model
-
-    options = {
-        "entry": args["entry"],
-        "device": args["device"],
-        "dtype": args["dtype"],
-        "mode": args["mode"] or "inference",
-        "warmup": 3 if args["warmup"] is None else args["warmup"],
-        "iters": DEFAULT_GATE_ITERS if args["iters"] is None else args["iters"],
-        "sheet": args["sheet"],
-        "spec_files": args["spec"] or [],
-        "roofs": args["roofs"] or "auto",
-        "argv": args["script_args"] or [],
-    }
-    with _status() as progress:
-        return measure_model(Path(target), command=command, progress=progress, **options)

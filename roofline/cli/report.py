@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from roofline.cli.plot import BINARY_FORMATS, output_format, print_notes, stdout_is_terminal, write_output
+from roofline.cli import output as out
 
 REPORT_FORMATS = {
     ".html": "html",
@@ -52,14 +52,13 @@ def report(
       roofline report bench.json -o points.csv
     """
     from roofline.errors import UsageError
+    from roofline.report.chart import check_top
 
-    chosen = output_format(output, fmt, REPORT_FORMATS, "markdown")
+    chosen = out.output_format(output, fmt, REPORT_FORMATS, "markdown")
     if rows is not None and rows < 1:
         raise UsageError(f"--rows {rows}: at least 1")
-    if top < 0:
-        raise UsageError(f"--top {top}: zero or more")
-    if output is None and chosen in BINARY_FORMATS and stdout_is_terminal():
-        write_output(b"", None, chosen)  # refuses, before any work
+    check_top(top)
+    out.refuse_binary_to_terminal(output, chosen)
     from roofline.report.schema import read_report
 
     loaded = read_report(path)
@@ -75,31 +74,25 @@ def report(
         content = to_parquet(loaded, name)
     else:
         from roofline.api import known_devices
-        from roofline.report.chart import NamedReport, build_chart
+        from roofline.report.chart import NamedReport, report_chart
         from roofline.report.points import report_document
 
-        spec = build_chart(
-            [NamedReport(name, loaded)],
-            known=known_devices([d.name for d in loaded.devices]),
-            top=top,
-            per_call=per_call,
-        )
+        spec = report_chart([NamedReport(name, loaded)], known_devices, top=top, per_call=per_call)
         notes = spec.notes
         doc = report_document(loaded, name, notes=notes, per_call=per_call)
         if chosen == "html":
             from dataclasses import replace
 
-            from roofline.cli.plot import chart_content
             from roofline.render.report_html import HtmlReportRenderer
 
             # the page lists the notes under the chart: not twice
-            svg = chart_content(replace(spec, notes=()), "svg") if spec.counts.get("plotted") else ""
+            svg = out.chart_content(replace(spec, notes=()), "svg") if spec.counts.get("plotted") else ""
             content = HtmlReportRenderer(chart_svg=str(svg), **({"rows": rows} if rows else {})).render(doc)
         else:
             from roofline.render.report_markdown import MarkdownReportRenderer
 
             content = MarkdownReportRenderer(**({"rows": rows} if rows else {})).render(doc)
-    write_output(content, output, chosen)
+    out.write_output(content, output, chosen)
     if output is not None:
-        print_notes(notes)
+        out.print_notes(notes)
         typer.echo(f"Report written to {output}", err=True)

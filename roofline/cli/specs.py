@@ -32,7 +32,7 @@ def show(
 ) -> None:
     """One sheet in full: every roof, ridge points, memory levels, sources."""
     from roofline.render.specs import SpecShowRenderer
-    from roofline.specs.summary import sheet_detail
+    from roofline.roofs import sheet_detail
 
     reg = registry(spec)
     sheet = reg.get(name)

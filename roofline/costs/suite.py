@@ -22,6 +22,11 @@ class Suite(BaseModel):
     workloads: list[dict[str, Any]] = Field(min_length=1)
 
 
+def shipped_suites() -> list[str]:
+    """The names of the suites shipped in workloads/suites/ (`roofline bench NAME`, `roofline gate NAME`)."""
+    return sorted(path.stem for path in (data_dir("workloads") / "suites").glob("*.yaml"))
+
+
 def suite_path(name_or_path: str) -> Path:
     """A path, or the name of a shipped suite in workloads/suites/."""
     path = Path(name_or_path)
@@ -30,7 +35,7 @@ def suite_path(name_or_path: str) -> Path:
     shipped = data_dir("workloads") / "suites" / f"{name_or_path}.yaml"
     if shipped.exists():
         return shipped
-    names = ", ".join(sorted(p.stem for p in (data_dir("workloads") / "suites").glob("*.yaml")))
+    names = ", ".join(shipped_suites())
     raise WorkloadError(f"no suite file {name_or_path!r}: give a path to a YAML suite or one of: {names}")
 
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import DeviceError, UsageError, UserCodeError, WorkloadError
+from roofline.errors import UsageError, UserCodeError, WorkloadError
+from roofline.roofs import torch_device as resolve_device  # 'cpu' | 'cuda' | 'cuda:N' (tests patch it here)
 
 RUN_NAME = "__roofline_model__"  # the file's __name__: its `if __name__ == "__main__":` block does not run
 
@@ -123,30 +124,6 @@ def _check_dtype(dtype: str | None) -> str | None:
     if name not in DTYPES:
         raise UsageError(f"--dtype {dtype!r}: use one of {', '.join(DTYPES)}")
     return DTYPES[name]
-
-
-def resolve_device(device: str | None) -> str:
-    """'cpu', 'cuda' or 'cuda:N' (None: 'cuda' when torch sees a GPU, else 'cpu'); DeviceError when CUDA is
-    asked for and absent, UsageError for any other name."""
-    import torch
-
-    if device is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    name = device.strip().lower()
-    kind, _, index = name.partition(":")
-    if kind == "cpu" and not index:
-        return "cpu"
-    if kind != "cuda" or (index and not index.isdigit()):
-        raise UsageError(f"--device {device!r}: use cuda, cuda:N or cpu")
-    if not torch.cuda.is_available():
-        build = f"CUDA {torch.version.cuda}" if getattr(torch.version, "cuda", None) else "a CPU-only build"
-        raise DeviceError(
-            f"--device {name}: torch {torch.__version__} ({build}) sees no CUDA GPU: use --device cpu, or install "
-            "a CUDA build of torch and check the driver and CUDA_VISIBLE_DEVICES"
-        )
-    if index and int(index) >= torch.cuda.device_count():
-        raise DeviceError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA GPU(s)")
-    return name
 
 
 # ------------------------------------------------------------------------------------------------ running

@@ -1,8 +1,8 @@
 """`roofline diagnose` as one function: load -> count -> time -> place -> diagnose -> report value. No printing.
 
 Each stage is injectable (:class:`Stages`), so tests replace the torch-touching ones (timing, the device's roofs)
-with fakes. The device's roofs are resolved as `roofline bench` resolves them: a GPU's spec sheet (its cached
-calibration replaces the measured roofs, --roofs auto), the CPU's measured roofs (roofline calibrate).
+with fakes. The device and its roofs are resolved by roofline.roofs, as for `roofline bench`: a GPU's spec sheet
+(its cached calibration replaces the measured roofs, --roofs auto), the CPU's measured roofs (roofline calibrate).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roofline import roofs as roof_resolver
 from roofline.device import Device
 from roofline.diagnose.place import place
 from roofline.errors import RooflineError, UsageError, WorkloadError
@@ -21,7 +22,6 @@ from roofline.report.records import OpRecord, Timing
 from roofline.report.rows import Placed
 from roofline.report.schema import Report, new_report
 
-ROOFS = ("auto", "spec", "measured")
 Progress = Callable[[str], None]  # told the stage that starts: 'loading model.py', 'counting ops', ...
 
 
@@ -44,52 +44,11 @@ def _time(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], records: 
 
 
 def _resolve(device: str | None) -> str:
-    from roofline.diagnose.loader import resolve_device
-
-    return resolve_device(device)
+    return roof_resolver.torch_device(device)  # looked up per call (tests patch roofline.roofs)
 
 
-def device_roofs(
-    torch_device: str, *, sheet: str | None = None, spec_files: Sequence[Path] = (), roofs: str = "auto"
-) -> tuple[Device, list[str]]:
-    """The roofs of ``torch_device`` ('cpu', 'cuda', 'cuda:N') and notes on where they come from.
-
-    GPU: the spec sheet (--sheet NAME, else the sheet matching the GPU's name); --roofs auto replaces its roofs
-    with a cached calibration of that sheet, measured requires one, spec ignores it. CPU: measured roofs (this
-    machine's cached calibration, else one measured now and cached)."""
-    if roofs not in ROOFS:
-        raise UsageError(f"--roofs: {roofs!r} is not one of {', '.join(ROOFS)}")
-    import torch
-
-    from roofline.bench import run as bench_run  # looked up per call: tests patch bench_run.cpu_device
-
-    if torch_device.startswith("cpu"):
-        if sheet:
-            raise UsageError("--sheet names a GPU spec sheet: CPU roofs come from measurement (roofline calibrate)")
-        if roofs == "spec":
-            raise UsageError("--roofs spec: the CPU has no spec sheet, its roofs are measured: use --roofs auto")
-        return bench_run.cpu_device(torch)
-    from roofline.measure import calibration
-    from roofline.specs.detect import nvml_gpu_names
-
-    index = int(torch_device.partition(":")[2] or 0)
-    props = torch.cuda.get_device_properties(index)
-    nvml_index = bench_run._nvml_index(index)
-    names = nvml_gpu_names()
-    reported = [names[nvml_index]] if nvml_index < len(names) else []
-    spec = bench_run.gpu_sheet([*reported, props.name], sheet, spec_files)
-    device = Device.from_sheet(spec)
-    if roofs == "spec":
-        return device, []
-    if roofs == "measured":
-        cal = calibration.latest_for_sheet(spec.name)
-        if cal is None:
-            raise UsageError(
-                f"--roofs measured: no calibration of {spec.name} is cached: run `roofline calibrate` on this GPU "
-                "or use --roofs spec"
-            )
-        return calibration.apply(device, cal), [f"roofs measured by roofline calibrate ({cal.machine.name})"]
-    return bench_run.with_calibration(device, spec.name)
+def _roofs(torch_device: str, **options: Any) -> tuple[Device, list[str]]:
+    return roof_resolver.device_roofs(torch_device, **options)
 
 
 @dataclass
@@ -98,7 +57,7 @@ class Stages:
 
     resolve: Callable[[str | None], str] = _resolve  # --device -> 'cpu' | 'cuda' | 'cuda:N'
     load: Callable[..., Any] = _load  # (path, entry=, device=, dtype=, argv=, mode=) -> LoadedModel
-    roofs: Callable[..., tuple[Device, list[str]]] = device_roofs  # (torch_device, sheet=, spec_files=, roofs=)
+    roofs: Callable[..., tuple[Device, list[str]]] = _roofs  # (torch_device, sheet=, spec_files=, roofs=)
     count: Callable[..., list[OpRecord]] = _count  # (model, inputs, kwargs, mode=) -> [OpRecord]
     time: Callable[..., Timing] = _time  # (model, inputs, kwargs, records, device=, mode=, warmup=, iters=)
     rules: Sequence[Rule] = RULES
@@ -175,8 +134,7 @@ def diagnose(
     DeviceError (no GPU, out of memory), UserCodeError (the model raised: the user's traceback, exit 1)."""
     stages = stages or Stages()
     tell = progress or (lambda stage: None)
-    if roofs not in ROOFS:
-        raise UsageError(f"--roofs: {roofs!r} is not one of {', '.join(ROOFS)}")
+    roof_resolver.check_roofs(roofs)
     if iters < 1:
         raise UsageError(f"--iters {iters}: at least 1")
     if warmup < 0:
@@ -234,4 +192,4 @@ def diagnose(
     )
 
 
-__all__ = ["ROOFS", "DiagnoseResult", "Stages", "device_roofs", "diagnose", "finding_dict"]
+__all__ = ["DiagnoseResult", "Stages", "diagnose", "finding_dict"]

@@ -7,8 +7,9 @@
 ``rules`` are added to the defaults (``flops:0 bytes:0 kernels:0 efficiency:-5%``; a rule naming a metric
 replaces its defaults); the grammar is in roofline.gate.thresholds, the statistics in roofline.gate.stats, the
 comparison and verdicts in roofline.gate.compare, the [tool.roofline.gate] table of pyproject.toml in
-roofline.gate.config (the CLI reads it; ``check`` does not). Exit codes of the CLI: ``result.exit_code``
-(0 pass, 1 regression, 3 inconclusive).
+roofline.gate.config (``roofline.gate.run`` reads it; ``check`` does not). ``roofline.gate.run`` is the CLI's
+run: measure a suite or a model, re-measure the points that did not pass, update the baseline. Exit codes of the
+CLI: ``result.exit_code`` (0 pass, 1 regression, 3 inconclusive).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def check(
     ``rules``: a Rules value, or rule texts on top of the defaults. Raises BaselineError (baseline missing,
     corrupt, of another suite or model, or sharing no point with the report), ReportError, ThresholdError."""
     from roofline.gate.compare import compare
-    from roofline.report.baseline import BaselineError, _measured, identity_of, points_of
+    from roofline.report.baseline import BaselineError, identity_of, points_of, require_measured
     from roofline.report.machine import machine_of
 
     if not isinstance(rules, Rules):
@@ -71,7 +72,7 @@ def check(
         rules.confidence = confidence
     where = str(report) if isinstance(report, (str, Path)) else "report"
     report, baseline = _report(report), _baseline(baseline)
-    _measured(report, where)
+    require_measured(report, where)
     identity = identity_of(report)
     mismatch = baseline.identity.mismatch(identity)
     if mismatch:

@@ -1,6 +1,7 @@
-"""Measured ceilings of one machine: the data model, the cache on disk, and roofs built from them.
+"""Measured ceilings of one machine: the data model, the cache on disk and its policy, roofs built from them.
 
-Pure apart from the cache directory: no torch import (the measurements live in ``roofline.measure.ceilings``).
+Pure apart from the cache directory: no torch import (the measurements live in ``roofline.measure.ceilings_gpu``
+and ``roofline.measure.ceilings_cpu``, the machine probes in ``roofline.specs.detect``).
 
 A :class:`Calibration` is one versioned JSON document per machine. The cache keeps one file per machine key
 (a slug of device kind, device name, driver, CUDA and torch versions; CPU: and torch's thread count), so a
@@ -17,7 +18,8 @@ import json
 import os
 import re
 import zlib
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -28,6 +30,7 @@ from roofline import __version__
 from roofline.device import Device
 from roofline.errors import CalibrationError
 from roofline.fileio import atomic_write_text
+from roofline.specs.detect import Machine
 
 SCHEMA = "roofline.calibration"
 VERSION = 1
@@ -47,7 +50,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
-class Summary(_Model):
+class CalibrationSummary(_Model):
     """What the timing engine saw for one ceiling (seconds per call)."""
 
     median_s: float
@@ -65,7 +68,7 @@ class Summary(_Model):
     clock_mhz_median: float | None = None  # SM clock sampled after each sample (NVML), when read
 
     @classmethod
-    def from_measurement(cls, m: object) -> Summary:  # m: roofline.measure.Measurement
+    def from_measurement(cls, m: object) -> CalibrationSummary:  # m: roofline.measure.Measurement
         return cls(
             median_s=m.median_s,  # type: ignore[attr-defined]
             p20_s=m.p20_s,  # type: ignore[attr-defined]
@@ -96,25 +99,7 @@ class Ceiling(_Model):
     work: float | None = None  # bytes or FLOPs (OPs) per timed call
     shape: str = ""  # what was run: '8192x8192x8192', '1 GiB fp32 x2', ...
     note: str = ""
-    measurement: Summary | None = None
-
-
-class Machine(_Model):
-    kind: Literal["cuda", "cpu"]
-    name: str  # GPU name as the device reports it, or the CPU model
-    sheet: str | None = None  # matched spec sheet (GPUs only)
-    driver: str | None = None
-    cuda: str | None = None  # torch.version.cuda
-    torch: str | None = None
-    cpu_threads: int | None = None  # torch.get_num_threads() during the measurement
-    logical_cores: int | None = None
-    isa: str | None = None  # torch.backends.cpu.get_cpu_capability()
-    llc_bytes: int | None = None
-    compute_capability: str | None = None
-    sm_count: int | None = None
-    l2_bytes: int | None = None
-    memory_bytes: int | None = None
-    max_sm_clock_mhz: float | None = None
+    measurement: CalibrationSummary | None = None
 
 
 class Skipped(_Model):
@@ -287,14 +272,61 @@ def latest_for_sheet(sheet_name: str, directory: Path | None = None) -> Calibrat
     return max(matches, key=lambda cal: _aware(cal.created_utc), default=None)
 
 
-def latest_cpu(directory: Path | None = None) -> Calibration | None:
-    """The newest cached CPU calibration (any CPU model: the caller checks ``machine`` when it matters)."""
-    matches = [cal for _, cal in cached(directory) if cal.machine.kind == "cpu"]
-    return max(matches, key=lambda cal: _aware(cal.created_utc), default=None)
-
-
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+@dataclass
+class Lookup:
+    """Where :func:`cached_or_measured` got a machine's calibration from, and what happened on the way."""
+
+    calibration: Calibration
+    path: Path  # its cache file
+    from_cache: bool  # False: measured now
+    corrupt: CalibrationError | None = None  # the cache file was corrupt: moved aside to ``moved``, re-measured
+    moved: Path | None = None
+    save_error: OSError | None = None  # measured now but not cached (only when ``must_save`` is False)
+
+
+def cached_or_measured(
+    machine: Machine,
+    measure: Callable[[], Calibration],
+    *,
+    refresh: bool = False,
+    must_save: bool = True,
+    directory: Path | None = None,
+) -> Lookup:
+    """The cache policy: this machine's cached calibration (its key's file), else ``measure()`` now, saved.
+
+    - ``refresh``: measure even when a calibration is cached (the new one replaces it);
+    - a corrupt cache file is moved aside (:func:`quarantine`, never deleted) and the machine re-measured;
+    - ``must_save`` False: a cache that cannot be written is reported in ``save_error`` instead of raised
+      (a command that only needs the roofs goes on)."""
+    key = machine_key(machine)
+    path = cache_path(key, directory)
+    corrupt: CalibrationError | None = None
+    moved: Path | None = None
+    if not refresh:
+        try:
+            found = find(key, directory)
+        except CalibrationError as exc:
+            corrupt = exc
+            try:
+                moved = quarantine(path)
+            except OSError:
+                if must_save:
+                    raise
+        else:
+            if found is not None:
+                return Lookup(found, path, from_cache=True)
+    result = measure()
+    try:
+        path = save(result, directory)
+    except OSError as exc:
+        if must_save:
+            raise
+        return Lookup(result, path, from_cache=False, corrupt=corrupt, moved=moved, save_error=exc)
+    return Lookup(result, path, from_cache=False, corrupt=corrupt, moved=moved)
 
 
 # ------------------------------------------------------------------------------------------------ roofs

@@ -8,7 +8,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from roofline.measure.calibration import Calibration, Ceiling
+from roofline.measure.calibration import Calibration
 from roofline.render.base import Renderer, to_text
 from roofline.units import format_bandwidth, format_rate, format_time
 
@@ -23,14 +23,6 @@ def format_value(value: float, unit: str) -> str:
 
 def _percent(ratio: float | None) -> str:
     return "-" if ratio is None else f"{ratio * 100:.0f}%"
-
-
-def summary_line(ceiling: Ceiling) -> str:
-    """'3.03 TB/s measured, 90% of 3.35 TB/s spec' (or just the measured value)."""
-    text = f"{format_value(ceiling.value, ceiling.unit)} measured"
-    if ceiling.spec_value:
-        text += f", {_percent(ceiling.ratio)} of {format_value(ceiling.spec_value, ceiling.unit)} spec"
-    return text
 
 
 def _header(cal: Calibration) -> str:

@@ -10,8 +10,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from roofline.render.base import Renderer, to_text
+from roofline.roofs import sheet_roofs
 from roofline.specs.schema import SpecSheet
-from roofline.specs.summary import roofs, sheet_summary
+from roofline.specs.summary import sheet_summary
 
 
 def _num(value: float | None, fmt: str = "{:,.4g}") -> str:
@@ -70,7 +71,7 @@ class SpecShowRenderer(Renderer):
         table = Table(title="Compute roofs (dense)", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
         for column in ("dtype", "unit", "peak", "ridge vs DRAM"):
             table.add_column(column, justify="left" if column in ("dtype", "unit") else "right")
-        for roof in roofs(sheet):
+        for roof in sheet_roofs(sheet):
             unit = "TOP/s" if roof["dtype"].startswith("int") else "TFLOP/s"
             table.add_row(
                 roof["dtype"],

@@ -128,7 +128,9 @@ class Baseline(_Stored):
 # ------------------------------------------------------------------------------------------ from a report
 
 
-def _measured(report: Any, where: str) -> None:
+def require_measured(report: Any, where: str) -> None:
+    """BaselineError unless ``report`` (read from ``where``) holds measured rows: a bench or diagnose report,
+    complete (not interrupted) and not empty."""
     if report.source not in MEASURED_SOURCES:
         raise BaselineError(
             f"{where}: this is an {report.source} report, with no measured times: gate a `roofline bench` or "
@@ -214,8 +216,14 @@ def points_of(report: Any) -> list[Point]:
     raise BaselineError(f"a {report.source} report has no measured points")
 
 
-def _suite_from_command(command: str) -> str | None:
-    """The suite a `roofline bench` command line ran: `bench suite X`, `bench X.yaml` or `bench SHIPPED`."""
+#: The `roofline bench` commands that run one workload kind, in the versions that wrote no suite block: any other
+#: first word after `bench` named a suite. Frozen: reports written since then say which suite they ran.
+_LEGACY_BENCH_COMMANDS = ("gemm", "attention", "elementwise", "norm", "conv2d", "decode")
+
+
+def _legacy_suite(command: str) -> str | None:
+    """The suite of a bench report written before reports stored it, from its command line: `bench suite X`,
+    `bench X.yaml` or `bench SHIPPED`."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -230,17 +238,27 @@ def _suite_from_command(command: str) -> str | None:
     first = rest[0]
     if first.endswith((".yaml", ".yml")):
         return Path(first).stem
-    from roofline.bench.run import BENCH_KINDS
+    return None if first in _LEGACY_BENCH_COMMANDS else first
 
-    return None if first in BENCH_KINDS else first
+
+def suite_of(report: Any) -> str | None:
+    """The suite a bench report ran (its file's stem, else its name), None for a single command.
+
+    Read from the report's ``bench.suite`` block (null for a single command); a report written before that block
+    existed has no ``suite`` key, and its command line tells (the one place a command line is parsed)."""
+    bench = (report.model_extra or {}).get("bench") or {}
+    if "suite" not in bench:
+        return _legacy_suite(report.command)
+    suite = bench["suite"]
+    if not isinstance(suite, dict):
+        return None
+    return Path(str(suite.get("file") or suite.get("name"))).stem or None
 
 
 def identity_of(report: Any) -> Identity:
-    extra = report.model_extra or {}
     if report.source == "bench":
-        suite = (extra.get("bench") or {}).get("suite")
-        name = Path(str(suite.get("file") or suite.get("name"))).stem if isinstance(suite, dict) else None
-        return Identity(source="bench", suite=name or _suite_from_command(report.command))
+        return Identity(source="bench", suite=suite_of(report))
+    extra = report.model_extra or {}
     block = extra.get("diagnose") or {}
     model = str(block.get("model") or "")
     return Identity(
@@ -311,7 +329,7 @@ def from_reports(
     paths = list(paths or [None] * len(reports))
     names = [str(path or f"report {index + 1}") for index, path in enumerate(paths)]
     for report, name in zip(reports, names, strict=True):
-        _measured(report, name)
+        require_measured(report, name)
     identity = identity_of(reports[0])
     for report, name in zip(reports[1:], names[1:], strict=True):
         mismatch = identity.mismatch(identity_of(report))

@@ -19,7 +19,7 @@ Definitions (docs/plot.md):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -577,3 +577,37 @@ __all__ = [
     "Ridge",
     "build_chart",
 ]
+
+
+# ------------------------------------------------------------------------------------------ a report's chart
+
+#: What is known about devices by name (roofline.api.known_devices: spec sheets and calibrations).
+KnownLookup = Callable[[Sequence[str]], Mapping[str, KnownDevice]]
+
+
+def check_top(top: int) -> int:
+    """``top`` (points labelled) when it is zero or more, else a UsageError."""
+    if top < 0:
+        raise UsageError(f"--top {top}: zero or more")
+    return top
+
+
+def report_chart(
+    reports: Sequence[NamedReport],
+    known: KnownLookup,
+    *,
+    devices: Sequence[str] = (),
+    top: int = DEFAULT_TOP,
+    per_call: bool = False,
+) -> ChartSpec:
+    """The chart of ``reports``, re-drawn on ``devices`` too (spec-sheet names): ``known`` looks up every device
+    the reports were placed on and every one of ``devices``. The one way plot, --plot, report and the notebook
+    API build a chart."""
+    check_top(top)
+    names = [info.name for named in reports for info in named.report.devices] + list(devices)
+    return build_chart(
+        reports, known=known(names), projections=list(dict.fromkeys(devices)), top=top, per_call=per_call
+    )
+
+
+__all__ += ["KnownLookup", "check_top", "report_chart"]

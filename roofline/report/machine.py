@@ -1,7 +1,7 @@
 """The machine a report was measured on: described when measuring, read back from a report, compared.
 
 :func:`describe` gives the ``machine`` block of bench and diagnose reports (the fields of
-:class:`roofline.measure.calibration.Machine`: device kind and name, driver, CUDA, torch, SM count and maximum clock,
+:class:`roofline.specs.detect.Machine`: device kind and name, driver, CUDA, torch, SM count and maximum clock,
 CPU threads and ISA). :func:`machine_of` reads it back from any report, older ones included: a report
 without the block is described from its ``bench`` / ``diagnose`` / ``devices`` / ``host`` blocks, and the SM
 clocks sampled during a bench run (``clocks_mhz`` per row) give the clock the run actually saw.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.measure.calibration import Machine
+from roofline.specs.detect import Machine
 
 #: fields whose difference makes two machines differ, with the word that names them in a warning
 COMPARED = {
@@ -46,7 +46,7 @@ def describe(torch_device: str | None, sheet: str | None = None) -> dict[str, An
     try:
         import torch
 
-        from roofline.measure.ceilings import describe_cpu, describe_cuda
+        from roofline.specs.detect import describe_cpu, describe_cuda
 
         if str(torch_device or "cpu").startswith("cuda"):
             index = int(str(torch_device).partition(":")[2] or 0)

@@ -1,4 +1,10 @@
-"""What hardware is this? GPUs through NVML and torch, the CPU through /proc/cpuinfo and torch.
+"""What hardware is this? GPUs through NVML and torch, the CPU through /proc/cpuinfo, sysfs and torch.
+
+- :func:`detect`: every GPU (matched against the spec sheets, checked against them) and the CPU, for
+  `roofline specs detect`;
+- :func:`describe_cuda` / :func:`describe_cpu`: the :class:`Machine` a calibration or a report is keyed on;
+- :func:`nvml_index`: NVML's index of one of torch's CUDA devices, found by UUID;
+- :func:`nvml_gpu_names`, :func:`llc_bytes`, :func:`cpu_model`: single facts.
 
 Pure apart from reading the machine: nothing is printed (rendering lives elsewhere) and NVML is used
 read-only (never a set call). Every backend is injectable, so tests run with fakes on any machine:
@@ -21,9 +27,13 @@ from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Callable
+import uuid as uuid_module
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from roofline.specs.loader import SpecRegistry, normalize
 from roofline.specs.schema import SpecSheet
@@ -31,6 +41,8 @@ from roofline.specs.schema import SpecSheet
 WARN_FRACTION = 0.05  # a check warns when |derived / sheet - 1| exceeds this
 CPU_NOTE = "CPU roofs come from measurement (roofline calibrate), not a spec sheet"
 CPUINFO_PATH = "/proc/cpuinfo"
+CPU_CACHE_DIR = "/sys/devices/system/cpu/cpu0/cache"
+UNKNOWN_CPU = "unknown CPU"
 
 # pynvml's values, used when an injected NVML object lacks the constants.
 _NVML_CLOCK_SM = 1
@@ -96,6 +108,30 @@ class Detection:
         return asdict(self)
 
 
+class Machine(BaseModel):
+    """One device as torch uses it, keyed by what does not depend on anything measured: a calibration's
+    cache key (roofline.measure.calibration.machine_key) and a report's ``machine`` block."""
+
+    # Tolerant reading: keys written by a later minor version are ignored, not an error.
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    kind: Literal["cuda", "cpu"]
+    name: str  # GPU name as the device reports it, or the CPU model
+    sheet: str | None = None  # matched spec sheet (GPUs only)
+    driver: str | None = None
+    cuda: str | None = None  # torch.version.cuda
+    torch: str | None = None
+    cpu_threads: int | None = None  # torch.get_num_threads() during the measurement
+    logical_cores: int | None = None
+    isa: str | None = None  # torch.backends.cpu.get_cpu_capability()
+    llc_bytes: int | None = None
+    compute_capability: str | None = None
+    sm_count: int | None = None
+    l2_bytes: int | None = None
+    memory_bytes: int | None = None
+    max_sm_clock_mhz: float | None = None
+
+
 # --------------------------------------------------------------------------------------------- helpers
 
 
@@ -156,13 +192,42 @@ def _import_pynvml() -> Any:
     return pynvml
 
 
-def _read_nvml(nvml: Any) -> list[dict[str, Any]]:
-    """One dict per device NVML sees, in NVML's index order; [] if NVML cannot be initialised."""
+def _nvml(nvml: Any) -> Any:
+    """The NVML module to use: ``nvml`` (injected), pynvml when None, nothing when False."""
+    if nvml is False:
+        return None
+    return nvml if nvml is not None else _import_pynvml()
+
+
+def _driver(nvml: Any) -> str | None:
+    return _text(_call(getattr(nvml, "nvmlSystemGetDriverVersion", None)))
+
+
+def _init(nvml: Any) -> bool:
+    """nvmlInit() succeeded (each success is paired with one nvmlShutdown(): NVML counts them)."""
     if nvml is None:
-        return []
+        return False
     try:
         nvml.nvmlInit()
     except Exception:
+        return False
+    return True
+
+
+def driver_version(nvml: Any = None) -> str | None:
+    """The NVIDIA driver's version through NVML (read-only), or None where NVML cannot be used."""
+    nvml = _nvml(nvml)
+    if not _init(nvml):
+        return None
+    try:
+        return _driver(nvml)
+    finally:
+        _call(getattr(nvml, "nvmlShutdown", None))
+
+
+def _read_nvml(nvml: Any) -> list[dict[str, Any]]:
+    """One dict per device NVML sees, in NVML's index order; [] if NVML cannot be initialised."""
+    if not _init(nvml):
         return []
     try:
         clock_sm = getattr(nvml, "NVML_CLOCK_SM", _NVML_CLOCK_SM)
@@ -171,7 +236,7 @@ def _read_nvml(nvml: Any) -> list[dict[str, Any]]:
         def fn(name: str) -> Callable[..., Any] | None:
             return getattr(nvml, name, None)  # a function this pynvml lacks reads as None
 
-        driver = _text(_call(fn("nvmlSystemGetDriverVersion")))
+        driver = _driver(nvml)
         count = _positive_int(_call(fn("nvmlDeviceGetCount"))) or 0
         devices = []
         for index in range(count):
@@ -199,8 +264,78 @@ def _read_nvml(nvml: Any) -> list[dict[str, Any]]:
 
 def nvml_gpu_names(nvml: Any = None) -> list[str]:
     """Names of the GPUs NVML sees (read-only, no torch import): the cheap default for --device."""
-    devices = _read_nvml(_import_pynvml() if nvml is None else nvml)
+    devices = _read_nvml(_nvml(nvml))
     return [d["name"] for d in devices if d.get("name")]
+
+
+def torch_uuid(torch: Any, index: int) -> str | None:
+    """The UUID of torch's CUDA device ``index`` as text ('58f1d1d0-...'), or None where torch gives none
+    (an older torch, a fake, a device that cannot be queried)."""
+    cuda = getattr(torch, "cuda", None)
+    props = _call(getattr(cuda, "get_device_properties", None), index)
+    raw = getattr(props, "uuid", None)
+    if isinstance(raw, (bytes, bytearray)) and len(raw) == 16:
+        return str(uuid_module.UUID(bytes=bytes(raw)))
+    return _text(raw)
+
+
+def _nvml_uuids(text: str) -> list[str]:
+    """NVML's spellings of a device UUID: 'GPU-<uuid>' for a GPU, 'MIG-<uuid>' for a MIG instance."""
+    if text[:4].upper() in ("GPU-", "MIG-"):
+        return [text]
+    return [f"GPU-{text}", f"MIG-{text}"]
+
+
+def _nvml_index_by_uuid(nvml: Any, text: str) -> int | None:
+    """NVML's index of the device (a MIG instance: of its GPU) whose UUID is ``text``; None when NVML cannot
+    tell (no NVML, a pynvml without nvmlDeviceGetHandleByUUID, an unknown UUID)."""
+    by_uuid = getattr(nvml, "nvmlDeviceGetHandleByUUID", None) if nvml is not None else None
+    get_index = getattr(nvml, "nvmlDeviceGetIndex", None) if nvml is not None else None
+    if by_uuid is None or get_index is None or not _init(nvml):
+        return None
+    try:
+        for candidate in _nvml_uuids(text):
+            handle = _call(by_uuid, candidate)
+            if handle is None:
+                continue
+            if _call(getattr(nvml, "nvmlDeviceIsMigDeviceHandle", None), handle):
+                handle = _call(getattr(nvml, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", None), handle)
+            index = _call(get_index, handle) if handle is not None else None
+            if isinstance(index, int) and index >= 0:
+                return index
+        return None
+    finally:
+        _call(getattr(nvml, "nvmlShutdown", None))
+
+
+def visible_index(index: int, env: Mapping[str, str] | None = None) -> int:
+    """The fallback: entry ``index`` of CUDA_VISIBLE_DEVICES when it is a list of integers, else ``index``."""
+    env = os.environ if env is None else env
+    value = env.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return index
+    entries = [e.strip() for e in value.split(",") if e.strip()]
+    if not entries or not all(e.isdigit() for e in entries):
+        return index  # UUIDs or MIG ids: only the UUID lookup can tell
+    return int(entries[index]) if index < len(entries) else index
+
+
+def nvml_index(torch: Any, index: int, *, nvml: Any = None, env: Mapping[str, str] | None = None) -> int:
+    """NVML's index of torch's CUDA device ``index``: the GPU whose NVML names, clocks and limits belong to it.
+
+    By UUID: torch's ``get_device_properties(index).uuid`` looked up with ``nvmlDeviceGetHandleByUUID``
+    ('GPU-<uuid>', or 'MIG-<uuid>' for a MIG instance, which gives the index of its GPU) and
+    ``nvmlDeviceGetIndex``. That holds whatever CUDA_VISIBLE_DEVICES (integers, UUIDs, MIG ids) and
+    CUDA_DEVICE_ORDER say.
+
+    Fallback, where either side is unavailable (torch without ``uuid``, ROCm, no NVML or no driver, a pynvml
+    without the lookup, a UUID NVML does not know): :func:`visible_index`. NB: the fallback assumes CUDA numbers
+    the GPUs in NVML's (PCI bus) order, which holds under CUDA_DEVICE_ORDER=PCI_BUS_ID or with identical GPUs;
+    with mixed GPUs under CUDA's default FASTEST_FIRST it can name another GPU (:func:`detect` warns when the
+    names differ). ``nvml``: a pynvml-shaped object (None: pynvml; False: off); ``env``: os.environ."""
+    text = torch_uuid(torch, index)
+    found = _nvml_index_by_uuid(_nvml(nvml), text) if text else None
+    return found if found is not None else visible_index(index, env)
 
 
 def _capability(value: Any) -> str | None:
@@ -222,6 +357,21 @@ def _import_torch() -> Any:
     return torch
 
 
+def _torch_gpu(props: Any) -> dict[str, Any]:
+    """The facts of one torch device's properties (0 where a driver does not fill a field reads as None)."""
+    major, minor = getattr(props, "major", None), getattr(props, "minor", None)
+    return {
+        "name": _text(getattr(props, "name", None)),
+        "sm_count": _positive_int(getattr(props, "multi_processor_count", None)),
+        "l2_bytes": _positive_int(getattr(props, "L2_cache_size", None)),
+        "memory_bytes": _positive_int(getattr(props, "total_memory", None)),
+        "memory_clock_mhz": _khz_to_mhz(getattr(props, "memory_clock_rate", None)),
+        "bus_width_bits": _positive_int(getattr(props, "memory_bus_width", None)),
+        "max_sm_clock_mhz": _khz_to_mhz(getattr(props, "clock_rate", None)),
+        "compute_capability": _capability((major, minor)) if major is not None else None,
+    }
+
+
 def _read_torch_gpus(torch: Any) -> list[dict[str, Any]]:
     if torch is None:
         return []
@@ -234,20 +384,7 @@ def _read_torch_gpus(torch: Any) -> list[dict[str, Any]]:
         props = _call(getattr(cuda, "get_device_properties", None), index)
         if props is None:
             continue
-        major, minor = getattr(props, "major", None), getattr(props, "minor", None)
-        devices.append(
-            {
-                "index": index,
-                "name": _text(getattr(props, "name", None)),
-                "sm_count": _positive_int(getattr(props, "multi_processor_count", None)),
-                "l2_bytes": _positive_int(getattr(props, "L2_cache_size", None)),
-                "memory_bytes": _positive_int(getattr(props, "total_memory", None)),
-                "memory_clock_mhz": _khz_to_mhz(getattr(props, "memory_clock_rate", None)),
-                "bus_width_bits": _positive_int(getattr(props, "memory_bus_width", None)),
-                "max_sm_clock_mhz": _khz_to_mhz(getattr(props, "clock_rate", None)),
-                "compute_capability": _capability((major, minor)) if major is not None else None,
-            }
-        )
+        devices.append({"index": index, **_torch_gpu(props)})
     return devices
 
 
@@ -255,17 +392,23 @@ def _is_rocm(torch: Any) -> bool:
     return getattr(getattr(torch, "version", None), "hip", None) is not None
 
 
-def _visible_nvml_indices(count: int, env: dict[str, str]) -> list[int] | None:
-    """NVML index of each torch device under CUDA_VISIBLE_DEVICES, when it is a list of integers."""
-    value = env.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return None
-    entries = [e.strip() for e in value.split(",") if e.strip()]
-    try:
-        indices = [int(e) for e in entries]
-    except ValueError:
-        return None  # UUIDs or MIG ids: fall back to index order, checked by name
-    return indices[:count]
+def describe_cuda(torch: Any, sheet_name: str | None = None, *, nvml: Any = None) -> Machine:
+    """torch's current CUDA device as a :class:`Machine` (``sheet_name``: the spec sheet matched to it)."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    facts = _torch_gpu(props)
+    return Machine(
+        kind="cuda",
+        name=props.name,
+        sheet=sheet_name,
+        driver=driver_version(nvml),
+        cuda=getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None),
+        torch=torch.__version__,
+        compute_capability=facts["compute_capability"],
+        sm_count=facts["sm_count"],
+        l2_bytes=facts["l2_bytes"],
+        memory_bytes=facts["memory_bytes"],
+        max_sm_clock_mhz=facts["max_sm_clock_mhz"],
+    )
 
 
 # ------------------------------------------------------------------------------------------------- CPU
@@ -303,15 +446,76 @@ def _parse_cpuinfo(text: str | None) -> tuple[str | None, int | None]:
     return model, (len(cores) if cores and complete else None)
 
 
+def _model_or_platform(model: str | None) -> str:
+    return model or platform.processor() or platform.machine() or UNKNOWN_CPU
+
+
+def cpu_model(cpu_reader: Callable[[], str | None] | None = None) -> str:
+    """The CPU's model name (/proc/cpuinfo), else what ``platform`` says, else 'unknown CPU'."""
+    model, _ = _parse_cpuinfo(_call(cpu_reader or _read_cpuinfo))
+    return _model_or_platform(model)
+
+
+def _parse_cache_size(text: str) -> int:
+    units = {"K": 2**10, "M": 2**20, "G": 2**30}
+    text = text.strip().upper()
+    if text and text[-1] in units:
+        return int(text[:-1]) * units[text[-1]]
+    return int(text)
+
+
+def llc_bytes(root: str | Path = CPU_CACHE_DIR) -> int | None:
+    """Size of the highest-level cache of cpu0 from sysfs, or None where sysfs does not say."""
+    best: tuple[int, int] | None = None
+    base = Path(root)
+    try:
+        entries = sorted(base.glob("index*"))
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            level = int((entry / "level").read_text().strip())
+            size = _parse_cache_size((entry / "size").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if size and (best is None or level > best[0] or (level == best[0] and size > best[1])):
+            best = (level, size)
+    return best[1] if best else None
+
+
+def _torch_cpu(torch: Any) -> tuple[str | None, int | None]:
+    """(ISA torch dispatches to, torch's thread count); Nones without torch."""
+    if torch is None:
+        return None, None
+    cpu_backend = getattr(getattr(torch, "backends", None), "cpu", None)
+    isa = _text(_call(getattr(cpu_backend, "get_cpu_capability", None)))
+    return isa, _positive_int(_call(getattr(torch, "get_num_threads", None)))
+
+
 def _describe_cpu(torch: Any, cpu_reader: Callable[[], str | None]) -> CpuInfo:
     model, physical = _parse_cpuinfo(_call(cpu_reader))
-    model = model or platform.processor() or platform.machine() or "unknown"
-    isa = threads = None
-    if torch is not None:
-        cpu_backend = getattr(getattr(torch, "backends", None), "cpu", None)
-        isa = _text(_call(getattr(cpu_backend, "get_cpu_capability", None)))
-        threads = _positive_int(_call(getattr(torch, "get_num_threads", None)))
-    return CpuInfo(model=model, logical_cores=os.cpu_count(), physical_cores=physical, isa=isa, torch_threads=threads)
+    isa, threads = _torch_cpu(torch)
+    return CpuInfo(
+        model=_model_or_platform(model),
+        logical_cores=os.cpu_count(),
+        physical_cores=physical,
+        isa=isa,
+        torch_threads=threads,
+    )
+
+
+def describe_cpu(torch: Any, *, cpu_reader: Callable[[], str | None] | None = None) -> Machine:
+    """This machine's CPU as torch uses it, as a :class:`Machine` (its key does not depend on anything measured)."""
+    isa, threads = _torch_cpu(torch)
+    return Machine(
+        kind="cpu",
+        name=cpu_model(cpu_reader),
+        torch=torch.__version__,
+        cpu_threads=threads,
+        logical_cores=os.cpu_count(),
+        isa=isa,
+        llc_bytes=llc_bytes(),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -378,19 +582,19 @@ _FIELDS = (
 def _merge(
     nvml_devs: list[dict[str, Any]],
     torch_devs: list[dict[str, Any]],
-    env: dict[str, str],
+    nvml_index_of: Callable[[int], int],
     warnings: list[str],
 ) -> list[dict[str, Any]]:
-    """One record per GPU: NVML's fields first (name, memory clock included), torch's filling the gaps."""
+    """One record per GPU: NVML's fields first (name, memory clock included), torch's filling the gaps.
+    ``nvml_index_of(torch index)`` pairs them (:func:`nvml_index`)."""
     if not torch_devs:
         return [dict(d, source="nvml") for d in nvml_devs]
     if not nvml_devs:
         return [dict(d, source="torch") for d in torch_devs]
     by_index = {d["index"]: dict(d, source="nvml") for d in nvml_devs}
-    mapping = _visible_nvml_indices(len(torch_devs), env)
     extra = []
-    for position, tdev in enumerate(torch_devs):
-        target = mapping[position] if mapping is not None and position < len(mapping) else tdev["index"]
+    for tdev in torch_devs:
+        target = nvml_index_of(tdev["index"])
         ndev = by_index.get(target)
         if ndev is None:
             extra.append(dict(tdev, source="torch"))
@@ -415,11 +619,11 @@ def detect(
     nvml: Any = None,
     torch: Any = None,
     cpu_reader: Callable[[], str | None] | None = None,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Detection:
     """Describe this machine's GPUs (matched against ``registry``) and CPU. See the module docstring."""
     env = os.environ if env is None else env
-    nvml = None if nvml is False else (nvml if nvml is not None else _import_pynvml())
+    nvml = _nvml(nvml)
     torch = None if torch is False else (torch if torch is not None else _import_torch())
     cpu_reader = cpu_reader or _read_cpuinfo
 
@@ -428,8 +632,11 @@ def detect(
     torch_devs = _read_torch_gpus(torch)
     derive = bool(nvml_devs) or not _is_rocm(torch)
 
+    def nvml_index_of(index: int) -> int:
+        return nvml_index(torch, index, nvml=nvml if nvml is not None else False, env=env)
+
     gpus: list[GpuInfo] = []
-    for record in _merge(nvml_devs, torch_devs, env, warnings):
+    for record in _merge(nvml_devs, torch_devs, nvml_index_of, warnings):
         gpu = GpuInfo(
             index=record["index"],
             name=record["name"] or "unknown GPU",

@@ -1,26 +1,11 @@
-"""Plain-data views of spec sheets (for JSON and tables): roofs in base units and ridge points."""
+"""Plain-data views of spec sheets (for JSON and tables). A sheet's roofs in base units and their ridge points:
+roofline.roofs (sheet_roofs, sheet_detail)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from roofline.device import Device
-from roofline.ironlaw import ridge_point
 from roofline.specs.schema import SpecSheet
-
-
-def roofs(sheet: SpecSheet) -> list[dict[str, Any]]:
-    """Every compute roof with its ridge point against DRAM."""
-    device = Device.from_sheet(sheet)
-    return [
-        {
-            "dtype": dtype,
-            "unit": unit,
-            "peak_flops_per_s": peak,
-            "ridge_flop_per_byte": ridge_point(peak, device.dram_bandwidth),
-        }
-        for (dtype, unit), peak in sorted(device.compute.items(), key=lambda item: (item[0][1], -item[1]))
-    ]
 
 
 def headline_tensor(sheet: SpecSheet) -> tuple[str, float] | None:
@@ -50,7 +35,3 @@ def sheet_summary(sheet: SpecSheet, origin: str, path: str) -> dict[str, Any]:
         "origin": origin,
         "path": path,
     }
-
-
-def sheet_detail(sheet: SpecSheet, origin: str, path: str) -> dict[str, Any]:
-    return {"sheet": sheet.model_dump(mode="json"), "roofs": roofs(sheet), "origin": origin, "path": path}

@@ -1,0 +1,179 @@
+"""Where `roofline bench` runs: a real device (CUDA or the CPU), its roofs, its timing harness, its runner factory.
+
+The roofs are resolved by :mod:`roofline.roofs` (a GPU: its spec sheet, replaced by a cached calibration of that
+sheet; the CPU: its measured roofs). torch is imported lazily, when a target is opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roofline import roofs
+from roofline.bench.run import Build, Harness, Runnable
+from roofline.device import Device
+from roofline.errors import UsageError
+from roofline.measure.stats import StoppingRule
+
+#: CUDA: seconds of idle before each row. NB: a large GEMM can push an H100 onto its power cap within a second;
+#: without a pause the next rows inherit the lowered clocks and the same suite drifts by up to 10% between
+#: runs (seen on the lent H100: 8192^3 bf16 at 1481 us, then 1630 us). Throttled samples are still flagged.
+REST_S = 0.5
+
+#: default time budget per row in seconds (the stopping rule usually stops far earlier)
+DEFAULT_MAX_TIME_S = 1.0
+
+#: CUDA: microseconds of sleep kernel queued before each sample (untimed), so the events time the op, not its launch
+BUSY_US = 50
+
+
+@dataclass
+class Target:
+    """Where bench runs: the roofs, the timing harness and the runner factory, plus facts for the report."""
+
+    kind: str  # 'cuda' | 'cpu'
+    device: Device
+    harness: Harness
+    build: Build
+    info: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _import_torch() -> Any:
+    import torch
+
+    return torch
+
+
+def _rule(max_time_s: float | None) -> StoppingRule:
+    if max_time_s is None:
+        max_time_s = DEFAULT_MAX_TIME_S
+    if not max_time_s > 0:
+        raise UsageError(f"--max-time: {max_time_s!r} must be a positive number of seconds")
+    base = StoppingRule()
+    return StoppingRule(max_time_s=max_time_s, min_time_s=min(base.min_time_s, max_time_s))
+
+
+def open_target(
+    device: str | None,
+    *,
+    sheet: str | None = None,
+    spec_files: Sequence[Path] = (),
+    warm: bool | None = None,
+    max_time_s: float | None = None,
+) -> Target:
+    """The target for ``device`` ('cuda', 'cuda:N', 'cpu'; None: CUDA when available, else the CPU).
+
+    ``warm`` None: cold (L2 flushed before each sample) on a GPU, warm on the CPU, whose last-level cache can be
+    hundreds of MiB (flushing it would cost more than most ops take)."""
+    rule = _rule(max_time_s)
+    if roofs.device_kind(device) == "cpu" and sheet:
+        raise UsageError(roofs.SHEET_ON_CPU)
+    name = roofs.torch_device(device)
+    torch = _import_torch()
+    if name == "cpu":
+        return _cpu_target(torch, True if warm is None else warm, rule)
+    return _cuda_target(torch, roofs.torch_index(name), sheet, spec_files, bool(warm), rule)
+
+
+def _builder(torch: Any, torch_device: Any) -> Build:
+    from roofline.bench import runners
+
+    def build(kind: str, params: Any) -> Runnable:
+        return runners.build(kind, params, torch=torch, device=torch_device)  # looked up per call (tests patch it)
+
+    return build
+
+
+def _cuda_target(
+    torch: Any, index: int, sheet: str | None, spec_files: Sequence[Path], warm: bool, rule: StoppingRule
+) -> Target:
+    from roofline.measure.backends import CudaEvents, l2_flush, nvml_clock
+
+    torch.cuda.set_device(index)
+    torch_device = torch.device("cuda", index)
+    props = torch.cuda.get_device_properties(index)
+    gpu = roofs.gpu_roofs(torch, index, sheet=sheet, spec_files=spec_files)
+    device = gpu.device
+    l2_bytes = int(getattr(props, "L2_cache_size", 0) or device.capacities.get("l2", 0))
+    flush = None if warm else l2_flush(torch, l2_bytes, device=str(torch_device))
+    clock = nvml_clock(gpu.nvml_index)
+    sleep = getattr(torch.cuda, "_sleep", None)
+    # NB: on an idle GPU the start event fires as soon as it is recorded, so the events would time the host's
+    # launch of the op (~20 us on a VM), not the op: a short sleep kernel before each sample (untimed, after the
+    # flush) keeps the GPU busy until start event, op and end event are queued back to back.
+    cycles = int(((clock.max_clock_mhz if clock is not None else None) or 2000) * BUSY_US)
+
+    def before() -> None:
+        if flush is not None:
+            flush()
+        if sleep is not None:
+            sleep(cycles)
+
+    description = (
+        f"device time per call (CUDA events, GPU rested {REST_S:g} s per row, kept busy before each sample), "
+        + ("warm L2 (no flush)" if warm else "L2 flushed before each sample")
+    )
+
+    def cleanup() -> None:
+        torch.cuda.empty_cache()  # each shape starts with the memory the last one held given back
+
+    harness = Harness(
+        backend=CudaEvents(torch),
+        flush=before,
+        clock=clock,
+        rule=rule,
+        cleanup=cleanup,
+        description=description,
+        cache="warm" if warm else "cold",
+        rest_s=REST_S,
+    )
+    info = {
+        "device_kind": "cuda",
+        "gpu": props.name,
+        "index": index,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sheet": gpu.sheet.name,
+        "torch": torch.__version__,
+        "timing": description,
+        "method": harness.backend.method,
+        "cache": "warm" if warm else "cold",
+        "l2_bytes": l2_bytes,
+        "max_time_s": rule.max_time_s,
+    }
+    return Target("cuda", device, harness, _builder(torch, torch_device), info, gpu.notes)
+
+
+def _cpu_target(torch: Any, warm: bool, rule: StoppingRule) -> Target:
+    from roofline.measure.backends import CpuClock, l2_flush
+    from roofline.specs.detect import llc_bytes
+
+    threads = torch.get_num_threads()
+    device, notes = roofs.device_roofs("cpu")
+    llc = llc_bytes() or 0
+    flush = None if warm else l2_flush(torch, llc, device="cpu")
+    flushed = max(2 * llc, 64 * 2**20)  # what l2_flush writes
+    description = f"wall time per call (host clock, {threads} threads), " + (
+        "warm caches (no flush)" if warm else f"caches flushed before each sample ({flushed // 2**20} MiB written)"
+    )
+    harness = Harness(
+        backend=CpuClock(),
+        flush=flush,
+        rule=rule,
+        threads=threads,
+        description=description,
+    )
+    info = {
+        "device_kind": "cpu",
+        "cpu": device.display_name,
+        "threads": threads,
+        "isa": torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else None,
+        "torch": torch.__version__,
+        "timing": description,
+        "method": harness.backend.method,
+        "cache": "warm" if warm else "cold",
+        "max_time_s": rule.max_time_s,
+    }
+    return Target("cpu", device, harness, _builder(torch, torch.device("cpu")), info, notes)

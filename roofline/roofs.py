@@ -1,0 +1,429 @@
+"""The one roof resolver: from what a command was told (device names, --device cpu|cuda[:N], --sheet, --roofs) to
+the :class:`~roofline.device.Device` whose roofs it places work on, and notes saying where those roofs come from.
+
+- a spec sheet -> Device: :func:`device_from_sheet` (:func:`sheet_roofs`, :func:`sheet_detail`: its roofs as data);
+- ``--roofs auto|spec|measured``: :func:`with_roofs` replaces a sheet's roofs with a cached calibration of that
+  sheet (:func:`find_calibration`): auto when there is one, measured requires one, spec never;
+- the default device: :func:`default_device_names` (analyze: $ROOFLINE_DEVICE, else the GPU NVML reports) and
+  :func:`torch_device` (the measuring commands: CUDA when torch sees a GPU, else the CPU);
+- a GPU: :func:`gpu_roofs`, its sheet matched on the name NVML reports for it (the NVML device found by UUID,
+  :func:`roofline.specs.detect.nvml_index`), then torch's name;
+- the CPU: :func:`cpu_roofs`, its measured roofs (this machine's cached calibration, else measured now, cached);
+- :func:`device_roofs`: either, for a torch device: what bench, diagnose and gate use;
+- :func:`calibration_for`: `roofline calibrate`'s cache policy for this machine (cached, else measured and cached);
+- :func:`known_devices`: the sheet's and the measured roofs per device, for charts.
+
+Every command resolves its roofs here. torch and NVML are imported lazily: importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from roofline.device import Device
+from roofline.errors import DeviceError, RooflineError, UsageError
+from roofline.specs.schema import SpecSheet
+from roofline.units import split_list
+
+if TYPE_CHECKING:
+    from roofline.measure.calibration import Calibration, Lookup
+    from roofline.report.chart import KnownDevice
+    from roofline.specs.loader import SpecRegistry
+
+#: the values of --roofs
+ROOFS = ("auto", "spec", "measured")
+#: the kinds of --device the measuring commands take
+DEVICE_KINDS = ("cpu", "cuda")
+ENV_DEVICE = "ROOFLINE_DEVICE"
+SHEET_ON_CPU = "--sheet names a GPU spec sheet: CPU roofs come from measurement (roofline calibrate)"
+
+CalibrationProgress = Callable[[str, int, int], None]  # (step, index, total), as roofline.measure.ceilings reports
+
+
+# ------------------------------------------------------------------------------------------- spec sheets
+
+
+def device_from_sheet(sheet: SpecSheet) -> Device:
+    """The roofs of a spec sheet in base units: dense peaks per (dtype, unit), bandwidth and capacity per memory
+    level (DRAM always; L2, an LLC and shared memory where the sheet gives them), the launch floor."""
+    compute: dict[tuple[str, str], float] = {}
+    for unit, peaks in (
+        ("vector", sheet.compute_dense_tflops.vector),
+        ("tensor", sheet.compute_dense_tflops.tensor),
+    ):
+        for dtype, tflops in peaks.model_dump().items():
+            if tflops is not None:
+                compute[(dtype, unit)] = float(round(tflops * 1e12))
+    mem = sheet.memory
+    bandwidth = {"dram": float(round(mem.dram.bandwidth_gb_per_s * 1e9))}
+    capacities = {"dram": mem.dram.capacity_gb * 1e9}
+    for level in ("l2", "llc"):
+        cache = getattr(mem, level)
+        if cache is not None:
+            capacities[level] = cache.capacity_mib * 2**20
+            if cache.bandwidth_gb_per_s:
+                bandwidth[level] = cache.bandwidth_gb_per_s * 1e9
+    if mem.smem is not None and mem.smem.bandwidth_gb_per_s:
+        bandwidth["smem"] = mem.smem.bandwidth_gb_per_s * 1e9
+    return Device(
+        name=sheet.name,
+        display_name=sheet.display_name,
+        vendor=sheet.vendor,
+        compute=compute,
+        bandwidth=bandwidth,
+        launch_floor_s=sheet.launch_floor_us * 1e-6,
+        capacities=capacities,
+        compute_units=sheet.compute_units,
+        unit_name=sheet.compute_unit_name,
+    )
+
+
+def sheet_roofs(sheet: SpecSheet) -> list[dict[str, Any]]:
+    """Every compute roof of a sheet with its ridge point against DRAM (for JSON and tables)."""
+    from roofline.ironlaw import ridge_point
+
+    device = device_from_sheet(sheet)
+    return [
+        {
+            "dtype": dtype,
+            "unit": unit,
+            "peak_flops_per_s": peak,
+            "ridge_flop_per_byte": ridge_point(peak, device.dram_bandwidth),
+        }
+        for (dtype, unit), peak in sorted(device.compute.items(), key=lambda item: (item[0][1], -item[1]))
+    ]
+
+
+def sheet_detail(sheet: SpecSheet, origin: str, path: str) -> dict[str, Any]:
+    """`roofline specs show --json`: the sheet, its roofs, where it was loaded from."""
+    return {"sheet": sheet.model_dump(mode="json"), "roofs": sheet_roofs(sheet), "origin": origin, "path": path}
+
+
+def _registry(spec_files: Iterable[Path]) -> SpecRegistry:
+    from roofline.specs.loader import load_registry
+
+    return load_registry(list(spec_files))
+
+
+# ------------------------------------------------------------------------------------------------ --roofs
+
+
+def check_roofs(roofs: str) -> str:
+    """``roofs`` when it is one of auto, spec, measured; UsageError otherwise."""
+    if roofs not in ROOFS:
+        raise UsageError(f"--roofs: {roofs!r} is not one of {', '.join(ROOFS)}")
+    return roofs
+
+
+def find_calibration(device: Device, given: Calibration | None = None) -> Calibration | None:
+    """The calibration whose ceilings replace the roofs of ``device`` (a sheet's): ``given`` when it measured
+    that sheet, else the newest cached GPU calibration of the sheet, else None."""
+    if given is not None and given.machine.kind == "cuda" and given.machine.sheet == device.name:
+        return given
+    from roofline.measure import calibration
+
+    return calibration.latest_for_sheet(device.name)
+
+
+def measured_note(cal: Calibration) -> str:
+    return f"roofs measured by roofline calibrate on {cal.created_utc:%Y-%m-%d %H:%M} UTC ({cal.machine.name})"
+
+
+def with_roofs(device: Device, roofs: str = "auto") -> tuple[Device, list[str]]:
+    """``device`` (a sheet's roofs) as ``--roofs`` asks, and a note on where the roofs come from.
+
+    spec: unchanged. auto: a cached calibration of the sheet replaces the roofs it measured; none cached, or one
+    that cannot be used (the note says why), keeps the sheet's. measured: as auto, but UsageError when none is
+    cached."""
+    from roofline.measure import calibration
+
+    check_roofs(roofs)
+    if roofs == "spec":
+        return device, []
+    try:
+        cal = find_calibration(device)
+        measured = calibration.apply(device, cal) if cal is not None else None
+    except RooflineError as exc:
+        if roofs == "measured":
+            raise
+        return device, [f"calibration of {device.name} not usable, spec roofs used: {exc}"]
+    if cal is None or measured is None:
+        if roofs == "measured":
+            raise UsageError(
+                f"--roofs measured: no calibration of {device.name} is cached: run `roofline calibrate` on that "
+                "GPU or use --roofs spec"
+            )
+        return device, []
+    return measured, [measured_note(cal)]
+
+
+# --------------------------------------------------------------------------------------- named devices
+
+
+def default_device_names(env: Mapping[str, str] | None = None) -> list[str]:
+    """$ROOFLINE_DEVICE (a comma list), else the first GPU NVML reports (read-only, no torch import)."""
+    env = os.environ if env is None else env
+    if env.get(ENV_DEVICE):
+        return split_list(env[ENV_DEVICE], ENV_DEVICE)
+    from roofline.specs.detect import nvml_gpu_names  # looked up per call (tests patch it)
+
+    names = nvml_gpu_names()
+    if names:
+        return names[:1]
+    raise UsageError(
+        "no --device given and no GPU detected: name one, e.g. --device h100-sxm "
+        f"(`roofline specs list` shows them), or set {ENV_DEVICE}"
+    )
+
+
+def sheet_devices(names: Sequence[str] | None, *, spec_files: Iterable[Path] = (), roofs: str = "auto") -> list[Device]:
+    """The devices named (spec-sheet names or aliases; None: :func:`default_device_names`), each once, with the
+    roofs ``--roofs`` asks for (:func:`with_roofs`): what `roofline analyze` places workloads on."""
+    check_roofs(roofs)
+    registry = _registry(spec_files)
+    names = list(names) if names else default_device_names()
+    devices = [device_from_sheet(registry.get(name)) for name in dict.fromkeys(names)]
+    return [with_roofs(device, roofs)[0] for device in devices]
+
+
+def known_devices(
+    names: Iterable[str], *, calibration: str | Path | None = None, spec_files: Iterable[Path] = ()
+) -> dict[str, KnownDevice]:
+    """Spec sheet and measured roofs per device name (keyed by the sheet's canonical name too, when found).
+
+    Measured roofs: ``calibration`` (a `roofline calibrate` JSON) for the device it measured, else the newest
+    cached calibration of that sheet. UsageError when ``calibration`` measured none of the devices."""
+    from roofline.measure import calibration as cal_module
+    from roofline.report.chart import KnownDevice
+
+    registry = _registry(spec_files)
+    given = cal_module.load(Path(calibration)) if calibration is not None else None
+    used = False
+    known: dict[str, KnownDevice] = {}
+    for name in dict.fromkeys(names):
+        sheet = registry.find(name)
+        if sheet is None:
+            known[name] = KnownDevice(name, name)
+            continue
+        spec = device_from_sheet(sheet)
+        cal = find_calibration(spec, given)
+        used = used or (cal is not None and cal is given)
+        measured = cal_module.apply(spec, cal) if cal is not None else None
+        known[name] = known[spec.name] = KnownDevice(spec.name, spec.display_name, spec, measured)
+    if given is not None and not used:
+        measured_what = given.machine.sheet or given.machine.name
+        raise UsageError(
+            f"--calibration {calibration}: it measured {measured_what}, which no report or --device shows: "
+            "drop it or plot a report of that device"
+        )
+    return known
+
+
+# --------------------------------------------------------------------------------------- torch devices
+
+
+def _import_torch() -> Any:
+    import torch
+
+    return torch
+
+
+def device_kind(device: str | None, *, indexed: bool = True) -> str:
+    """'cuda' or 'cpu' for a --device value ('cuda', 'cuda:N' when ``indexed``, 'cpu'; None: cuda when torch
+    sees a GPU). UsageError for any other name."""
+    if device is None:
+        return "cuda" if _import_torch().cuda.is_available() else "cpu"
+    name = device.strip().lower()
+    if re.fullmatch(r"cuda(?::\d+)?" if indexed else "cuda", name):
+        return "cuda"
+    if name == "cpu":
+        return "cpu"
+    hint = " (cuda:N for GPU N)" if indexed else ""
+    raise UsageError(f"--device {device!r}: use cpu or cuda{hint}")
+
+
+def torch_device(device: str | None, *, indexed: bool = True) -> str:
+    """The torch device a --device value names: 'cpu', 'cuda' or 'cuda:N' (None: 'cuda' when torch sees a GPU,
+    else 'cpu'). DeviceError when CUDA is asked for and absent or N is out of range; UsageError for any other
+    name (and for 'cuda:N' unless ``indexed``)."""
+    kind = device_kind(device, indexed=indexed)
+    if kind == "cpu":
+        return "cpu"
+    torch = _import_torch()
+    name = (device or "cuda").strip().lower()
+    if not torch.cuda.is_available():
+        build = f"CUDA {torch.version.cuda}" if getattr(torch.version, "cuda", None) else "a CPU-only build"
+        raise DeviceError(
+            f"--device {name}: torch {torch.__version__} ({build}) sees no CUDA GPU: use --device cpu, or install "
+            "a CUDA build of torch and check the driver and CUDA_VISIBLE_DEVICES"
+        )
+    index = name.partition(":")[2]
+    if index and int(index) >= torch.cuda.device_count():
+        raise DeviceError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA GPU(s)")
+    return name
+
+
+def torch_index(torch_device_name: str) -> int:
+    """N of 'cuda:N' (0 for 'cuda')."""
+    return int(torch_device_name.partition(":")[2] or 0)
+
+
+def gpu_sheet(
+    gpu_names: Sequence[str], sheet: str | None = None, spec_files: Iterable[Path] = (), *, required: bool = True
+) -> SpecSheet | None:
+    """The spec sheet of a GPU: --sheet NAME when given, else the first sheet matching a name the GPU reports.
+    No match: UsageError when ``required``, else None."""
+    registry = _registry(spec_files)
+    if sheet:
+        return registry.get(sheet)
+    for name in gpu_names:
+        found = registry.find(name)
+        if found is not None:
+            return found
+    if not required:
+        return None
+    shown = gpu_names[0] if gpu_names else "this GPU"
+    raise UsageError(
+        f"no spec sheet matches {shown!r}: name its sheet with --sheet NAME (`roofline specs list`), "
+        "or add one with --spec FILE (docs/spec-sheets.md)"
+    )
+
+
+def gpu_names(torch: Any, index: int) -> tuple[list[str], int]:
+    """(the names torch's CUDA device ``index`` reports: NVML's first, then torch's; its NVML index)."""
+    from roofline.specs.detect import nvml_gpu_names, nvml_index
+
+    props = torch.cuda.get_device_properties(index)
+    nvml = nvml_index(torch, index)
+    names = nvml_gpu_names()
+    reported = [names[nvml]] if nvml < len(names) else []
+    return [*reported, props.name], nvml
+
+
+@dataclass(frozen=True)
+class GpuRoofs:
+    """A GPU's roofs and what they were resolved from."""
+
+    device: Device
+    sheet: SpecSheet
+    nvml_index: int  # NVML's index of the GPU (its clocks are read there)
+    notes: list[str] = field(default_factory=list)
+
+
+def gpu_roofs(
+    torch: Any, index: int, *, sheet: str | None = None, spec_files: Iterable[Path] = (), roofs: str = "auto"
+) -> GpuRoofs:
+    """The roofs of torch's CUDA device ``index``: its spec sheet (:func:`gpu_sheet`) as ``--roofs`` asks."""
+    check_roofs(roofs)
+    names, nvml = gpu_names(torch, index)
+    spec = gpu_sheet(names, sheet, spec_files)
+    assert spec is not None
+    device, notes = with_roofs(device_from_sheet(spec), roofs)
+    return GpuRoofs(device, spec, nvml, notes)
+
+
+def calibration_for(
+    kind: str,
+    *,
+    refresh: bool = False,
+    spec_files: Iterable[Path] = (),
+    progress: CalibrationProgress | None = None,
+    must_save: bool = True,
+    torch: Any = None,
+) -> Lookup:
+    """This machine's calibration of ``kind`` ('cuda': torch's current device; 'cpu'): the cached one, else
+    measured now and cached (roofline.measure.calibration.cached_or_measured: ``refresh``, corrupt files,
+    ``must_save``). A GPU's spec sheet (matched as :func:`gpu_sheet` does, None when none matches) gives the
+    measurement's spec values and ratios."""
+    from roofline.measure import calibration
+    from roofline.specs.detect import describe_cpu, describe_cuda
+
+    torch = torch if torch is not None else _import_torch()
+    if kind == "cuda":
+        names, _ = gpu_names(torch, torch.cuda.current_device())
+        sheet = gpu_sheet(names, None, spec_files, required=False)
+        spec = device_from_sheet(sheet) if sheet is not None else None
+        machine = describe_cuda(torch, spec.name if spec is not None else None)
+
+        def measure() -> Calibration:
+            from roofline.measure import ceilings_gpu  # looked up per call (tests patch it)
+
+            return ceilings_gpu.calibrate_cuda(torch, spec=spec, progress=progress)
+    else:
+        machine = describe_cpu(torch)
+
+        def measure() -> Calibration:
+            from roofline.measure import ceilings_cpu  # looked up per call (tests patch it)
+
+            return ceilings_cpu.calibrate_cpu(torch, progress=progress)
+
+    return calibration.cached_or_measured(machine, measure, refresh=refresh, must_save=must_save)
+
+
+def cpu_roofs(torch: Any) -> tuple[Device, list[str]]:
+    """The CPU's measured roofs: this machine's cached calibration (same CPU, torch and thread count), else a
+    calibration run now and cached for the next time (as `roofline calibrate --device cpu` does)."""
+    from roofline.measure import calibration
+
+    lookup = calibration_for("cpu", must_save=False, torch=torch)
+    notes = []
+    if lookup.corrupt is not None:
+        notes.append(f"cached CPU calibration unreadable, measured again: {lookup.corrupt}")
+    if lookup.from_cache:
+        when = f"{lookup.calibration.created_utc:%Y-%m-%d %H:%M} UTC"
+        notes.append(f"CPU roofs from the calibration of {when} (roofline calibrate)")
+    elif lookup.save_error is not None:
+        notes.append(f"CPU calibrated now (not cached: {lookup.save_error.strerror or lookup.save_error})")
+    else:
+        notes.append(f"CPU calibrated now (cached in {lookup.path})")
+    return calibration.cpu_device(lookup.calibration), notes
+
+
+def device_roofs(
+    torch_device_name: str, *, sheet: str | None = None, spec_files: Iterable[Path] = (), roofs: str = "auto"
+) -> tuple[Device, list[str]]:
+    """The roofs of a torch device ('cpu', 'cuda', 'cuda:N') and notes on where they come from.
+
+    GPU: :func:`gpu_roofs` (its spec sheet, or --sheet NAME, as --roofs asks). CPU: :func:`cpu_roofs` (measured;
+    --sheet and --roofs spec are usage errors)."""
+    check_roofs(roofs)
+    torch = _import_torch()
+    if torch_device_name.startswith("cpu"):
+        if sheet:
+            raise UsageError(SHEET_ON_CPU)
+        if roofs == "spec":
+            raise UsageError("--roofs spec: the CPU has no spec sheet, its roofs are measured: use --roofs auto")
+        return cpu_roofs(torch)
+    gpu = gpu_roofs(torch, torch_index(torch_device_name), sheet=sheet, spec_files=spec_files, roofs=roofs)
+    return gpu.device, gpu.notes
+
+
+__all__ = [
+    "DEVICE_KINDS",
+    "ROOFS",
+    "GpuRoofs",
+    "calibration_for",
+    "check_roofs",
+    "cpu_roofs",
+    "default_device_names",
+    "device_from_sheet",
+    "device_kind",
+    "device_roofs",
+    "find_calibration",
+    "gpu_names",
+    "gpu_roofs",
+    "gpu_sheet",
+    "known_devices",
+    "measured_note",
+    "sheet_detail",
+    "sheet_devices",
+    "sheet_roofs",
+    "torch_device",
+    "torch_index",
+    "with_roofs",
+]
