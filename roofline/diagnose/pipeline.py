@@ -37,7 +37,7 @@ def _count(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], *, mode:
 
 
 def _time(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], records: Sequence[OpRecord], **kw: Any):
-    from roofline.diagnose.timing import time_model
+    from roofline.diagnose.profile import time_model
 
     return time_model(model, inputs, kwargs, records, **kw)
 
@@ -147,7 +147,7 @@ def finding_dict(finding: ModelFinding) -> dict[str, Any]:
 
 
 def _out_of_memory(exc: BaseException, where: str) -> RooflineError | None:
-    from roofline.diagnose.timing import is_out_of_memory, out_of_memory_error
+    from roofline.diagnose.profile import is_out_of_memory, out_of_memory_error
 
     return out_of_memory_error(where) if is_out_of_memory(exc) else None
 
