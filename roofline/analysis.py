@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict
 
 from roofline.costs.base import get_model
 from roofline.device import Device
-from roofline.findings.analytic import Context, Finding, advise
+from roofline.findings.analytic import AnalyticContext, advise
+from roofline.findings.base import Finding
 from roofline.placement import place
 
 
@@ -53,7 +54,7 @@ def analyze_one(kind: str, values: dict[str, Any], device: Device, source: str =
     params = model.parse(values, source)
     cost = model(params)
     placement = place(cost, device)
-    findings = advise(Context(kind, params, cost, placement, device))
+    findings = advise(AnalyticContext(kind, params, cost, placement, device))
     return Row(
         kind=kind,
         label=params.label(),

@@ -15,7 +15,7 @@ from typing import Any
 from roofline.device import Device
 from roofline.diagnose.place import Placed, place
 from roofline.errors import RooflineError, UsageError, WorkloadError
-from roofline.findings.model import RULES, Context, ModelFinding, Rule
+from roofline.findings.model import RULES, ModelContext, ModelFinding, Rule
 from roofline.findings.model import diagnose as run_rules
 from roofline.report.records import OpRecord, Timing
 from roofline.report.schema import Report, new_report
@@ -208,7 +208,7 @@ def diagnose(
     )
     tell("placing ops on the roofline and diagnosing")
     placed = place(records, timing, dev)
-    ctx = Context.of(placed.points, dev, timing, placed=placed)
+    ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
     findings = run_rules(ctx, tuple(stages.rules))
     notes += [n for n in [*timing.notes, *placed.notes] if n not in notes]
     options = {
