@@ -150,7 +150,6 @@ class Call:
         schema = func._schema
         self.name: str = schema.name  # 'aten::mm'
         self.base = self.name.split("::", 1)[-1]
-        self.overload: str = getattr(func, "_overloadname", "default")
         self.raw_args = args
         self.raw_kwargs = kwargs
         self.out = out
