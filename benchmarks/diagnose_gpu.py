@@ -95,8 +95,9 @@ def instrumentation(model: Path, dtype: str) -> dict:
     import torch
 
     from roofline.diagnose.count import count_ops
+    from roofline.diagnose.join import join, parse_events
     from roofline.diagnose.loader import load_model
-    from roofline.diagnose.timing import _step, join, parse_events, torch_profile
+    from roofline.diagnose.profile import _step, torch_profile
 
     os.environ["ROOFLINE_MODEL_SIZE"] = "large"
     loaded = load_model(model, device="cuda", dtype=dtype)

@@ -4,13 +4,13 @@ The rows are roofline.report.rows.Row values: every iron-law number comes from r
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from roofline.costs.base import get_model
+from roofline.costs.suite import expand
 from roofline.device import Device
-from roofline.findings.analytic import Context, advise
+from roofline.findings.analytic import AnalyticContext, advise
 from roofline.ironlaw import place_cost
 from roofline.report.rows import Row
 
@@ -20,7 +20,7 @@ def analyze_one(kind: str, values: dict[str, Any], device: Device, source: str =
     params = model.parse(values, source)
     cost = model(params)
     placement = place_cost(cost, device)
-    findings = advise(Context(kind, params, cost, placement, device))
+    findings = advise(AnalyticContext(kind, params, cost, placement, device))
     return Row(
         kind=kind,
         label=params.label(),
@@ -48,13 +48,6 @@ def analyze_one(kind: str, values: dict[str, Any], device: Device, source: str =
         notes=list(cost.notes),
         findings=findings,
     )
-
-
-def expand(values: dict[str, Any]) -> list[dict[str, Any]]:
-    """Cartesian product of every list-valued parameter (a sweep), in the order given."""
-    keys = list(values)
-    axes = [v if isinstance(v, list) else [v] for v in values.values()]
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*axes)]
 
 
 def sweep(kind: str, values: dict[str, Any], devices: Sequence[Device]) -> list[Row]:

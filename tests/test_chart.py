@@ -242,10 +242,10 @@ def test_pdf_output():
 
 def test_thousands_of_points_draw_fast():
     rows = [row(f"p{i}", 1e9 * (1 + i % 97), 1e8 * (1 + i % 89), 1e-4 * (1 + i % 13)) for i in range(2000)]
-    started = time.perf_counter()
+    started = time.process_time()  # this process's CPU time: other load on the machine does not count
     spec = build_chart([NamedReport("many", bench(rows, "spec"))], known={})
     buffer = io.BytesIO(figure_bytes(figure(spec), "png"))
-    assert time.perf_counter() - started < 6.0
+    assert time.process_time() - started < 6.0
     assert len(spec.panels[0].marks) == 2000 and sum(1 for m in spec.panels[0].marks if m.label) == 10
     assert buffer.getvalue()[:4] == b"\x89PNG"
 

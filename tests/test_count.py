@@ -7,8 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from roofline.costs.aten import NO_FORMULA, uncovered, uncovered_summary  # noqa: E402
-from roofline.diagnose.count import count_ops  # noqa: E402
+from roofline.costs.aten import NO_FORMULA  # noqa: E402
+from roofline.diagnose.count import count_ops, uncovered, uncovered_summary  # noqa: E402
 from roofline.errors import UserCodeError  # noqa: E402
 
 

@@ -1,6 +1,7 @@
-"""`roofline diagnose` end to end on the CPU: the example models give their expected finding (real loading,
-counting and timing; fake CPU roofs so no calibration runs), the report's shape, the console report, injected
-stages, and bad input as one line with its exit code (the user's traceback for their own errors)."""
+"""`roofline diagnose` end to end on the CPU: the example models give their expected finding (real loading and
+counting; the op times of a modelled CPU, so that no finding depends on the host's speed; fake CPU roofs so no
+calibration runs), the report's shape from a fully real run, the console report, injected stages, and bad input
+as one line with its exit code (the user's traceback for their own errors)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from roofline.device import Device
 from roofline.diagnose.pipeline import Stages, diagnose
-from roofline.report.records import OpTiming, Timing
+from roofline.report.records import OpRecord, OpTiming, Timing
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "workloads" / "models"
@@ -31,12 +32,42 @@ FAKE_CPU = Device(
 
 FAST = ("--device", "cpu", "--warmup", "1", "--iters", "2")
 
+# A modelled CPU: every op doing work takes a fixed dispatch cost plus its roofline time at a fixed efficiency, a
+# view only its dispatch; the iteration adds a share of Python overhead. Findings then depend on the counted ops,
+# never on how fast (or how busy) the host is.
+DISPATCH_S = 4e-6  # below FAKE_CPU's 5 us launch floor: a tiny op is "short"
+VIEW_S = 1e-6
+EFFICIENCY = 0.5
+PYTHON_SHARE = 0.1
+
+
+def modelled_time(record: OpRecord) -> float:
+    if record.math == "none" or not record.counted:
+        return VIEW_S
+    roof = FAKE_CPU.roof(record.dtype or "fp32", record.math)
+    roof_time = max(record.flops / roof.flops_per_s, record.bytes / FAKE_CPU.dram_bandwidth)
+    return DISPATCH_S + roof_time / EFFICIENCY
+
+
+def modelled_timing(model, inputs, kwargs, records, *, device, mode, warmup, iters, **_):
+    """The timing stage on the modelled CPU (the model is not run)."""
+    ops = [OpTiming(index=r.index, device_time_s=modelled_time(r), kernels=0) for r in records]
+    op_time = sum(t.device_time_s for t in ops)
+    return Timing(device="cpu", iterations=iters, wall_s=op_time * (1 + PYTHON_SHARE), ops=ops)
+
 
 @pytest.fixture
 def fake_cpu(monkeypatch):
     """CPU roofs without running a calibration."""
     monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
     return FAKE_CPU
+
+
+@pytest.fixture
+def modelled_cpu(monkeypatch, fake_cpu):
+    """FAKE_CPU's roofs and the modelled CPU's op times instead of the profiler's (counting still runs the model)."""
+    monkeypatch.setattr("roofline.diagnose.profile.time_model", modelled_timing)
+    return fake_cpu
 
 
 def _error_line(result) -> str:
@@ -57,7 +88,7 @@ def _error_line(result) -> str:
         ("launch_bound_tiny_ops", "launch-bound"),
     ],
 )
-def test_example_models_give_their_expected_top_finding(cli, tmp_path, fake_cpu, model, rule):
+def test_example_models_give_their_expected_top_finding(cli, tmp_path, modelled_cpu, model, rule):
     out = tmp_path / "report.json"
     result = cli("diagnose", str(MODELS / f"{model}.py"), *FAST, "--json", "-o", str(out))
     assert result.code == 0, result.err
@@ -96,7 +127,7 @@ def test_report_shape(cli, tmp_path, fake_cpu):
     assert not list(out.parent.glob(".*.tmp"))  # written atomically
 
 
-def test_console_report(cli, tmp_path, fake_cpu):
+def test_console_report(cli, tmp_path, modelled_cpu):
     result = cli("diagnose", str(MODELS / "attention_naive.py"), *FAST, "-o", str(tmp_path / "r.json"), "--top", "3")
     assert result.code == 0, result.err
     out = " ".join(result.out.split())  # wrapped lines joined
@@ -108,7 +139,7 @@ def test_console_report(cli, tmp_path, fake_cpu):
     assert "attainable" in out and "eff." in out
 
 
-def test_sdpa_twin_has_no_naive_attention_finding(cli, tmp_path, fake_cpu):
+def test_sdpa_twin_has_no_naive_attention_finding(cli, tmp_path, modelled_cpu):
     result = cli("diagnose", str(MODELS / "attention_sdpa.py"), *FAST, "--json", "-o", str(tmp_path / "r.json"))
     assert result.code == 0, result.err
     assert "naive-attention" not in [f["rule"] for f in result.json()["findings"]]

@@ -8,7 +8,7 @@ from diagnose_devices import CPU, GPU, rec
 
 from roofline.diagnose.place import place
 from roofline.findings import model as rules
-from roofline.findings.model import Context, diagnose, gemm_dims
+from roofline.findings.model import ModelContext, diagnose, gemm_dims
 from roofline.report.records import OpTiming, Timing
 
 
@@ -27,7 +27,7 @@ def ctx_of(ops, device=GPU, *, wall_s=None, busy_s=0.0, idle_s=0.0):
         gpu_idle_s=idle_s,
     )
     placed = place([r for r, _, _ in ops], timing, device)
-    return Context.of(placed.points, device, timing, placed=placed)
+    return ModelContext.of(placed.points, device, timing, placed=placed)
 
 
 def only(result):

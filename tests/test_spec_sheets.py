@@ -4,6 +4,7 @@ values are right (never the 2:4-sparse figures), and broken sheets fail with the
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from roofline.errors import SpecError
 from roofline.ironlaw import ridge_point
 from roofline.resources import data_dir
 from roofline.roofs import device_from_sheet
-from roofline.specs.loader import ENV_DIR, load_registry, load_sheet, normalize
+from roofline.specs.loader import ENV_DIR, SpecRegistry, load_registry, load_sheet, normalize
 from roofline.specs.schema import SpecSheet
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,9 +45,15 @@ SHIPPED = {
 GEFORCE = {"rtx-4090", "rtx-3090"}
 
 
+def full_registry() -> SpecRegistry:
+    """Every shipped sheet, parsed. The registry parses a built-in sheet on first use, so a test looping over
+    ``registry.sheets`` of a fresh registry would see none of them (and pass, checking nothing, when run alone)."""
+    return load_registry(env={}).load_all()
+
+
 @pytest.fixture(scope="module")
 def registry():
-    return load_registry(env={})
+    return full_registry()
 
 
 def _device(registry, name: str) -> Device:
@@ -269,6 +276,33 @@ def test_launch_floors_and_scopes(registry):
     assert registry.get("mi300x").memory.l2.scope == "per XCD"
     assert registry.get("mi250x").memory.l2.scope == "per GCD"
     assert registry.get("mi300x").compute_capability is None
+
+
+# Each check above that loops over every sheet, and a bad value planted in a temporary copy of the shipped sheets
+# that it must catch, through the same fixture path (the copy stands in for the built-in directory).
+PLANTED = [
+    (test_tensor_peaks_are_not_below_vector_fp32, "compute_dense_tflops.tensor.fp16", 0.001),
+    (test_nvidia_data_center_sheets_have_fp32_vector_and_fp16_tensor, "compute_capability", None),
+    (test_unconfirmed_paths_name_real_fields, "unconfirmed", ["no_such_field"]),
+    (test_launch_floors_and_scopes, "launch_floor_us", 5.0),
+    (test_no_alias_is_shared_or_shadows_a_name, "aliases", ["l4"]),
+    (test_every_alias_resolves_to_its_own_sheet, "aliases", ["l4"]),
+]
+
+
+@pytest.mark.parametrize(("check", "path", "value"), PLANTED, ids=[check.__name__ for check, _, _ in PLANTED])
+def test_loop_checks_catch_a_value_planted_in_one_sheet(tmp_path, monkeypatch, check, path, value):
+    copy = tmp_path / "hardware_specs"
+    shutil.copytree(SPECS_DIR, copy)
+    t4 = copy / "t4.yaml"
+    data = yaml.safe_load(t4.read_text(encoding="utf-8"))
+    _set(data, path, value)
+    t4.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    monkeypatch.setattr("roofline.specs.loader.data_dir", lambda name: copy)
+    planted = full_registry()
+    assert planted.paths["t4"] == t4
+    with pytest.raises(AssertionError):
+        check(planted)
 
 
 # ------------------------------------------------------------------------------------------ the docs table

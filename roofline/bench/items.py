@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.analysis import expand
 from roofline.costs.base import get_model
+from roofline.costs.suite import expand
 from roofline.errors import UsageError, WorkloadError
 
 #: kinds `roofline bench` runs (decode runs as the weight GEMMs of one decoder layer)

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from roofline.analysis import expand
 from roofline.costs.base import get_model
 from roofline.errors import WorkloadError
 from roofline.resources import data_dir
 from roofline.yamlio import load_yaml, validate
+
+
+def expand(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """Cartesian product of every list-valued parameter (a sweep), in the order given."""
+    keys = list(values)
+    axes = [v if isinstance(v, list) else [v] for v in values.values()]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*axes)]
 
 
 class Suite(BaseModel):

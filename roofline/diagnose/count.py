@@ -23,6 +23,7 @@ that exception into a UserCodeError, which propagates.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from roofline.costs.aten import NO_FORMULA, OpCost, dtype_name, is_strided, op_cost
@@ -269,4 +270,17 @@ def count_ops(
     return recorder.records
 
 
-__all__ = ["count_ops"]
+def uncovered(records: Iterable[OpRecord]) -> list[OpRecord]:
+    """The records with no cost (flops or bytes None), in order: what a report lists as uncounted."""
+    return [r for r in records if not r.counted]
+
+
+def uncovered_summary(records: Iterable[OpRecord]) -> dict[str, int]:
+    """Uncounted op name -> how many calls, most frequent first."""
+    counts: dict[str, int] = {}
+    for r in uncovered(records):
+        counts[r.op] = counts.get(r.op, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+__all__ = ["count_ops", "uncovered", "uncovered_summary"]

@@ -16,7 +16,7 @@ from roofline import roofs as roof_resolver
 from roofline.device import Device
 from roofline.diagnose.place import place
 from roofline.errors import RooflineError, UsageError, WorkloadError
-from roofline.findings.model import RULES, Context, ModelFinding, Rule
+from roofline.findings.model import RULES, ModelContext, ModelFinding, Rule
 from roofline.findings.model import diagnose as run_rules
 from roofline.report.records import OpRecord, Timing
 from roofline.report.rows import Placed
@@ -38,7 +38,7 @@ def _count(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], *, mode:
 
 
 def _time(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], records: Sequence[OpRecord], **kw: Any):
-    from roofline.diagnose.timing import time_model
+    from roofline.diagnose.profile import time_model
 
     return time_model(model, inputs, kwargs, records, **kw)
 
@@ -107,7 +107,7 @@ def finding_dict(finding: ModelFinding) -> dict[str, Any]:
 
 
 def _out_of_memory(exc: BaseException, where: str) -> RooflineError | None:
-    from roofline.diagnose.timing import is_out_of_memory, out_of_memory_error
+    from roofline.diagnose.profile import is_out_of_memory, out_of_memory_error
 
     return out_of_memory_error(where) if is_out_of_memory(exc) else None
 
@@ -167,7 +167,7 @@ def diagnose(
     )
     tell("placing ops on the roofline and diagnosing")
     placed = place(records, timing, dev)
-    ctx = Context.of(placed.points, dev, timing, placed=placed)
+    ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
     findings = run_rules(ctx, tuple(stages.rules))
     notes += [n for n in [*timing.notes, *placed.notes] if n not in notes]
     options = {

@@ -15,17 +15,16 @@ from typing import Any
 from roofline.costs.base import Cost, Params, get_model
 from roofline.device import Device
 from roofline.errors import RooflineError
+from roofline.findings.base import TILE_M, TILE_N, Finding, rank, trimmed_waves
 from roofline.ironlaw import Placement, place_cost
 from roofline.properties import Property
-from roofline.report.rows import Finding
 from roofline.units import format_bytes, format_time
-
-# NB: large cuBLAS/CUTLASS tiles on A100/H100-class parts; the source text's 1792 vs 1793 example uses them.
-TILE_M, TILE_N = 256, 128
 
 
 @dataclass(frozen=True)
-class Context:
+class AnalyticContext:
+    """One analytic row: its workload (kind, parameters), its cost and its placement on the device."""
+
     kind: str
     params: Params
     cost: Cost
@@ -42,11 +41,11 @@ class Context:
             return None
 
 
-Rule = Callable[[Context], "Finding | None"]
+Rule = Callable[[AnalyticContext], "Finding | None"]
 
 
 def _finding(
-    ctx: Context, rule: str, props: tuple[Property, ...], technique: str, evidence: str, best: float | None
+    ctx: AnalyticContext, rule: str, props: tuple[Property, ...], technique: str, evidence: str, best: float | None
 ) -> Finding:
     return Finding(
         rule=rule,
@@ -59,7 +58,7 @@ def _finding(
     )
 
 
-def launch_bound(ctx: Context) -> Finding | None:
+def launch_bound(ctx: AnalyticContext) -> Finding | None:
     p = ctx.placement
     if p.bound != "launch":
         return None
@@ -73,7 +72,7 @@ def launch_bound(ctx: Context) -> Finding | None:
     return _finding(ctx, "launch-bound", (Property.LOCALITY, Property.ASSOCIATIVITY), technique, evidence, best)
 
 
-def naive_attention(ctx: Context) -> Finding | None:
+def naive_attention(ctx: AnalyticContext) -> Finding | None:
     impl = getattr(ctx.params, "impl", None) or getattr(ctx.params, "attention", None)
     if impl != "naive":
         return None
@@ -91,7 +90,7 @@ def naive_attention(ctx: Context) -> Finding | None:
     )
 
 
-def fp32_matmul(ctx: Context) -> Finding | None:
+def fp32_matmul(ctx: AnalyticContext) -> Finding | None:
     if ctx.cost.dtype != "fp32" or ctx.cost.math != "tensor" or any(k.tf32 for k in ctx.cost.kernels):
         return None
     if ("tf32", "tensor") not in ctx.device.compute:
@@ -108,7 +107,7 @@ def fp32_matmul(ctx: Context) -> Finding | None:
     return _finding(ctx, "fp32-matmul", (Property.REDUNDANCY,), technique, evidence, tf32.time_s)
 
 
-def memory_bound_weights(ctx: Context) -> Finding | None:
+def memory_bound_weights(ctx: AnalyticContext) -> Finding | None:
     """Decode / GEMV: weight bytes dominate; batching amortises them, quantisation shrinks them."""
     p = ctx.placement
     if p.bound != "memory" or ctx.kind not in ("decode", "gemm"):
@@ -130,7 +129,7 @@ def memory_bound_weights(ctx: Context) -> Finding | None:
     return _finding(ctx, "memory-bound-weights", (Property.REDUNDANCY,), technique, evidence, best)
 
 
-def memory_bound_elementwise(ctx: Context) -> Finding | None:
+def memory_bound_elementwise(ctx: AnalyticContext) -> Finding | None:
     p = ctx.placement
     if p.bound != "memory" or ctx.kind not in ("elementwise", "norm"):
         return None
@@ -144,22 +143,15 @@ def memory_bound_elementwise(ctx: Context) -> Finding | None:
     return _finding(ctx, "elementwise-round-trip", (Property.LOCALITY,), technique, evidence, best)
 
 
-def wave_quantization(ctx: Context) -> Finding | None:
+def wave_quantization(ctx: AnalyticContext) -> Finding | None:
     if ctx.kind != "gemm" or ctx.placement.bound != "compute" or not ctx.device.compute_units:
         return None
     m, n = ctx.params.m, ctx.params.n  # type: ignore[attr-defined]
-    batch = getattr(ctx.params, "batch", 1)
     sms = ctx.device.compute_units
-
-    def waves(rows: int, cols: int) -> tuple[int, int]:
-        tiles = math.ceil(rows / TILE_M) * math.ceil(cols / TILE_N) * batch
-        return tiles, math.ceil(tiles / sms)
-
-    tiles, now = waves(m, n)
-    m2, n2 = max(m // TILE_M * TILE_M, TILE_M), max(n // TILE_N * TILE_N, TILE_N)
-    tiles2, better = waves(m2, n2)
-    if better >= now:
+    waves = trimmed_waves(m, n, getattr(ctx.params, "batch", 1), sms)
+    if waves is None:
         return None
+    tiles, now, m2, n2, tiles2, better = waves
     evidence = (
         f"with {TILE_M}x{TILE_N} tiles: {tiles} tiles on {sms} {ctx.device.unit_name}s = {now} waves, the last "
         f"one {tiles - (now - 1) * sms}/{sms} full; m={m2} n={n2} needs {tiles2} tiles = {better} wave(s)"
@@ -169,7 +161,7 @@ def wave_quantization(ctx: Context) -> Finding | None:
     return _finding(ctx, "wave-quantization", (Property.LOCALITY,), technique, evidence, best)
 
 
-def compute_bound(ctx: Context) -> Finding | None:
+def compute_bound(ctx: AnalyticContext) -> Finding | None:
     p = ctx.placement
     if p.bound != "compute":
         return None
@@ -184,7 +176,7 @@ def compute_bound(ctx: Context) -> Finding | None:
     return _finding(ctx, "compute-bound", props, technique, evidence, best)
 
 
-def lower_precision(ctx: Context) -> Finding | None:
+def lower_precision(ctx: AnalyticContext) -> Finding | None:
     """A compute-bound fp16/bf16 matmul on a device with fp8 tensor cores."""
     p = ctx.placement
     if p.bound != "compute" or ctx.cost.dtype not in ("fp16", "bf16") or not hasattr(ctx.params, "dtype"):
@@ -213,9 +205,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def advise(ctx: Context, rules: tuple[Rule, ...] = RULES) -> list[Finding]:
+def advise(ctx: AnalyticContext, rules: tuple[Rule, ...] = RULES) -> list[Finding]:
     """All findings for one row, largest possible saving first; savings equal to two significant digits
     keep the rule order (the architecture table's order of preference)."""
-    findings = [f for rule in rules if (f := rule(ctx)) is not None]
-    order = {id(f): i for i, f in enumerate(findings)}
-    return sorted(findings, key=lambda f: (-float(f"{f.saving_s:.2g}"), order[id(f)]))
+    return rank(f for rule in rules if (f := rule(ctx)) is not None)

@@ -1,4 +1,4 @@
-"""Diagnosis of a placed model: ordered rules, each a small pure function of the :class:`Context` returning
+"""Diagnosis of a placed model: ordered rules, each a small pure function of the :class:`ModelContext` returning
 findings, ranked by the time they could save.
 
 Every finding names the bottleneck, the evidence (numbers), the property (associativity, separability, locality,
@@ -6,7 +6,8 @@ sparsity, redundancy, symmetry), the technique and an upper bound on the gain th
 is the ratio of the roofline times (launch floors included) before and after the technique -- fewer bytes for a
 fusion, a higher roof for TF32, fewer launches for a CUDA graph -- and the measured time is divided by it:
 ``T -> T / gain``. Where a technique closes the gap to an unchanged roofline (contiguous layout, padded shapes),
-the bound is the roofline time itself. Findings reuse :class:`roofline.findings.analytic.Finding`.
+the bound is the roofline time itself (:func:`roofline.findings.base.scaled_time`). Findings extend
+:class:`roofline.findings.base.Finding`.
 
 Rules and their thresholds (module constants below; docs/diagnose.md has the table):
 
@@ -22,7 +23,7 @@ Rules and their thresholds (module constants below; docs/diagnose.md has the tab
 - fp32-matmul: fp32 matmuls on a device with TF32 tensor cores (not those running faster than the fp32 roof);
 - compute-bound: compute-bound matmuls at efficiency >= NEAR_ROOF;
 - awkward-shapes: compute-bound matmuls at efficiency < FAR_BELOW with a dim >= ALIGN not a multiple of ALIGN,
-  or losing a partial wave of tiles (roofline.findings.analytic's tiles);
+  or losing a partial wave of tiles (roofline.findings.base's tiles);
 - non-contiguous: memory-bound element-wise ops on strided inputs at < FAR_BELOW of the DRAM bandwidth.
 
 The last five leave out ops whose roofline time is below one launch floor (overhead-bound: the launch rule's).
@@ -40,14 +41,13 @@ from typing import Any, TypeVar
 from pydantic import Field
 
 from roofline.device import Device
-from roofline.findings.analytic import TILE_M, TILE_N
+from roofline.findings.base import TILE_M, TILE_N, Finding, rank, scaled_time, trimmed_waves
 from roofline.ironlaw import memory_time, min_time, roofline_time
 from roofline.properties import Property
 from roofline.report.aggregate import aggregate_points, iteration_summary
 from roofline.report.records import Timing
 from roofline.report.rows import (
     Aggregates,
-    Finding,
     IterationSummary,
     OpPoint,
     Placed,
@@ -336,7 +336,10 @@ def find_chains(points: Sequence[OpPoint], exclude: Iterable[int] = ()) -> list[
 
 
 @dataclass(frozen=True)
-class Context:
+class ModelContext:
+    """A placed model's ops, their aggregates and summary, the timing, the device, and the patterns found in the
+    ops (loops, attention blocks) that several rules read."""
+
     points: tuple[OpPoint, ...]
     aggregates: Aggregates
     summary: IterationSummary
@@ -355,7 +358,7 @@ class Context:
         *,
         uncounted: Sequence[UncountedOp] = (),
         placed: Placed | None = None,
-    ) -> Context:
+    ) -> ModelContext:
         """The context of placed ops (from :func:`roofline.diagnose.place.place`, or points built by hand)."""
         summary = placed.summary if placed is not None else iteration_summary(points, uncounted, timing, device)
         aggregates = placed.aggregates if placed is not None else aggregate_points(points, summary.op_time_s)
@@ -398,17 +401,10 @@ class Context:
         return self.device.launch_floor_s
 
 
-Rule = Callable[[Context], "ModelFinding | list[ModelFinding] | None"]
+Rule = Callable[[ModelContext], "ModelFinding | list[ModelFinding] | None"]
 
 
 # ------------------------------------------------------------------------------------------- helpers
-
-
-def _scale(time_s: float, before_s: float, after_s: float) -> float | None:
-    """The measured time divided by the roofline's gain before/after (None when the technique gains nothing)."""
-    if before_s <= 0 or after_s <= 0 or after_s >= before_s:
-        return None
-    return time_s * after_s / before_s
 
 
 def _where(points: Sequence[OpPoint], limit: int = 3) -> str:
@@ -436,7 +432,7 @@ def _dominant_bound(points: Sequence[OpPoint]) -> str:
 
 
 def _finding(
-    ctx: Context,
+    ctx: ModelContext,
     rule: str,
     props: Sequence[Property],
     technique: str,
@@ -502,7 +498,7 @@ def _signature(points: Sequence[OpPoint]) -> tuple[Any, ...]:
 # --------------------------------------------------------------------------------------------- rules
 
 
-def launch_bound(ctx: Context) -> ModelFinding | None:
+def launch_bound(ctx: ModelContext) -> ModelFinding | None:
     """Many short ops near the launch floor (GPU: kernels with the GPU idle between them; CPU: per-op dispatch)."""
     s = ctx.summary
     in_loops = ctx.loop_indices()
@@ -521,7 +517,7 @@ def launch_bound(ctx: Context) -> ModelFinding | None:
     before = sum(p.roof_time_s + p.launch_floor_s for p in timed)
     after = sum(p.roof_time_s for p in timed) + ctx.one_launch_s()
     device_time = sum(p.time_s for p in timed)  # the ops without the gaps between them
-    best = _scale(device_time, before, after)
+    best = scaled_time(device_time, before, after)
     floor = ctx.device.launch_floor_s
     typical = median(p.time_s for p in timed)
     parts = [
@@ -563,7 +559,7 @@ def launch_bound(ctx: Context) -> ModelFinding | None:
     )
 
 
-def sequential_loop(ctx: Context) -> list[ModelFinding]:
+def sequential_loop(ctx: ModelContext) -> list[ModelFinding]:
     """A Python loop over a time axis: the same small ops, step after step, in one module."""
     findings = []
     for loop in ctx.loops:
@@ -595,7 +591,7 @@ def sequential_loop(ctx: Context) -> list[ModelFinding]:
                 technique,
                 evidence,
                 time_now,
-                _scale(time_now, before, after),
+                scaled_time(time_now, before, after),
                 pts,
                 where=where,
                 bottleneck="launch" if short >= len(pts) / 2 else None,
@@ -604,7 +600,7 @@ def sequential_loop(ctx: Context) -> list[ModelFinding]:
     return findings
 
 
-def elementwise_chain(ctx: Context) -> list[ModelFinding]:
+def elementwise_chain(ctx: ModelContext) -> list[ModelFinding]:
     """Consecutive element-wise/norm ops each reading and writing the whole tensor: fuse them."""
     chains = find_chains(ctx.points, ctx.attention_indices())
     items = []
@@ -640,14 +636,14 @@ def elementwise_chain(ctx: Context) -> list[ModelFinding]:
                 technique,
                 evidence,
                 time_now,
-                _scale(time_now, before, after),
+                scaled_time(time_now, before, after),
                 all_pts,
             )
         )
     return findings
 
 
-def naive_attention(ctx: Context) -> list[ModelFinding]:
+def naive_attention(ctx: ModelContext) -> list[ModelFinding]:
     """Attention written as matmul -> softmax -> matmul: the S x S scores go to memory and back."""
     items = []
     for att in ctx.attention:
@@ -689,14 +685,14 @@ def naive_attention(ctx: Context) -> list[ModelFinding]:
                 technique,
                 evidence,
                 time_now,
-                _scale(time_now, before, after),
+                scaled_time(time_now, before, after),
                 all_pts,
             )
         )
     return findings
 
 
-def memory_bound_gemv(ctx: Context) -> ModelFinding | None:
+def memory_bound_gemv(ctx: ModelContext) -> ModelFinding | None:
     """Matmuls with few rows (decode, GEMV): the weight bytes dominate, the roofline says memory."""
     skip = ctx.attention_indices() | ctx.loop_indices()
     hits: list[tuple[OpPoint, GemmDims, int]] = []
@@ -738,13 +734,13 @@ def memory_bound_gemv(ctx: Context) -> ModelFinding | None:
         "batch requests or tokens (intensity grows with M), quantize weights/KV (int8/int4/fp8), keep a KV cache, "
         "speculative decoding"
     )
-    best = _scale(time_now, before, after)
+    best = scaled_time(time_now, before, after)
     return _finding(
         ctx, "memory-bound-gemv", (Property.REDUNDANCY,), technique, evidence, time_now, best, pts, bottleneck="memory"
     )
 
 
-def fp32_matmul(ctx: Context) -> ModelFinding | None:
+def fp32_matmul(ctx: ModelContext) -> ModelFinding | None:
     """fp32 matmuls on a device with TF32 tensor cores."""
     c = ctx.device.compute
     if ("tf32", "tensor") not in c or not ctx.device.has_tensor_cores():
@@ -778,7 +774,7 @@ def fp32_matmul(ctx: Context) -> ModelFinding | None:
         "TF32 (torch.set_float32_matmul_precision('high') / torch.backends.cuda.matmul.allow_tf32 = True) or "
         "bf16 autocast (torch.autocast('cuda', torch.bfloat16))"
     )
-    best = _scale(time_now, before, after)
+    best = scaled_time(time_now, before, after)
     if best is None:
         return None
     return _finding(
@@ -786,7 +782,7 @@ def fp32_matmul(ctx: Context) -> ModelFinding | None:
     )
 
 
-def compute_bound(ctx: Context) -> ModelFinding | None:
+def compute_bound(ctx: ModelContext) -> ModelFinding | None:
     """Compute-bound matmuls near their roof: only fewer FLOPs (or a higher roof) helps."""
     skip = ctx.attention_indices()
     pts = [
@@ -815,7 +811,7 @@ def compute_bound(ctx: Context) -> ModelFinding | None:
     if dev.vendor == "nvidia" and ("tf32", "tensor") in dev.compute and all(p.roof.endswith("tensor") for p in pts):
         before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
         after = sum(max(p.compute_time_s / 2, p.memory_time_s) + p.launch_floor_s for p in pts)
-        best = _scale(time_now, before, after)
+        best = scaled_time(time_now, before, after)
         evidence += "; 2:4 structured sparsity doubles the tensor roof"
     technique = "do fewer FLOPs: 2:4 structured sparsity, MoE, low-rank factorisation, weight sharing / FFT"
     return _finding(
@@ -831,25 +827,7 @@ def compute_bound(ctx: Context) -> ModelFinding | None:
     )
 
 
-def _waves(device: Device, dims: GemmDims) -> tuple[int, int, int, int, int, int] | None:
-    """(tiles, waves, trimmed m, trimmed n, tiles, waves) with the analytic rules' tiles, when trimming helps."""
-    sms = device.compute_units
-    if not sms:
-        return None
-
-    def count(rows: int, cols: int) -> tuple[int, int]:
-        tiles = math.ceil(rows / TILE_M) * math.ceil(cols / TILE_N) * dims.batch
-        return tiles, math.ceil(tiles / sms)
-
-    tiles, now = count(dims.m, dims.n)
-    m2, n2 = max(dims.m // TILE_M * TILE_M, TILE_M), max(dims.n // TILE_N * TILE_N, TILE_N)
-    tiles2, better = count(m2, n2)
-    if better >= now:
-        return None
-    return tiles, now, m2, n2, tiles2, better
-
-
-def awkward_shapes(ctx: Context) -> ModelFinding | None:
+def awkward_shapes(ctx: ModelContext) -> ModelFinding | None:
     """Compute-bound matmuls far below their roof with dims off the tile grid."""
     hits: list[tuple[OpPoint, float, str]] = []
     for p in ctx.work():
@@ -859,7 +837,7 @@ def awkward_shapes(ctx: Context) -> ModelFinding | None:
         if dims is None:
             continue
         odd = {name: v for name, v in (("m", dims.m), ("n", dims.n), ("k", dims.k)) if v >= ALIGN and v % ALIGN}
-        waves = _waves(ctx.device, dims)
+        waves = trimmed_waves(dims.m, dims.n, dims.batch, ctx.device.compute_units)
         if not odd and waves is None:
             continue
         padded = 1.0
@@ -895,7 +873,7 @@ def awkward_shapes(ctx: Context) -> ModelFinding | None:
     )
 
 
-def non_contiguous(ctx: Context) -> ModelFinding | None:
+def non_contiguous(ctx: ModelContext) -> ModelFinding | None:
     """Memory-bound element-wise ops on strided/transposed inputs, far below the DRAM bandwidth."""
     bw = ctx.device.dram_bandwidth
     pts = [
@@ -944,7 +922,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def diagnose(ctx: Context, rules: Sequence[Rule] = RULES) -> list[ModelFinding]:
+def diagnose(ctx: ModelContext, rules: Sequence[Rule] = RULES) -> list[ModelFinding]:
     """Every rule's findings, those concerning at least MIN_FINDING_SHARE of the iteration, largest possible
     saving first (savings equal to two significant digits keep the rule order)."""
     findings: list[ModelFinding] = []
@@ -953,18 +931,16 @@ def diagnose(ctx: Context, rules: Sequence[Rule] = RULES) -> list[ModelFinding]:
         if result is None:
             continue
         findings += result if isinstance(result, list) else [result]
-    findings = [f for f in findings if f.share >= MIN_FINDING_SHARE]
-    order = {id(f): i for i, f in enumerate(findings)}
-    return sorted(findings, key=lambda f: (-float(f"{f.saving_s:.2g}"), order[id(f)]))
+    return rank(f for f in findings if f.share >= MIN_FINDING_SHARE)
 
 
 __all__ = [
     "RULES",
     "Attention",
     "Chain",
-    "Context",
     "GemmDims",
     "Loop",
+    "ModelContext",
     "ModelFinding",
     "Rule",
     "awkward_shapes",

@@ -37,9 +37,9 @@ from pydantic import BaseModel, Field
 from roofline import ironlaw
 from roofline.gate.stats import shift
 from roofline.gate.thresholds import COUNT_METRICS, Limit, Rules
-from roofline.measure.stats import median
 from roofline.report.baseline import Baseline, Identity, Point
 from roofline.report.machine import MachineInfo, differences
+from roofline.samples import median
 
 Verdict = Literal["pass", "improvement", "inconclusive", "regression", "new", "vanished"]
 GateVerdict = Literal["pass", "inconclusive", "regression"]

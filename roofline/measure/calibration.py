@@ -144,7 +144,7 @@ def now_utc() -> datetime:
 
 
 def _clock_median(clocks: list[float | None]) -> float | None:
-    from roofline.measure.stats import median
+    from roofline.samples import median
 
     read = [c for c in clocks if c is not None]
     return median(read) if read else None

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
-from roofline.measure.stats import StoppingRule, median, quantile, relative_spread
+from roofline.measure.stats import StoppingRule
+from roofline.samples import median, quantile, relative_spread
 
 
 class Backend(Protocol):

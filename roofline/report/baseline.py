@@ -290,7 +290,7 @@ def from_report(report: Any, *, path: Path | str | None = None, commit: str | No
 
 def _run_time(point: Point) -> float | None:
     if point.samples_s:
-        from roofline.measure.stats import median
+        from roofline.samples import median
 
         return median(point.samples_s)
     return point.time_s
@@ -303,7 +303,7 @@ def _pool(runs: list[Point]) -> Point:
     samples = [s for p in runs for s in p.samples_s]
     if len(runs) == 1:
         return first.model_copy(update={"run_medians_s": medians})
-    from roofline.measure.stats import median
+    from roofline.samples import median
 
     time_s = median(medians) if medians else None
     roof = first.roof_time_s

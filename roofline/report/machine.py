@@ -60,7 +60,7 @@ def describe(torch_device: str | None, sheet: str | None = None) -> dict[str, An
 
 
 def _median(values: list[float]) -> float | None:
-    from roofline.measure.stats import median
+    from roofline.samples import median
 
     return median(values) if values else None
 

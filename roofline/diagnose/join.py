@@ -1,12 +1,9 @@
-"""The timing pass: run the model under torch.profiler (no dispatch mode of ours) and join what it saw (CPU ops,
-GPU kernels, kernel launch calls) to the ops the counting pass recorded.
+"""The pure half of the timing pass: join what the profiler saw (CPU ops, GPU kernels, kernel launch calls) to the
+ops the counting pass recorded. No torch: tested with hand-built events.
 
-Two layers:
-  * pure: :func:`parse_events` turns plain event dicts into :class:`CpuOp`, :class:`~records.KernelEvent` and
-    :class:`LaunchCall` values, and :func:`join` matches them to the OpRecords -> :class:`~records.Timing`.
-    Tested with hand-built events; no torch.
-  * torch: :func:`torch_profile` runs the iterations under ``torch.profiler.profile`` and converts its
-    FunctionEvent list into those dicts (:func:`events_from_profiler`); :func:`time_model` drives it all.
+:func:`parse_events` turns plain event dicts into :class:`CpuOp`, :class:`~roofline.report.records.KernelEvent` and
+:class:`LaunchCall` values, and :func:`join` matches them to the OpRecords -> :class:`~roofline.report.records.Timing`.
+:mod:`roofline.diagnose.profile` produces the event dicts from torch.profiler and drives the pass.
 
 Event dicts (what a ``profile`` function returns; times in microseconds on one clock):
   {"kind": "iteration", "start_us", "end_us"}                 one timed iteration (a record_function marker)
@@ -24,25 +21,12 @@ op containing it on its thread), "self_us" (else: its duration minus its direct 
 from __future__ import annotations
 
 import bisect
-import re
-import time
-import warnings
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from roofline.errors import DeviceError, RooflineError, UsageError, UserCodeError, WorkloadError
 from roofline.report.records import KernelEvent, OpRecord, OpTiming, Timing
-
-MARKER = "roofline::iteration"  # record_function name around each timed iteration
-
-# profile(step, iters, device) -> (event dicts, seconds the `iters` iterations took end to end)
-ProfileFn = Callable[[Callable[[], object], int, str], tuple[list[dict[str, Any]], float]]
-
-# Profiler "dtype" strings of arguments that are not tensors ('' = None, a string, a device...).
-NON_TENSOR_DTYPES = frozenset({"", "Scalar", "ScalarList", "TensorList", "GenericList", "None", "String"})
-
 
 # ------------------------------------------------------------------------------------------------ plain values
 
@@ -441,278 +425,12 @@ def _notes(
     return notes
 
 
-# ------------------------------------------------------------------------------------------------ torch
-
-
-def _tensor_shapes(shapes: Any, dtypes: Any) -> list[list[int]]:
-    """Shapes of the tensor arguments among the profiler's per-argument shapes (scalars, None and strings
-    dropped by their dtype string; TensorLists flattened)."""
-    out: list[list[int]] = []
-    for position, shape in enumerate(shapes or ()):
-        dtype = dtypes[position] if dtypes and position < len(dtypes) else None
-        if shape and isinstance(shape[0], (list, tuple)):  # a TensorList: one shape per tensor
-            out += [list(s) for s in shape]
-        elif dtype is None:
-            if shape:
-                out.append(list(shape))
-        elif dtype not in NON_TENSOR_DTYPES:
-            out.append(list(shape))
-    return out
-
-
-_KERNEL_ACTIVITIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "concurrent_kernel"})
-_RUNTIME_ACTIVITIES = frozenset(
-    {"cuda_runtime", "cuda_driver", "privateuse1_runtime", "privateuse1_driver", "mtia_runtime", "xpu_runtime"}
-)
-_RUNTIME_NAME = re.compile(r"^(cuda|cu|hip)[A-Z]")  # cudaLaunchKernel, cuLaunchKernel, hipLaunchKernel...
-_AUTOGRAD_NODE = re.compile(r"^\w+Backward\d*$")  # AddmmBackward0
-
-
-def _classify(e: Any, device_type: str, activity: str | None, linked: int, marker: str) -> str | None:
-    """'kernel' | 'launch' | 'iteration' | 'op' | None (something else: annotations, kineto's own events).
-
-    torch >= 2.13 names each event's activity type; older versions do not, and then names decide."""
-    annotation = bool(getattr(e, "is_user_annotation", False)) or (activity or "").endswith("user_annotation")
-    if device_type != "CPU":
-        if annotation or e.name == marker:
-            return None
-        return "kernel" if activity is None or activity in _KERNEL_ACTIVITIES else None
-    if getattr(e, "is_async", False):
-        return None
-    if e.name == marker:
-        return "iteration"
-    if activity is not None:
-        if activity in _RUNTIME_ACTIVITIES or (linked and activity != "cpu_op"):
-            return "launch"
-        return "op" if activity == "cpu_op" else None
-    if _RUNTIME_NAME.match(e.name):
-        return "launch"
-    if annotation or getattr(e, "is_python_function", False):
-        return None
-    return "op" if "::" in e.name or _AUTOGRAD_NODE.match(e.name) else None  # not e.g. 'Activity Buffer Request'
-
-
-def events_from_profiler(function_events: Iterable[Any], marker: str = MARKER) -> list[dict[str, Any]]:
-    """torch.profiler's FunctionEvent list (``prof.events()``) -> event dicts.
-
-    A FunctionEvent whose device_type is not CPU is a kernel (or memcpy/memset): ``id`` is its correlation id,
-    shared with its launch call, ``device_resource_id`` its stream and, from torch 2.13, ``linked_correlation_id``
-    the id of the CPU op that launched it (its 'External id'). A runtime call (cudaLaunchKernel...) is a CPU
-    event with the same ``id`` as its kernel. The ops are the other CPU events (``id`` = their External id; the
-    two id spaces overlap). Without the linked id (torch < 2.13), :func:`join` finds the launching op as the
-    innermost op around the launch call."""
-    out: list[dict[str, Any]] = []
-    for e in function_events:
-        device_type = str(getattr(e, "device_type", "CPU")).rsplit(".", 1)[-1]
-        activity = getattr(e, "activity_type", None)
-        linked = int(getattr(e, "linked_correlation_id", 0) or 0)
-        kind = _classify(e, device_type, activity, linked, marker)
-        if kind is None:
-            continue
-        event: dict[str, Any] = {"kind": kind, "start_us": float(e.time_range.start), "end_us": float(e.time_range.end)}
-        if kind == "kernel":
-            event |= {
-                "name": e.name,
-                "stream": int(getattr(e, "device_resource_id", 0) or 0),
-                "external_id": linked or None,
-                "correlation": int(e.id),
-            }
-        elif kind == "launch":
-            event |= {"name": e.name, "thread": int(e.thread), "correlation": int(e.id)}
-        elif kind == "op":
-            shapes = getattr(e, "structured_input_shapes", None) or getattr(e, "input_shapes", None)
-            event |= {
-                "id": int(e.id),
-                "name": e.name,
-                "thread": int(e.thread),
-                "input_shapes": _tensor_shapes(shapes, getattr(e, "input_dtypes", None)),
-            }
-        out.append(event)
-    return out
-
-
-def torch_profile(step: Callable[[], object], iters: int, device: str) -> tuple[list[dict[str, Any]], float]:
-    """Run ``step`` ``iters`` times under torch.profiler (CPU activity, plus CUDA on a GPU; record_shapes), each
-    inside a record_function marker, timed end to end (CUDA events around the loop on a GPU, the host clock on
-    the CPU). Returns the event dicts and the loop's seconds."""
-    import os
-    from contextlib import nullcontext
-
-    import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
-
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # kineto's 'profiler_start/stop' lines on stderr, unless asked
-    cuda = device.startswith("cuda")
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    on_device = torch.cuda.device(torch.device(device)) if cuda else nullcontext()
-    prof = profile(activities=activities, record_shapes=True)
-    with on_device:
-        with warnings.catch_warnings():
-            # torch (2.11 seen) warns once that events are not accumulated across profiling cycles: we run one
-            warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
-            prof.start()
-        try:
-            if cuda:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize()
-                start.record()
-            else:
-                t0 = time.perf_counter()
-            for _ in range(iters):
-                with record_function(MARKER):
-                    step()
-            if cuda:
-                end.record()
-                end.synchronize()
-                loop_s = start.elapsed_time(end) * 1e-3
-            else:
-                loop_s = time.perf_counter() - t0
-        finally:
-            prof.stop()
-    return events_from_profiler(prof.events()), loop_s
-
-
-# ------------------------------------------------------------------------------------------------ driver
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """torch.cuda.OutOfMemoryError, a RuntimeError saying 'out of memory', or the host allocator failing (as
-    roofline.bench.run decides; repeated here so that diagnose does not import the bench machinery)."""
-    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
-
-
-def out_of_memory_error(where: str) -> DeviceError:
-    return DeviceError(
-        f"out of memory {where}: use less memory with --dtype bf16 (half the bytes of fp32), smaller inputs "
-        "in get_inputs() (a smaller batch or sequence length), or --mode inference (no activations kept for "
-        "the backward pass)"
-    )
-
-
-def _step(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: str) -> Callable[[], object]:
-    from roofline.diagnose.execute import run_once
-
-    zero_grad = getattr(model, "zero_grad", None) if mode == "training" else None
-
-    def step() -> object:
-        if zero_grad is not None:
-            zero_grad(set_to_none=True)  # every iteration as the first (and the counting pass): no grads yet
-        return run_once(model, inputs, kwargs, mode)  # type: ignore[arg-type]
-
-    return step
-
-
-def time_model(
-    model: Any,
-    inputs: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    records: Sequence[OpRecord],
-    *,
-    device: str,
-    mode: str = "inference",
-    warmup: int = 3,
-    iters: int = 10,
-    profile: ProfileFn | None = None,
-) -> Timing:
-    """Warm up ``warmup`` iterations, time ``iters`` uninstrumented ones end to end (-> ``wall_s``), then run
-    ``iters`` more under the profiler (``profile``, default :func:`torch_profile`) and join them to ``records``.
-    The profiler's per-op overhead slows the iterations (1.7x on a 12-layer GPT on an H100, 6x on a tiny MLP) but
-    not the kernels: kernel times and busy time come from the profile, the wall time from the plain run, and
-    the GPU idle time is capped at wall - busy.
-
-    WorkloadError when the counting pass saw no ops; DeviceError (naming what reduces memory) on out of memory;
-    UserCodeError from the user's model passes through."""
-    if not records:
-        raise WorkloadError("the model ran no tensor operations")
-    if iters < 1:
-        raise UsageError(f"--iters {iters}: at least 1")
-    if warmup < 0:
-        raise UsageError(f"--warmup {warmup}: at least 0")
-    cuda = str(device).startswith("cuda")
-    step = _step(model, inputs, kwargs, mode)
-    try:
-        for _ in range(warmup):
-            step()
-        plain_s = _time_loop(step, iters, str(device))
-        events, profiled_s = (profile or torch_profile)(step, iters, str(device))
-    except UserCodeError as exc:
-        if exc.__context__ is not None and is_out_of_memory(exc.__context__):
-            raise out_of_memory_error(f"running the model on {device}") from None
-        raise
-    except RooflineError:
-        raise
-    except Exception as exc:
-        if is_out_of_memory(exc):
-            raise out_of_memory_error(f"running the model on {device}") from None
-        raise
-    finally:
-        zero_grad = getattr(model, "zero_grad", None) if mode == "training" else None
-        if zero_grad is not None:
-            zero_grad(set_to_none=True)
-    parsed = parse_events(events)
-    wall_s = plain_s / iters
-    timing = join(
-        records,
-        parsed.ops,
-        parsed.kernels,
-        iters,
-        launches=parsed.launches,
-        device="cuda" if cuda else "cpu",
-        wall_s=wall_s,
-    )
-    if cuda and timing.gpu_busy_s > 0:
-        # The profiler's per-op overhead delays launches and so stretches the gaps between kernels: the idle time
-        # is at most what the uninstrumented iteration leaves beside the kernels.
-        timing.gpu_idle_s = min(timing.gpu_idle_s, max(wall_s - timing.gpu_busy_s, 0.0))
-    if profiled_s > 1.1 * plain_s > 0:
-        from roofline.units import format_time
-
-        what = "GPU idle time is bounded by the uninstrumented run" if cuda else "per-op CPU times include it"
-        timing.notes.append(
-            f"the profiler slowed each iteration from {format_time(wall_s)} to {format_time(profiled_s / iters)} "
-            f"(its per-op overhead): {what}"
-        )
-    if parsed.iterations and parsed.iterations != iters:
-        timing.notes.append(f"the profile holds {parsed.iterations} iterations, {iters} were timed")
-    return timing
-
-
-def _time_loop(step: Callable[[], object], iters: int, device: str) -> float:
-    """Seconds that ``iters`` back-to-back calls of ``step`` take, uninstrumented (CUDA events around the loop on
-    a GPU, the host clock on the CPU)."""
-    if not device.startswith("cuda"):
-        start = time.perf_counter()
-        for _ in range(iters):
-            step()
-        return time.perf_counter() - start
-    import torch
-
-    with torch.cuda.device(torch.device(device)):
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        begin.record()
-        for _ in range(iters):
-            step()
-        end.record()
-        end.synchronize()
-        return begin.elapsed_time(end) * 1e-3
-
-
 __all__ = [
-    "MARKER",
+    "ALIGN_WINDOW",
     "CpuOp",
     "LaunchCall",
-    "ProfileFn",
     "ProfiledEvents",
     "align",
-    "events_from_profiler",
-    "is_out_of_memory",
     "join",
-    "out_of_memory_error",
     "parse_events",
-    "time_model",
-    "torch_profile",
 ]

@@ -1,0 +1,82 @@
+"""The analytic cost of one aten op call: FLOPs, compulsory bytes, the dtype and math unit its roof is chosen by.
+
+A registry in the spirit of ``torch.utils.flop_counter``: a dict from aten ops ('aten::mm', keyed by the name that
+``OpRecord.op`` and the profiler use, so that importing this package does not import torch) to shape-only formulas.
+Each formula gets the call (the op, its arguments bound to their schema names, its outputs) and returns an
+:class:`OpCost`. Every assumption is an ``NB:`` comment next to its formula and a line in docs/op-costs.md.
+
+Conventions (as roofline/costs): 2 FLOPs per multiply-add; a transcendental counts 1 FLOP; compulsory bytes =
+each tensor input read once + each output written once, where
+
+- a view or alias (view, permute, transpose, expand, slice, select, split, detach, ...) moves 0 bytes and does
+  0 FLOPs (math 'none');
+- a broadcast input (a stride-0 dim) counts its unique elements once;
+- the same tensor passed twice (``x * x``) is read once;
+- an in-place op (``add_``) reads and writes the tensor it mutates; an op that overwrites without reading
+  (``fill_``, ``zero_``, ``copy_``'s destination, ``uniform_``) only writes it; an ``out=`` tensor is written,
+  not read;
+- a gather (embedding, index_select, gather, advanced indexing) reads the rows it touches (indices x row size,
+  repeats counted), not the whole table; a scatter writes (and, when it accumulates, reads) the rows it touches;
+- a reduction reads its input and writes its small output.
+
+An op with no formula gets ``flops=None, bytes=None`` and the note :data:`NO_FORMULA`: it is listed as uncounted
+(:func:`roofline.diagnose.count.uncovered`), never counted as zero. Matmul-family FLOPs reuse
+``torch.utils.flop_counter.flop_registry`` where it has a formula (mm, addmm, bmm, baddbmm, _scaled_mm, the
+convolutions); attention is ours (causal masking, GQA), as are element-wise ops, norms, softmax, reductions, copies
+and index ops.
+
+One module per op family; importing the package registers them all:
+
+- :mod:`~roofline.costs.aten.call`: :class:`Call` (an op call as the formulas see it), :class:`OpCost`, the byte
+  rules (:func:`read_bytes`, :func:`write_bytes`, :func:`io_bytes`) and :func:`compute_dtype`;
+- :mod:`~roofline.costs.aten.registry`: ``OP_COSTS``, :func:`register`, :func:`covered_ops` and :func:`op_cost`;
+- :mod:`~roofline.costs.aten.movement` (views, allocations, copies, creations), :mod:`~roofline.costs.aten.elementwise`,
+  :mod:`~roofline.costs.aten.reductions`, :mod:`~roofline.costs.aten.index` (gathers, scatters),
+  :mod:`~roofline.costs.aten.norms` (norms, softmax), :mod:`~roofline.costs.aten.matmul`,
+  :mod:`~roofline.costs.aten.conv` and :mod:`~roofline.costs.aten.attention`: the formulas.
+"""
+
+from __future__ import annotations
+
+# Importing a family registers its formulas.
+from roofline.costs.aten import attention, conv, elementwise, index, matmul, movement, norms, reductions  # noqa: F401
+from roofline.costs.aten.attention import causal_pairs
+from roofline.costs.aten.call import (
+    NO_FORMULA,
+    Call,
+    Math,
+    OpCost,
+    compute_dtype,
+    dtype_name,
+    io_bytes,
+    is_strided,
+    read_bytes,
+    tensor_bytes,
+    unique_numel,
+    write_bytes,
+)
+from roofline.costs.aten.matmul import tf32_enabled
+from roofline.costs.aten.registry import FAMILY, OP_COSTS, Formula, covered_ops, op_cost, register
+
+__all__ = [
+    "FAMILY",
+    "NO_FORMULA",
+    "OP_COSTS",
+    "Call",
+    "Formula",
+    "Math",
+    "OpCost",
+    "causal_pairs",
+    "compute_dtype",
+    "covered_ops",
+    "dtype_name",
+    "io_bytes",
+    "is_strided",
+    "op_cost",
+    "read_bytes",
+    "register",
+    "tensor_bytes",
+    "tf32_enabled",
+    "unique_numel",
+    "write_bytes",
+]

@@ -1,0 +1,113 @@
+"""Fused attention (SDPA and the flash / mem-efficient / cuDNN kernels, forward and backward): Q K^T and P V over
+the scored (query, key) pairs (causal exact, GQA, packed variable-length batches) plus the softmax, with no S x S
+tensor in memory."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Literal
+
+from roofline.costs.aten.call import Call, OpCost, dtype_name, io_bytes, prod
+from roofline.costs.aten.registry import Formula, register
+from roofline.costs.attention import SOFTMAX_FLOPS_PER_ELEMENT, score_pairs
+
+
+def causal_pairs(seq_q: int, seq_kv: int, align: Literal["top_left", "bottom_right"] = "top_left") -> int:
+    """(query, key) pairs a causal attention scores per head, exactly.
+
+    top_left (torch's ``is_causal``, ``tril(ones(L, S))``): query i (0-based) sees keys 0..i, so
+    sum over i of min(i + 1, seq_kv). bottom_right (flash-attn's convention, roofline.costs.attention's
+    score_pairs): queries aligned to the end of the keys. Both are seq*(seq+1)/2 when seq_q == seq_kv."""
+    if align == "bottom_right":
+        # query i sees seq_kv - seq_q + i + 1 keys, clipped to [0, seq_kv]: the first seq_q - seq_kv queries of a
+        # longer query block see none
+        return score_pairs(seq_q, seq_kv, True) if seq_q <= seq_kv else seq_kv * (seq_kv + 1) // 2
+    full = min(seq_q, seq_kv)
+    return full * (full + 1) // 2 + max(0, seq_q - seq_kv) * seq_kv
+
+
+# op -> (layout, causal alignment, backward). 'bhsd': (batch, heads, seq, dim), SDPA's; 'bshd': (batch, seq,
+# heads, dim), the flash / mem-efficient kernels' own entry points.
+ATTENTION: dict[str, tuple[str, str, bool]] = {
+    "scaled_dot_product_attention": ("bhsd", "top_left", False),
+    "_scaled_dot_product_flash_attention": ("bhsd", "top_left", False),
+    "_scaled_dot_product_efficient_attention": ("bhsd", "top_left", False),
+    "_scaled_dot_product_cudnn_attention": ("bhsd", "top_left", False),
+    "_scaled_dot_product_flash_attention_for_cpu": ("bhsd", "top_left", False),
+    "_scaled_dot_product_fused_attention_overrideable": ("bhsd", "top_left", False),
+    "_scaled_dot_product_flash_attention_backward": ("bhsd", "top_left", True),
+    "_scaled_dot_product_efficient_attention_backward": ("bhsd", "top_left", True),
+    "_scaled_dot_product_cudnn_attention_backward": ("bhsd", "top_left", True),
+    "_scaled_dot_product_flash_attention_for_cpu_backward": ("bhsd", "top_left", True),
+    "_scaled_dot_product_fused_attention_overrideable_backward": ("bhsd", "top_left", True),
+    "_flash_attention_forward": ("bshd", "bottom_right", False),
+    "_flash_attention_backward": ("bshd", "bottom_right", True),
+    "_efficient_attention_forward": ("bshd", "mask_type", False),
+    "_efficient_attention_backward": ("bshd", "mask_type", True),
+}
+
+#: FLOPs per score of the backward's element-wise work: recompute P = exp(S - lse) 2, dS = P*(dP - D) 2.
+SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT = 4
+
+
+def _lengths(offsets: Any) -> list[int]:
+    values = [int(v) for v in offsets.tolist()]
+    return [b - a for a, b in itertools.pairwise(values)]
+
+
+def _attention_formula(layout: str, align: str, backward: bool) -> Formula:
+    def formula(call: Call) -> OpCost:
+        # NB: fused attention (FlashAttention-style): Q, K, V (and a mask/bias, its broadcast dims once) read once,
+        # O and the logsumexp written once; the S x S scores never reach memory. FLOPs: Q K^T 2*pairs*E and P V
+        # 2*pairs*Ev, plus 5 softmax FLOPs per score (roofline.costs.attention), +1 per score when a mask or
+        # bias is added. pairs = batch * query heads * scored (query, key) pairs: causal counts only the
+        # unmasked pairs (exact). GQA/MQA: K and V have fewer heads and are read at their own size; FLOPs are
+        # per query head. Backward: recompute Q K^T, dV, dP, dQ, dK = 2*pairs*(3E + 2Ev) plus 4 per score
+        # (recompute P, dS); D = rowsum(dO * O) is per row and not counted. Dropout is not counted.
+        q, k, v = call.tensor("query"), call.tensor("key"), call.tensor("value")
+        if layout == "bhsd":
+            heads_q, heads_kv = q.shape[-3], k.shape[-3]
+            seq_q, seq_kv = q.shape[-2], k.shape[-2]
+        else:
+            heads_q, heads_kv = q.shape[-2], k.shape[-2]
+            seq_q, seq_kv = q.shape[-3], k.shape[-3]
+        e, ev = q.shape[-1], v.shape[-1]
+        causal = bool(call.args.get("is_causal"))
+        alignment = align
+        if align == "mask_type":
+            mask_type = int(call.args.get("custom_mask_type") or 0)
+            causal = mask_type in (1, 2)
+            alignment = "top_left" if mask_type == 1 else "bottom_right"
+
+        def pairs_of(lq: int, lk: int) -> int:
+            return causal_pairs(lq, lk, alignment) if causal else lq * lk  # type: ignore[arg-type]
+
+        cum_q = call.tensor("cum_seq_q", "cu_seqlens_q")
+        cum_k = call.tensor("cum_seq_k", "cu_seqlens_k")
+        if cum_q is not None and cum_k is not None and cum_q.numel() > 1:
+            # NB: variable-length (packed) batch: pairs summed over the sequences given by the offsets.
+            per_head = sum(pairs_of(lq, lk) for lq, lk in zip(_lengths(cum_q), _lengths(cum_k), strict=False))
+        else:
+            batch = prod(q.shape[:-3])
+            per_head = batch * pairs_of(seq_q, seq_kv)
+        pairs = heads_q * per_head
+        masked = call.tensor("attn_mask", "attn_bias", "bias") is not None
+        if backward:
+            flops = 2 * pairs * (3 * e + 2 * ev) + SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT * pairs
+        else:
+            flops = 2 * pairs * (e + ev) + (SOFTMAX_FLOPS_PER_ELEMENT + masked) * pairs
+        notes = ["fused: Q, K, V read once, O and logsumexp written once, no S x S in memory"]
+        if causal:
+            notes.append(f"causal ({alignment.replace('_', '-')} aligned): only unmasked pairs counted")
+        if heads_kv != heads_q:
+            notes.append(f"GQA: {heads_q} query heads share {heads_kv} KV heads (K, V read once)")
+        notes.append("softmax FLOPs included (5 per score, vector units)" if not backward
+                     else "backward: 5 matmuls over the pairs + 4 per score")  # fmt: skip
+        dtype = dtype_name(q.dtype)
+        return OpCost(int(flops), io_bytes(call), dtype, "tensor", "; ".join(notes))
+
+    return formula
+
+
+for _name, (_layout, _align, _backward) in ATTENTION.items():
+    register("attention", _name)(_attention_formula(_layout, _align, _backward))

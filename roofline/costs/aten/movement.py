@@ -1,0 +1,118 @@
+"""Data movement: views and allocations (no data moved), copies, creations and overwrites (0 FLOPs, bytes only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes
+from roofline.costs.aten.registry import register
+
+# --------------------------------------------------------------------------------- views and allocation
+
+# NB: a view or alias returns a tensor sharing its input's storage: no kernel, no bytes, no FLOPs. Any op whose
+# schema marks its outputs as aliases of an input (torch's OpOverload.is_view) is treated the same way even
+# when it is not listed here.
+VIEWS = (
+    "view", "_unsafe_view", "_reshape_alias", "as_strided", "alias", "detach", "lift_fresh", "t", "transpose",
+    "permute", "expand", "slice", "select", "squeeze", "unsqueeze", "split", "split_with_sizes", "unbind",
+    "chunk", "narrow", "diagonal", "unfold", "view_as_real", "view_as_complex", "_conj", "_neg_view", "real",
+    "imag", "movedim", "swapaxes", "expand_as", "view_as", "unflatten", "_indices", "_values", "indices",
+    "values", "tensor_split", "hsplit", "vsplit", "numpy_T", "mT", "mH", "adjoint", "positive",
+)  # fmt: skip
+
+
+@register("view", *VIEWS)
+def _view(call: Call) -> OpCost:
+    return OpCost(0, 0, compute_dtype(call), "none", "view: no data moved")
+
+
+# NB: an allocation reserves memory without touching it (empty, empty_like, resize_), and an assertion or a
+# metadata op checks values the host already has: no kernel, no bytes.
+ALLOCATIONS = (
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted", "resize_",
+    "resize_as_", "_resize_output_", "set_", "_assert_async", "_assert_tensor_metadata", "_functional_assert_async",
+    "sym_constrain_range", "sym_constrain_range_for_size", "_assert_scalar", "record_stream",
+)  # fmt: skip
+
+
+@register("allocation", *ALLOCATIONS)
+def _allocation(call: Call) -> OpCost:
+    return OpCost(0, 0, compute_dtype(call), "none", "allocation or metadata: no data moved")
+
+
+@register("view", "reshape", "contiguous", "flatten", "ravel")
+def _view_or_copy(call: Call) -> OpCost:
+    # NB: these return a view when the strides allow and a copy otherwise: a view when the output shares the
+    # input's storage (0 bytes), else a copy (read once, written once).
+    src = call.tensor("self", "input")
+    out = call.out0
+    if src is not None and out is not None and _same_storage(src, out):
+        return _view(call)
+    return _copy(call)
+
+
+def _same_storage(a: Any, b: Any) -> bool:
+    try:
+        return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return a is b
+
+
+# ---------------------------------------------------------------------------------------------- copies
+
+# NB: pure data movement: 0 FLOPs, each input read once and the output written once, on the vector (memory)
+# units. A dtype conversion (_to_copy) reads at the source dtype and writes at the target dtype. A copy of a
+# transposed tensor is where the record's non_contiguous flag matters.
+COPIES = (
+    "_to_copy", "clone", "cat", "stack", "hstack", "vstack", "concat", "concatenate", "repeat", "flip", "roll",
+    "constant_pad_nd", "reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad1d",
+    "replication_pad2d", "replication_pad3d", "_copy_from", "_copy_from_and_resize", "lift_fresh_copy",
+    "narrow_copy", "slice_backward", "select_backward", "tril", "triu", "_local_scalar_dense", "view_copy",
+    "permute_copy", "transpose_copy", "t_copy", "expand_copy", "slice_copy", "select_copy", "unsqueeze_copy",
+    "squeeze_copy", "alias_copy", "detach_copy", "split_copy", "unbind_copy",
+    "as_strided_copy", "diagonal_copy", "unfold_copy", "unfold_backward", "slice_scatter", "select_scatter",
+    "diagonal_scatter", "as_strided_scatter", "masked_select", "im2col", "col2im", "pixel_shuffle",
+    "pixel_unshuffle", "channel_shuffle", "_pad_enum", "to_dense", "resolve_conj", "resolve_neg",
+)  # fmt: skip
+
+
+@register("copy", *COPIES)
+def _copy(call: Call) -> OpCost:
+    note = "copy: read once, written once, 0 FLOPs"
+    if call.base in ("tril", "triu"):
+        note += " (the mask is an index comparison, not counted)"
+    return OpCost(0, io_bytes(call), compute_dtype(call), "vector", note)
+
+
+# NB: these overwrite their first argument without reading it: only the write is compulsory.
+OVERWRITES = frozenset({"copy_", "fill_", "zero_", "uniform_", "normal_", "random_", "exponential_", "cauchy_",
+                        "log_normal_", "geometric_", "bernoulli_"})  # fmt: skip
+
+
+@register("copy", "copy_")
+def _copy_into(call: Call) -> OpCost:
+    return OpCost(0, io_bytes(call, skip=("self",)), compute_dtype(call), "vector",
+                  "copy_: source read once, destination written once (not read)")  # fmt: skip
+
+
+# NB: a creation op writes its output once and reads nothing; arange/linspace/eye compute their values from
+# the index (not counted) and random generators' bit generation is not counted (0 FLOPs).
+CREATIONS = (
+    "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full",
+    "scalar_tensor", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "rand_like",
+    "randn_like", "randint_like", "normal", "tensor", "fill",
+)  # fmt: skip
+
+
+@register("creation", *CREATIONS)
+def _creation(call: Call) -> OpCost:
+    return OpCost(0, io_bytes(call), compute_dtype(call), "vector", "creation: output written once, 0 FLOPs")
+
+
+@register("creation", "fill_", "zero_", "uniform_", "normal_", "random_", "exponential_", "cauchy_",
+          "log_normal_", "geometric_")  # fmt: skip
+def _overwrite(call: Call) -> OpCost:
+    note = f"{call.base}: written once, not read; 0 FLOPs"
+    if call.base not in ("fill_", "zero_"):
+        note += " (random bit generation not counted)"
+    return OpCost(0, io_bytes(call, skip=("self",)), compute_dtype(call), "vector", note)

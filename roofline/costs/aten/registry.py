@@ -1,0 +1,78 @@
+"""The registry: aten op ('aten::mm') -> its cost formula, and :func:`op_cost`, the one entry point.
+
+The formulas live by op family in the sibling modules (movement, elementwise, reductions, index, norms, matmul,
+conv, attention); each registers itself with :func:`register` when ``roofline.costs.aten`` is imported."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from roofline.costs.aten.call import NO_FORMULA, Call, OpCost, compute_dtype
+
+Formula = Callable[[Call], OpCost]
+
+#: aten op ('aten::mm') -> formula. Overloads (add.Tensor, add.Scalar, add.out) share their op's formula.
+OP_COSTS: dict[str, Formula] = {}
+#: aten op -> the family it belongs to, for docs/op-costs.md and :func:`covered_ops`.
+FAMILY: dict[str, str] = {}
+
+
+def register(family: str, *names: str) -> Callable[[Formula], Formula]:
+    """Register ``formula`` for the aten ops ``names`` (bare names, 'mm', or qualified, 'aten::mm')."""
+
+    def wrap(formula: Formula) -> Formula:
+        for name in names:
+            key = name if "::" in name else f"aten::{name}"
+            if key in OP_COSTS:
+                raise RuntimeError(f"duplicate cost formula for {key}")
+            OP_COSTS[key] = formula
+            FAMILY[key] = family
+        return formula
+
+    return wrap
+
+
+def covered_ops() -> dict[str, list[str]]:
+    """Family -> the aten ops with a formula in it, sorted (what docs/op-costs.md tabulates)."""
+    out: dict[str, list[str]] = {}
+    for name, family in FAMILY.items():
+        out.setdefault(family, []).append(name)
+    return {family: sorted(out[family]) for family in sorted(out)}
+
+
+#: The op whose formula an op that only aliases its input gets (registered by roofline.costs.aten.movement).
+VIEW = "aten::view"
+
+
+def _is_view_op(func: Any) -> bool:
+    if getattr(func, "is_view", False):
+        return True
+    try:
+        returns = func._schema.returns
+    except AttributeError:
+        return False
+    return bool(returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+
+
+def op_cost(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None, out: Any) -> OpCost:
+    """The cost of one aten op call ``out = func(*args, **kwargs)``, from its shapes (and dtypes).
+
+    ``func`` is an OpOverload (what a TorchDispatchMode receives). An op with no formula returns flops None,
+    bytes None and the note :data:`NO_FORMULA`. A formula that fails on an unusual call (a layout it does not
+    know) is reported the same way, with the reason in the note."""
+    kwargs = kwargs or {}
+    try:
+        call = Call(func, tuple(args), kwargs, out)
+    except AttributeError:  # not an aten OpOverload (a higher-order op)
+        return OpCost(None, None, "", "vector", NO_FORMULA)
+    formula = OP_COSTS.get(call.name)
+    if formula is None:
+        if _is_view_op(func):
+            return OP_COSTS[VIEW](call)  # NB: an unlisted alias op costs what a view costs
+        return OpCost(None, None, compute_dtype(call), "vector", NO_FORMULA)
+    try:
+        return formula(call)
+    except Exception as exc:  # NB: a formula's failure must not stop the user's model; it is reported
+        return OpCost(None, None, compute_dtype(call), "vector",
+                      f"{NO_FORMULA}: the formula for {call.name} failed ({type(exc).__name__}: {exc})")  # fmt: skip

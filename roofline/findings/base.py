@@ -1,0 +1,73 @@
+"""What every finding is, and the arithmetic of its gain: one :class:`Finding` type for the analytic rules
+(:mod:`roofline.findings.analytic`) and the model rules (:mod:`roofline.findings.model`).
+
+A finding names the bottleneck, the properties (associativity, separability, locality, sparsity, redundancy,
+symmetry) that a technique exploits, the technique, the evidence (numbers), the time now and an upper bound on the
+time after the technique. The gain is ``time_s / best_time_s`` and the saving ``time_s - best_time_s``; findings are
+ranked by their saving (:func:`rank`). Where the bound comes from the roofline alone (a what-if placement), the best
+time is that placement's time; where a measured time is scaled by the roofline, it is :func:`scaled_time`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import NamedTuple, TypeVar
+
+from roofline.report.rows import Finding
+
+# NB: large cuBLAS/CUTLASS tiles on A100/H100-class parts; the source text's 1792 vs 1793 example uses them.
+TILE_M, TILE_N = 256, 128
+
+
+def scaled_time(time_s: float, before_s: float, after_s: float) -> float | None:
+    """A measured time divided by the roofline's gain from ``before_s`` to ``after_s`` (the roofline times, launch
+    floors included, without and with the technique): ``T * after / before``. None when the technique gains
+    nothing on the roofline."""
+    if before_s <= 0 or after_s <= 0 or after_s >= before_s:
+        return None
+    return time_s * after_s / before_s
+
+
+F = TypeVar("F", bound=Finding)
+
+
+def rank(findings: Iterable[F]) -> list[F]:
+    """Largest possible saving first; savings equal to two significant digits keep the given order (the rules'
+    order of preference)."""
+    listed = list(findings)
+    order = {id(f): i for i, f in enumerate(listed)}
+    return sorted(listed, key=lambda f: (-float(f"{f.saving_s:.2g}"), order[id(f)]))
+
+
+class Waves(NamedTuple):
+    """A GEMM's output tiles (TILE_M x TILE_N, times the batch) in waves over the device's compute units, now and
+    with M and N trimmed to tile multiples."""
+
+    tiles: int
+    waves: int
+    trimmed_m: int
+    trimmed_n: int
+    trimmed_tiles: int
+    trimmed_waves: int
+
+
+def trimmed_waves(m: int, n: int, batch: int, units: int) -> Waves | None:
+    """The waves of an (m x n) x batch GEMM's tiles on ``units`` compute units, and of the same GEMM with M and N
+    trimmed down to tile multiples (at least one tile); None when trimming saves no wave (or units is 0)."""
+    if not units:
+        return None
+
+    def count(rows: int, cols: int) -> tuple[int, int]:
+        tiles = math.ceil(rows / TILE_M) * math.ceil(cols / TILE_N) * batch
+        return tiles, math.ceil(tiles / units)
+
+    tiles, now = count(m, n)
+    m2, n2 = max(m // TILE_M * TILE_M, TILE_M), max(n // TILE_N * TILE_N, TILE_N)
+    tiles2, better = count(m2, n2)
+    if better >= now:
+        return None
+    return Waves(tiles, now, m2, n2, tiles2, better)
+
+
+__all__ = ["TILE_M", "TILE_N", "Finding", "Waves", "rank", "scaled_time", "trimmed_waves"]

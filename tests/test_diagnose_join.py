@@ -1,0 +1,94 @@
+"""The pure half of the timing pass: parsing profiler event dicts and joining them to counted ops (no torch)."""
+
+from __future__ import annotations
+
+import pytest
+from diagnose_events import ADDMM, GELU, fake_events, rec
+
+from roofline.diagnose.join import CpuOp, LaunchCall, align, join, parse_events
+from roofline.report.records import KernelEvent
+
+
+def test_parse_events_derives_iteration_parent_and_self_time():
+    parsed = parse_events(fake_events())
+    assert parsed.iterations == 2
+    assert len(parsed.ops) == 10 and len(parsed.kernels) == 8 and len(parsed.launches) == 8
+    by_id = {op.id: op for op in parsed.ops}
+    assert by_id[2].parent == 1 and by_id[3].parent == 1 and by_id[5].parent == 3 and by_id[1].parent is None
+    assert by_id[1].self_us == pytest.approx(30 - 3 - 18)
+    assert by_id[3].self_us == pytest.approx(16)
+    assert by_id[1003].iteration == 1 and by_id[3].iteration == 0
+    assert [op.id for op in parsed.ops[:5]] == [1, 2, 3, 5, 4]  # start order, parents first
+
+
+def test_join_on_gpu_exact_times_counts_busy_idle_delays():
+    parsed = parse_events(fake_events())
+    timing = join([ADDMM, GELU], parsed.ops, parsed.kernels, 2, launches=parsed.launches, device="cuda", wall_s=1e-4)
+    assert timing.device == "cuda" and timing.iterations == 2 and timing.wall_s == 1e-4
+    addmm, gelu = timing.ops
+    assert addmm.index == 0 and gelu.index == 1
+    assert addmm.device_time_s == pytest.approx((10 + 12) / 2 * 1e-6)
+    assert addmm.kernels == 1
+    assert addmm.launch_delay_s == pytest.approx(3e-6)  # 33 - 30 in both iterations
+    assert addmm.cpu_time_s == pytest.approx(18e-6)  # host time of the op call
+    assert gelu.device_time_s == pytest.approx((8 + 6) * 1e-6)
+    assert gelu.kernels == 2
+    assert gelu.launch_delay_s == pytest.approx(1e-6)  # 57 - 58 clipped to 0, plus 63 - 62
+    assert timing.unmatched_time_s == pytest.approx(2e-6)  # the kernel aten::linear launched itself
+    assert timing.kernel_count == 4
+    # busy: [33,43]+[46,48]+[57,69] (the two gelu streams overlap: counted once) = 24, then 12+2+12 = 26
+    assert timing.gpu_busy_s == pytest.approx(25e-6)
+    assert timing.gpu_idle_s == pytest.approx(((36 - 24) + (36 - 26)) / 2 * 1e-6)
+    assert any("kernels per iteration could not be attributed" in note for note in timing.notes)
+    # per-iteration samples (what the gate tests): addmm's kernel took 10 then 12 us; gelu's two kernels 8 + 6
+    assert addmm.samples_s == pytest.approx((10e-6, 12e-6))
+    assert gelu.samples_s == pytest.approx((14e-6, 14e-6))
+
+
+def test_join_on_cpu_uses_self_cpu_time():
+    parsed = parse_events([e for e in fake_events() if e["kind"] in ("op", "iteration")])
+    timing = join([ADDMM, GELU], parsed.ops, [], 2, device="cpu")
+    addmm, gelu = timing.ops
+    assert addmm.device_time_s == pytest.approx(18e-6)  # its self time plus the copy_ it calls
+    assert gelu.device_time_s == pytest.approx(20e-6)
+    assert addmm.samples_s == pytest.approx((18e-6, 18e-6))
+    assert addmm.kernels == gelu.kernels == 0
+    assert timing.unmatched_time_s == pytest.approx(12e-6)  # aten::linear's own 9 us + aten::t's 3 us
+    assert timing.kernel_count == 0 and timing.gpu_busy_s == 0 and timing.gpu_idle_s == 0
+
+
+def test_join_matches_leaf_ops_by_shapes_in_order():
+    # Two aten::addmm of different shapes: each record gets the one with its shapes, in execution order.
+    first, second = rec(0, "aten::addmm", (16,), (2, 8), (8, 16)), rec(1, "aten::addmm", (4,), (2, 16), (16, 4))
+    ops = [
+        CpuOp(1, "aten::addmm", 0, 10, ((16,), (2, 8), (8, 16)), iteration=0, self_us=10),
+        CpuOp(2, "aten::addmm", 20, 25, ((4,), (2, 16), (16, 4)), iteration=0, self_us=5),
+    ]
+    timing = join([second, first], ops, [], 1, device="cpu")  # given out of order: sorted by index
+    assert {t.index: t.device_time_s for t in timing.ops} == pytest.approx({0: 10e-6, 1: 5e-6})
+
+
+def test_join_falls_back_to_names_and_reports_missing_ops():
+    # The profiler spells cat's TensorList differently; a counted op the profiler never saw is reported.
+    records = [rec(0, "aten::cat", (2, 8), (2, 8)), rec(1, "aten::relu", (4, 8)), rec(2, "aten::sum", (4, 8))]
+    ops = [
+        CpuOp(1, "aten::cat", 0, 4, (), iteration=0, self_us=4),
+        CpuOp(2, "aten::relu", 5, 7, ((4, 8),), iteration=0, self_us=2),
+    ]
+    timing = join(records, ops, [], 1, device="cpu")
+    assert [t.index for t in timing.ops] == [0, 1]
+    assert any("1 of 3 counted ops were not found" in note and "aten::sum" in note for note in timing.notes)
+
+
+def test_join_finds_a_folded_op_through_its_launch_call():
+    # The profiler folded the launching op away (its id is gone): the launch call's time finds the op around it.
+    ops = [CpuOp(1, "aten::gelu", 0, 10, ((2, 16),), iteration=0)]
+    kernels = [KernelEvent("k", 12, 3, 7, external_id=99, correlation=5)]
+    timing = join([GELU], ops, kernels, 1, launches=[LaunchCall(5, 4, 6)], device="cuda")
+    assert timing.ops[0].kernels == 1 and timing.ops[0].device_time_s == pytest.approx(3e-6)
+    assert timing.ops[0].launch_delay_s == pytest.approx(6e-6)
+    assert timing.unmatched_time_s == 0
+
+
+def test_align_keeps_order():
+    assert align(list("abcabc"), list("xabyc")) == [(0, 1), (1, 2), (2, 4)]

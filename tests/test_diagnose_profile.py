@@ -1,0 +1,176 @@
+"""The torch half of the timing pass: torch.profiler's events as event dicts (with fakes), and time_model end to
+end."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from diagnose_events import ADDMM, GELU, fake_events, rec
+
+from roofline.diagnose.join import join, parse_events
+from roofline.diagnose.profile import MARKER, events_from_profiler, time_model
+from roofline.errors import DeviceError, UserCodeError, WorkloadError
+
+torch = pytest.importorskip("torch")
+
+
+def test_events_from_profiler_classifies_function_events():
+    def evt(name, start, end, device="DeviceType.CPU", **kw):
+        base = {"id": 0, "thread": 1, "is_user_annotation": False, "linked_correlation_id": 0, "is_async": False}
+        base.update(kw)
+        return SimpleNamespace(name=name, device_type=device, time_range=SimpleNamespace(start=start, end=end), **base)
+
+    events = [
+        evt(MARKER, 0, 100, is_user_annotation=True),
+        evt(MARKER, 0, 100, device="DeviceType.CUDA", is_user_annotation=True),  # gpu_user_annotation
+        evt("aten::add", 10, 20, id=7, structured_input_shapes=[[4, 4], [], []],
+            input_dtypes=["float", "double", "Scalar"]),
+        evt("aten::cat", 21, 30, id=8, structured_input_shapes=[[[2, 8], [2, 8]], []],
+            input_dtypes=["TensorList", "Scalar"]),
+        evt("cudaLaunchKernel", 12, 14, id=501, linked_correlation_id=7),
+        evt("vectorized_add", 15, 18, device="DeviceType.CUDA", id=501, linked_correlation_id=7, device_resource_id=7),
+    ]  # fmt: skip
+    out = events_from_profiler(events)
+    kinds = [e["kind"] for e in out]
+    assert kinds == ["iteration", "op", "op", "launch", "kernel"]
+    add, cat = out[1], out[2]
+    assert add["input_shapes"] == [[4, 4], []]  # the wrapped scalar is a 0-dim tensor; the Scalar is dropped
+    assert cat["input_shapes"] == [[2, 8], [2, 8]]
+    assert out[3]["correlation"] == 501
+    assert out[4] == {
+        "kind": "kernel",
+        "name": "vectorized_add",
+        "start_us": 15.0,
+        "end_us": 18.0,
+        "stream": 7,
+        "external_id": 7,
+        "correlation": 501,
+    }
+
+
+def test_events_from_profiler_without_linked_ids():
+    # torch < 2.13: no activity type, no linked id; a kernel shares its id with its launch call, and those ids
+    # overlap the ops' ids; kineto's own CPU events are not ops. join finds the op around the launch call.
+    def evt(name, id_, start, end, device="DeviceType.CPU", **kw):
+        base = {"thread": 1, "is_user_annotation": False, "is_async": False, "input_shapes": []}
+        base.update(kw)
+        return SimpleNamespace(
+            name=name, id=id_, device_type=device, time_range=SimpleNamespace(start=start, end=end), **base
+        )
+
+    events = [
+        evt(MARKER, 1, 0, 100, is_user_annotation=True),
+        evt("aten::gelu", 6, 10, 40, input_shapes=[[2, 16], []]),
+        evt("Activity Buffer Request", 6, 12, 20),
+        evt("cudaLaunchKernel", 19, 25, 30),
+        evt("gelu_kernel", 19, 33, 38, device="DeviceType.CUDA", device_resource_id=7),
+        evt("aten::relu", 19, 50, 60, input_shapes=[[2, 16]]),  # an op whose id equals the kernel's
+    ]  # fmt: skip
+    out = events_from_profiler(events)
+    assert [e["kind"] for e in out] == ["iteration", "op", "launch", "kernel", "op"]
+    assert out[1]["input_shapes"] == [[2, 16]]
+    assert out[3]["external_id"] is None and out[3]["correlation"] == 19
+    parsed = parse_events(out)
+    timing = join([GELU], parsed.ops, parsed.kernels, 1, launches=parsed.launches, device="cuda")
+    (gelu,) = timing.ops
+    assert (
+        gelu.kernels == 1 and gelu.device_time_s == pytest.approx(5e-6) and gelu.launch_delay_s == pytest.approx(3e-6)
+    )
+
+
+# ------------------------------------------------------------------------------------------------ time_model
+
+
+def mlp() -> tuple[torch.nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)).eval()
+    return model, torch.randn(2, 8)
+
+
+MLP_RECORDS = [ADDMM, GELU, rec(2, "aten::addmm", (4,), (2, 16), (16, 4))]
+
+
+def test_time_model_with_a_fake_profile_function():
+    model, x = mlp()
+    calls = {"model": 0}
+    model.register_forward_hook(lambda *args: calls.__setitem__("model", calls["model"] + 1))
+
+    def fake_profile(step, iters, device):
+        # 3 warm-up iterations, then 2 uninstrumented ones timed for the wall time, then the profiled ones
+        assert (iters, device) == (2, "cpu") and calls["model"] == 5
+        return [e for e in fake_events() if e["kind"] in ("op", "iteration")], 10.0  # a very slow profiled loop
+
+    timing = time_model(model, (x,), {}, [ADDMM, GELU], device="cpu", warmup=3, iters=2, profile=fake_profile)
+    assert 0 < timing.wall_s < 1.0  # from the uninstrumented loop, not the profiled one
+    assert [t.index for t in timing.ops] == [0, 1]
+    assert any(note.startswith("the profiler slowed each iteration") for note in timing.notes)
+
+
+def test_time_model_cpu_end_to_end():
+    model, x = mlp()
+    timing = time_model(model, (x,), {}, MLP_RECORDS, device="cpu", warmup=1, iters=3)
+    assert timing.device == "cpu" and timing.iterations == 3
+    assert [t.index for t in timing.ops] == [0, 1, 2]
+    assert all(t.device_time_s > 0 and t.kernels == 0 for t in timing.ops)
+    assert timing.wall_s > 0 and timing.unmatched_time_s > 0  # aten::linear and aten::t around the addmms
+    assert timing.kernel_count == 0 and timing.gpu_busy_s == 0
+    assert not any("not found" in note or "only some" in note for note in timing.notes)
+
+
+def test_time_model_training_matches_forward_ops_and_leaves_no_grads():
+    model, x = mlp()
+    model.train()
+    records = [*MLP_RECORDS, rec(3, "aten::mm", (2, 4), (4, 16))]  # a backward GEMM: grad of the input of fc2
+    timing = time_model(model, (x.requires_grad_(),), {}, records, device="cpu", mode="training", iters=2)
+    assert {t.index for t in timing.ops} >= {0, 1, 2, 3}
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_time_model_no_ops_is_a_workload_error():
+    model, x = mlp()
+    with pytest.raises(WorkloadError, match="ran no tensor operations"):
+        time_model(model, (x,), {}, [], device="cpu")
+
+
+class OutOfMemoryModel(torch.nn.Module):
+    def __init__(self, exc: Exception) -> None:
+        super().__init__()
+        self.exc = exc
+
+    def forward(self, x):
+        raise self.exc
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+        RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1099511627776 bytes"),
+    ],
+)
+def test_time_model_out_of_memory_names_the_options(exc):
+    with pytest.raises(DeviceError) as info:
+        time_model(OutOfMemoryModel(exc), (torch.ones(1),), {}, [GELU], device="cpu", warmup=1, iters=1)
+    message = str(info.value)
+    for option in ("--dtype bf16", "get_inputs", "--mode inference"):
+        assert option in message
+
+
+def test_time_model_user_exception_stays_a_user_error():
+    with pytest.raises(UserCodeError, match="ValueError"):
+        time_model(OutOfMemoryModel(ValueError("boom")), (torch.ones(1),), {}, [GELU], device="cpu")
+
+
+@pytest.mark.gpu
+def test_time_model_cuda_mlp():
+    model, x = mlp()
+    model, x = model.cuda(), x.cuda()
+    timing = time_model(model, (x,), {}, MLP_RECORDS, device="cuda", warmup=2, iters=5)
+    assert timing.device == "cuda"
+    assert [t.index for t in timing.ops] == [0, 1, 2]
+    assert all(t.kernels > 0 and t.device_time_s > 0 for t in timing.ops)
+    assert timing.kernel_count >= 3
+    span = timing.gpu_busy_s + timing.gpu_idle_s
+    assert 0 < timing.gpu_busy_s <= span
+    assert timing.wall_s >= timing.gpu_busy_s
