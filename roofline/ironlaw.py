@@ -146,6 +146,20 @@ class Placement:
     roof_source: str
 
 
+def gain(time_s: float | None, best_time_s: float | None) -> float | None:
+    """How many times faster a technique can make ``time_s`` at most: time now / best time (None without a bound)."""
+    if time_s is None or best_time_s is None or best_time_s <= 0:
+        return None
+    return time_s / best_time_s
+
+
+def saving(time_s: float | None, best_time_s: float | None) -> float:
+    """Seconds a technique can save at most: time now - best time (0 without a bound)."""
+    if time_s is None or best_time_s is None:
+        return 0.0
+    return max(time_s - best_time_s, 0.0)
+
+
 def place_cost(cost: Cost, device: Device) -> Placement:
     """Place ``cost`` on ``device``: each kernel group takes count x (roofline time + launch floor); a kernel's
     compute time is its main-unit time plus its vector-unit time (see the module docstring)."""

@@ -71,18 +71,8 @@ class Point:
         return not any(flag in SKIP_FLAGS for flag in self.flags)
 
     @property
-    def skip_reason(self) -> str | None:
-        return next((SKIP_REASONS[flag] for flag in self.flags if flag in SKIP_REASONS), None)
-
-    @property
     def above_roof(self) -> bool:
         return ABOVE_ROOF in self.flags
-
-    @property
-    def dtype_unit(self) -> tuple[str, str] | None:
-        """('bf16', 'tensor') from the roof label, or None."""
-        parts = self.roof.split()
-        return (parts[0], parts[1]) if len(parts) == 2 else None
 
 
 @dataclass(frozen=True)
@@ -100,15 +90,11 @@ class FindingView:
 
     @property
     def gain(self) -> float | None:
-        if not self.time_s or not self.best_time_s or self.best_time_s <= 0:
-            return None
-        return self.time_s / self.best_time_s
+        return ironlaw.gain(self.time_s, self.best_time_s) if self.time_s else None
 
     @property
     def saving_s(self) -> float:
-        if self.time_s is None or self.best_time_s is None:
-            return 0.0
-        return max(self.time_s - self.best_time_s, 0.0)
+        return ironlaw.saving(self.time_s, self.best_time_s)
 
 
 @dataclass(frozen=True)

@@ -49,13 +49,13 @@ class Finding(BaseModel):
 
     @property
     def gain(self) -> float | None:
-        if self.best_time_s is None or self.best_time_s <= 0:
-            return None
-        return self.time_s / self.best_time_s
+        """How many times faster at most: time now / best time (None without a bound)."""
+        return ironlaw.gain(self.time_s, self.best_time_s)
 
     @property
     def saving_s(self) -> float:
-        return 0.0 if self.best_time_s is None else max(self.time_s - self.best_time_s, 0.0)
+        """Seconds the technique could save at most (0 without a bound)."""
+        return ironlaw.saving(self.time_s, self.best_time_s)
 
     def summary(self) -> str:
         text = f"{join(tuple(Property(p) for p in self.properties))}: {self.technique}"
@@ -199,11 +199,6 @@ class OpPoint(BaseModel):
 
     def signature(self) -> tuple[str, tuple[tuple[int, ...], ...]]:
         return self.op, tuple(tuple(s) for s in self.input_shapes)
-
-    @property
-    def minimum_time_s(self) -> float:
-        """The iron-law time: roofline time plus the launch floor."""
-        return self.roof_time_s + self.launch_floor_s
 
 
 def bits_of(dtype: str, fallback: str = "fp32") -> int:
