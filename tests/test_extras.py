@@ -123,6 +123,17 @@ def test_a_missing_extra_is_one_line_naming_it(cli, hide, analytic_report, tmp_p
     assert not list(tmp_path.glob("[bd].json")) and not (tmp_path / "chart.png").exists()
 
 
+def test_gate_names_the_extra_when_it_must_measure(cli, hide, tmp_path):
+    rows = [bench_row("m=4096 n=4096 k=4096", spread(1.8e-4, 20, 0.01))]
+    suite = bench_report(rows, suite="transformer-ops")
+    baseline = baselines.save(baselines.from_report(suite, commit=""), tmp_path / "b.json")
+    hide("torch")
+    for target in ["transformer-ops", str(ROOT / "workloads/models/fp32_matmul.py")]:
+        result = cli("gate", target, "-b", str(baseline))
+        assert result.code == 2, result.err
+        assert result.error_line() == "Error: roofline gate needs torch: pip install 'roofline[measure]'"
+
+
 def test_the_base_commands_run_without_any_extra(cli, hide, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rows = [bench_row("m=4096 n=4096 k=4096", spread(1.8e-4, 20, 0.01))]
