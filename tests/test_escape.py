@@ -21,11 +21,10 @@ CONTROL = "ctl\x00\x01\x07\x0b\x0c\x1b[31m\x1f\ud800\ufffe"
 
 
 def _hostile_diagnose(tmp_path: Path, control: str = CONTROL) -> Path:
-    shift = 0.0
     rows = [
-        diagnose_row("aten::mm", IMG, [[64, 512], [512, 2048]], spread(2.0e-5, 20, 0.02, shift)),
-        diagnose_row(SCRIPT, "layers.0 | `pipe` & &amp; \\", [[64, 2048]], spread(4.0e-6, 20, 0.03, shift)),
-        diagnose_row("aten::gelu", control, [[64, 2048]], spread(4.0e-6, 20, 0.03, shift)),
+        diagnose_row("aten::mm", IMG, [[64, 512], [512, 2048]], spread(2.0e-5, 20, 0.02)),
+        diagnose_row(SCRIPT, "layers.0 | `pipe` & &amp; \\", [[64, 2048]], spread(4.0e-6, 20, 0.03)),
+        diagnose_row("aten::gelu", control, [[64, 2048]], spread(4.0e-6, 20, 0.03)),
     ]
     report = diagnose_report(rows, model="<b>model</b>.py").model_copy(
         update={"command": "roofline diagnose `x` <i>model</i>.py", "tool_version": "<u>0.1</u>"}
