@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # ('roofline.specs.*'); the longest entry that matches a module decides its layer.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("roofline", "roofline.errors", "roofline.units", "roofline.dtypes", "roofline.properties",
-              "roofline.fileio", "roofline.yamlio", "roofline.resources", "roofline.samples")),
+              "roofline.fileio", "roofline.yamlio", "roofline.resources", "roofline.samples", "roofline.extras")),
     ("device", ("roofline.device",)),
     ("specs", ("roofline.specs.*",)),
     ("costs", ("roofline.costs.*",)),

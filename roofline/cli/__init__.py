@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
 
@@ -63,10 +64,19 @@ def _click_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseExc
     return tuple(errors), tuple(exits)
 
 
+def _command_path(command: Any, argv: list[str] | None) -> str:
+    """'roofline bench' for `roofline bench gemm ...`: the command a message is about."""
+    args = sys.argv[1:] if argv is None else argv
+    name = args[0] if args else ""
+    return f"roofline {name}" if name in getattr(command, "commands", {}) else "roofline"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: every known error becomes one line `Error: ...` and its exit code."""
     from roofline.errors import EXIT_INTERRUPTED, EXIT_USAGE, RooflineError
+    from roofline.render.base import clean_terminal_size_env
 
+    clean_terminal_size_env()
     click_errors, exits = _click_errors()
     command = typer.main.get_command(app)
     try:
@@ -81,8 +91,15 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("Interrupted.", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except ModuleNotFoundError as exc:  # a dependency of ours is missing from this environment
-        if exc.name is None or exc.name.split(".")[0] == "roofline":
-            raise
+        from roofline.extras import EXTRAS, install_hint, missing_extra
+
+        missing = missing_extra(exc)
+        if missing is not None:  # an optional one: name the extra that brings it
+            module, extra = missing
+            typer.echo(f"Error: {_command_path(command, argv)} needs {module}: {install_hint(extra)}", err=True)
+            sys.exit(EXIT_USAGE)
+        if exc.name is None or exc.name.split(".")[0] in ("roofline", *EXTRAS):
+            raise  # ours, or an optional package imported outside roofline or broken: the traceback says more
         package = exc.name.split(".")[0]
         typer.echo(
             f"Error: roofline needs the Python package '{package}': install it (pip install {package}) "

@@ -71,14 +71,13 @@ def load_model(
     if mode not in ("inference", "training"):
         raise UsageError(f"--mode {mode!r}: use inference or training")
     torch_device = resolve_device(device)
+    import torch  # before the user's file runs: without torch, say which extra (not their traceback)
 
     with _script_context(file, argv or ()):
         namespace = _run_file(file)
         model, raw_inputs, convention = _find_model(namespace, file, entry)
     _check_model(model, file, convention)
     inputs, kwargs = _split_inputs(raw_inputs)
-
-    import torch
 
     cast = getattr(torch, torch_dtype_name) if torch_dtype_name else None
     try:

@@ -15,9 +15,30 @@ class Renderer(ABC):
     def render(self, value: Any) -> str: ...
 
 
+def terminal_size_env(name: str) -> int | None:
+    """``$COLUMNS`` or ``$LINES`` as a positive integer; None when unset, empty or not one ('', 'abc', '0')."""
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.isascii() and value.isdigit() and int(value) > 0 else None
+
+
+def clean_terminal_size_env() -> None:
+    """Unset COLUMNS and LINES when they hold no positive integer (' 100 ' becomes '100'), so that every
+    console (ours, typer's help, rich's progress bars) asks the terminal instead of crashing on '' or printing
+    nothing at width 0. Called once, where the CLI starts."""
+    for name in ("COLUMNS", "LINES"):
+        if name not in os.environ:
+            continue
+        size = terminal_size_env(name)
+        if size is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = str(size)
+
+
 def _width() -> int:
-    if "COLUMNS" in os.environ:
-        return int(os.environ["COLUMNS"])
+    columns = terminal_size_env("COLUMNS")
+    if columns is not None:
+        return columns
     if sys.stdout.isatty():
         return shutil.get_terminal_size((120, 24)).columns
     return 120

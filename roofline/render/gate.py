@@ -14,6 +14,8 @@ from rich.markup import escape
 
 from roofline.gate.compare import SEVERITY, Check, GateResult, PointResult, amount, change_text, interval_text
 from roofline.render.base import Renderer, to_text
+from roofline.render.escape import markdown_text as _md
+from roofline.render.escape import xml_text
 from roofline.report.machine import summary
 from roofline.units import format_time
 
@@ -197,10 +199,6 @@ class GateRenderer(Renderer):
 # ------------------------------------------------------------------------------------------ markdown
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def markdown(result: GateResult) -> str:
     """GitHub-flavoured markdown for a CI step summary (``>> $GITHUB_STEP_SUMMARY``)."""
     lines = [
@@ -243,7 +241,7 @@ def markdown(result: GateResult) -> str:
         for check in result.totals:
             before, after = _total_values(check)
             change = change_text(check) + (f" ({interval_text(check)})" if interval_text(check) else "")
-            lines.append(f"| {check.metric} | {before} | {after} | {change} | {check.verdict} |")
+            lines.append(f"| {_md(check.metric)} | {before} | {after} | {change} | {check.verdict} |")
     why = [(p.label, reason) for p in result.points for reason in _reasons(p)]
     why += [(_total_name(c), c.reason) for c in result.totals if c.reason and c.verdict != "pass"]
     if why:
@@ -272,6 +270,7 @@ def junit(result: GateResult, *, duration_s: float = 0.0, timestamp: datetime | 
     counts = {"failures": 0, "errors": 0, "skipped": 0}
 
     def case(name: str, cls: str, verdict: str, reasons: list[str]) -> ET.Element:
+        name, cls, reasons = xml_text(name), xml_text(cls), [xml_text(reason) for reason in reasons]
         element = ET.Element("testcase", {"classname": cls, "name": name, "time": "0"})
         if verdict == "regression":
             child = ET.SubElement(element, "failure", {"type": "regression", "message": reasons[0] if reasons else ""})
@@ -303,7 +302,9 @@ def junit(result: GateResult, *, duration_s: float = 0.0, timestamp: datetime | 
     attributes = {"tests": str(len(cases)), **{k: str(v) for k, v in counts.items()}, "time": f"{duration_s:.3f}"}
     root = ET.Element("testsuites", {"name": "roofline gate", **attributes})
     suite = ET.SubElement(
-        root, "testsuite", {"name": f"roofline gate: {result.identity.describe()}", **attributes, "timestamp": moment}
+        root,
+        "testsuite",
+        {"name": xml_text(f"roofline gate: {result.identity.describe()}"), **attributes, "timestamp": moment},
     )
     properties = ET.SubElement(suite, "properties")
     for name, value in (
@@ -315,7 +316,7 @@ def junit(result: GateResult, *, duration_s: float = 0.0, timestamp: datetime | 
         ("machine", summary(result.current_machine)),
         *(("warning", w) for w in result.warnings),
     ):
-        ET.SubElement(properties, "property", {"name": name, "value": value})
+        ET.SubElement(properties, "property", {"name": name, "value": xml_text(value)})
     suite.extend(cases)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

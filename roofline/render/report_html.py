@@ -6,12 +6,12 @@ paths, the style sheet is inline).
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline.render.base import Renderer
+from roofline.render.escape import xml_escape, xml_text
 from roofline.render.report_markdown import (
     finding_text,
     finding_where,
@@ -64,11 +64,11 @@ def inline_svg(svg: str) -> str:
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.DOTALL)
     svg = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", svg)
     svg = re.sub(r'(<svg\b[^>]*?)\s+width="[^"]*"\s+height="[^"]*"', r"\1", svg, count=1)
-    return svg.strip()
+    return xml_text(svg.strip())  # labels reach its comments as they are
 
 
 def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    return xml_escape(text)
 
 
 class HtmlReportRenderer(Renderer):

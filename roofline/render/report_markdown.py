@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roofline.render.base import Renderer
+from roofline.render.escape import markdown_code
+from roofline.render.escape import markdown_text as _cell
 from roofline.report.points import FindingView, Point, ReportDocument
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
@@ -140,10 +142,6 @@ def point_headers(doc: ReportDocument, several_devices: bool) -> list[str]:
     ]
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
     lines = ["| " + " | ".join(_cell(h) for h in headers) + " |"]
     lines.append("|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|")
@@ -161,12 +159,18 @@ class MarkdownReportRenderer(Renderer):
     def render(self, doc: ReportDocument) -> str:
         lines = [f"## roofline {doc.source} report: {_cell(doc.name)}", ""]
         if doc.command:
-            lines += [f"`{doc.command}` · {doc.created_utc} · roofline {doc.tool_version}", ""]
+            lines += [
+                f"{markdown_code(doc.command)} · {_cell(doc.created_utc)} · roofline {_cell(doc.tool_version)}",
+                "",
+            ]
         for device in doc.devices:
-            lines.append(f"**{device.display_name}** ({device.name}), {roof_source(device)}: {roof_text(device)}")
+            lines.append(
+                f"**{_cell(device.display_name)}** ({_cell(device.name)}), {roof_source(device)}: "
+                f"{_cell(roof_text(device))}"
+            )
             lines.append("")
         lines += ["### Summary", ""]
-        lines += [f"- **{name}**: {value}" for name, value in summary_items(doc)]
+        lines += [f"- **{name}**: {_cell(value)}" for name, value in summary_items(doc)]
         lines.append("")
         several = len(doc.devices) > 1
         shown = [p for p in doc.points][: self.rows]
@@ -183,7 +187,7 @@ class MarkdownReportRenderer(Renderer):
         lines += self._uncounted(doc.uncounted)
         if doc.notes:
             lines += ["### Notes", ""]
-            lines += [f"- {note}" for note in doc.notes]
+            lines += [f"- {_cell(note)}" for note in doc.notes]
             lines.append("")
         return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -196,7 +200,7 @@ class MarkdownReportRenderer(Renderer):
         for number, f in enumerate(findings[: self.findings], 1):
             where = finding_where(f)
             where = f" ({_cell(where)})" if where else ""
-            lines.append(f"{number}. **{f.bottleneck}**{where} → {_cell(finding_text(f))}  ")
+            lines.append(f"{number}. **{_cell(f.bottleneck)}**{where} → {_cell(finding_text(f))}  ")
             lines.append(f"   evidence: {_cell(f.evidence)}")
         if len(findings) > self.findings:
             lines.append(f"\n{len(findings) - self.findings} more in the report.")
@@ -208,9 +212,9 @@ class MarkdownReportRenderer(Renderer):
             return []
         lines = ["### Uncounted ops", "", "No cost formula: their time is known, their FLOPs and bytes are not.", ""]
         for u in uncounted:
-            note = f": {u.get('note')}" if u.get("note") else ""
+            note = f": {_cell(u.get('note'))}" if u.get("note") else ""
             op = str(u.get("op", "")).removeprefix("aten::")
-            lines.append(f"- {op} x{u.get('count', 0)} ({seconds(u.get('time_s'))}){note}")
+            lines.append(f"- {_cell(op)} x{_cell(u.get('count', 0))} ({seconds(u.get('time_s'))}){note}")
         lines.append("")
         return lines
 
