@@ -63,3 +63,12 @@ class UserCodeError(RooflineError):
     def __init__(self, message: str, traceback_text: str = "") -> None:
         super().__init__(message)
         self.traceback_text = traceback_text
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """torch.cuda.OutOfMemoryError, a RuntimeError saying 'out of memory', or the host allocator failing: the one
+    test bench (an item skipped) and diagnose (one clear line) use, without importing torch."""
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)

@@ -8,9 +8,9 @@ import contextlib
 import pytest
 
 from roofline.bench.items import BenchItem, decode_gemm_items, expand_items, expand_suite
-from roofline.bench.run import Harness, Skipped, is_out_of_memory, run_bench
+from roofline.bench.run import Harness, Skipped, run_bench
 from roofline.device import Device
-from roofline.errors import WorkloadError
+from roofline.errors import WorkloadError, is_out_of_memory
 from roofline.measure.stats import StoppingRule
 
 # ------------------------------------------------------------------------------------------------ fakes

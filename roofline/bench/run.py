@@ -31,7 +31,7 @@ from roofline.analysis import analyze_one
 from roofline.bench.items import BenchItem
 from roofline.costs.base import get_model
 from roofline.device import Device
-from roofline.errors import RooflineError, WorkloadError
+from roofline.errors import RooflineError, WorkloadError, is_out_of_memory
 from roofline.measure.engine import Backend, ClockMonitor, Measurement, measure
 from roofline.measure.stats import StoppingRule
 from roofline.report.rows import BenchRow, Row
@@ -123,14 +123,6 @@ class Harness:
 
 
 # ------------------------------------------------------------------------------------------------ loop
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """torch.cuda.OutOfMemoryError, a RuntimeError saying 'out of memory', or the host allocator failing."""
-    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
 
 
 def bench_row(

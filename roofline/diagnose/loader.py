@@ -89,7 +89,8 @@ def load_model(
         inputs = tuple(_move(x, torch_device, cast) for x in inputs)
         kwargs = {key: _move(value, torch_device, cast) for key, value in kwargs.items()}
     except Exception as exc:
-        from roofline.diagnose.profile import is_out_of_memory, out_of_memory_error
+        from roofline.diagnose.profile import out_of_memory_error
+        from roofline.errors import is_out_of_memory
 
         if is_out_of_memory(exc):
             raise out_of_memory_error(f"moving the model and inputs to {torch_device}") from None

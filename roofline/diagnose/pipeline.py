@@ -107,7 +107,8 @@ def finding_dict(finding: ModelFinding) -> dict[str, Any]:
 
 
 def _out_of_memory(exc: BaseException, where: str) -> RooflineError | None:
-    from roofline.diagnose.profile import is_out_of_memory, out_of_memory_error
+    from roofline.diagnose.profile import out_of_memory_error
+    from roofline.errors import is_out_of_memory
 
     return out_of_memory_error(where) if is_out_of_memory(exc) else None
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from roofline.diagnose.join import join, parse_events
-from roofline.errors import DeviceError, RooflineError, UsageError, UserCodeError, WorkloadError
+from roofline.errors import DeviceError, RooflineError, UsageError, UserCodeError, WorkloadError, is_out_of_memory
 from roofline.report.records import OpRecord, Timing
 
 MARKER = "roofline::iteration"  # record_function name around each timed iteration
@@ -161,15 +161,6 @@ def torch_profile(step: Callable[[], object], iters: int, device: str) -> tuple[
 # ------------------------------------------------------------------------------------------------ driver
 
 
-def is_out_of_memory(exc: BaseException) -> bool:
-    """torch.cuda.OutOfMemoryError, a RuntimeError saying 'out of memory', or the host allocator failing (as
-    roofline.bench.run decides; repeated here so that diagnose does not import the bench machinery)."""
-    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
-
-
 def out_of_memory_error(where: str) -> DeviceError:
     return DeviceError(
         f"out of memory {where}: use less memory with --dtype bf16 (half the bytes of fp32), smaller inputs "
@@ -291,7 +282,6 @@ __all__ = [
     "MARKER",
     "ProfileFn",
     "events_from_profiler",
-    "is_out_of_memory",
     "out_of_memory_error",
     "time_model",
     "torch_profile",
