@@ -45,7 +45,8 @@ def test_terminal_size_env(monkeypatch, value, size):
 
 def test_empty_columns_from_the_shell():
     """`COLUMNS= python -m roofline specs list`, as a user types it."""
-    env = {**os.environ, "COLUMNS": "", "LINES": "", "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "COLUMNS": "", "LINES": "", "PYTHONPATH": path}
     result = subprocess.run(
         [sys.executable, "-m", "roofline", "specs", "list"], env=env, cwd=ROOT, capture_output=True, text=True
     )
