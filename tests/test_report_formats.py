@@ -184,7 +184,9 @@ def _same(expected, got) -> bool:
 @pytest.mark.parametrize("which", ["diagnose", "bench"])
 def test_csv_round_trips_every_field(which):
     report = diagnose_report() if which == "diagnose" else read_report(H100_BENCH)
-    frame = pd.read_csv(io.StringIO(to_csv(report, "r")), keep_default_na=False, na_values=[""])
+    frame = pd.read_csv(
+        io.StringIO(to_csv(report, "r")), keep_default_na=False, na_values=[""], float_precision="round_trip"
+    )
     assert list(frame.columns[: len(POINT_COLUMNS)]) == list(POINT_COLUMNS)
     assert len(frame) == len(report.rows)
     for row, (_, got) in zip(report.rows, frame.iterrows(), strict=True):
