@@ -430,7 +430,7 @@ def test_ceiling_sets_throttled_samples_aside():
     from roofline.measure.engine import Measurement
 
     def m(samples, throttled):
-        from roofline.measure import median
+        from roofline.samples import median
 
         return Measurement(
             median_s=median(samples),

@@ -6,8 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline.measure import StoppingRule, measure, median, quantile, relative_spread
 from roofline.measure.backends import CpuClock, CudaEvents, NvmlClock, decode_reasons, l2_flush
+from roofline.measure.engine import measure
+from roofline.measure.stats import StoppingRule
+from roofline.samples import median, quantile, relative_spread
 
 
 def test_quantiles_interpolate():

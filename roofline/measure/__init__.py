@@ -1,7 +1,4 @@
-"""Timing: statistics, the stopping rule, the measurement loop and its device backends."""
+"""Measuring: the timing engine (``engine``) and its device backends (``backends``), the stopping rule (``stats``),
+the calibration cache (``calibration``) and the ceiling measurements (``ceilings``, ``ceilings_gpu``, ``ceilings_cpu``).
 
-from roofline.measure.engine import Measurement, measure
-from roofline.measure.stats import StoppingRule
-from roofline.samples import median, quantile, relative_spread
-
-__all__ = ["Measurement", "StoppingRule", "measure", "median", "quantile", "relative_spread"]
+Nothing is imported here, so that reading the calibration cache does not load the timing engine."""

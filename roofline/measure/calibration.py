@@ -30,7 +30,7 @@ from roofline import __version__
 from roofline.device import Device
 from roofline.errors import CalibrationError
 from roofline.fileio import atomic_write_text
-from roofline.specs.detect import Machine
+from roofline.specs.machine import Machine
 
 SCHEMA = "roofline.calibration"
 VERSION = 1

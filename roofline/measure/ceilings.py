@@ -68,7 +68,7 @@ class Steps:
 def ceiling_time(m: Any) -> tuple[float, str]:
     """The time a ceiling is computed from: the median of unthrottled samples when there are enough of them
     (a ceiling is what the device does at its clocks, not under a power cap), else the median of all."""
-    from roofline.measure import median
+    from roofline.samples import median
 
     if not m.throttled or not any(m.throttled):
         return m.median_s, ""

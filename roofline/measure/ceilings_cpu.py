@@ -9,9 +9,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from roofline.measure import StoppingRule, measure
 from roofline.measure.calibration import Calibration, Ceiling, now_utc
 from roofline.measure.ceilings import MIB, Progress, Steps, check_output, latency_ceiling, rate_ceiling, size_text
+from roofline.measure.engine import measure
+from roofline.measure.stats import StoppingRule
 from roofline.specs.detect import describe_cpu
 
 # CPU sizes: buffers >= 4x the last-level cache and at least 128 MiB; GEMM size chosen so one call takes

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from roofline.device import Device
-from roofline.measure import StoppingRule, measure
 from roofline.measure.calibration import Calibration, Ceiling, gemm_roof_key, now_utc
 from roofline.measure.ceilings import (
     GIB,
@@ -23,6 +22,8 @@ from roofline.measure.ceilings import (
     rate_ceiling,
     size_text,
 )
+from roofline.measure.engine import measure
+from roofline.measure.stats import StoppingRule
 from roofline.specs.detect import describe_cuda, nvml_index
 
 # GPU sizes. fp32 and fp64 GEMMs run on CUDA cores / fp64 units and are slow: 4096 keeps them short.

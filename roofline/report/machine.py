@@ -1,7 +1,7 @@
 """The machine a report was measured on: described when measuring, read back from a report, compared.
 
 :func:`describe` gives the ``machine`` block of bench and diagnose reports (the fields of
-:class:`roofline.specs.detect.Machine`: device kind and name, driver, CUDA, torch, SM count and maximum clock,
+:class:`roofline.specs.machine.Machine`: device kind and name, driver, CUDA, torch, SM count and maximum clock,
 CPU threads and ISA). :func:`machine_of` reads it back from any report, older ones included: a report
 without the block is described from its ``bench`` / ``diagnose`` / ``devices`` / ``host`` blocks, and the SM
 clocks sampled during a bench run (``clocks_mhz`` per row) give the clock the run actually saw.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.specs.detect import Machine
+from roofline.specs.machine import Machine
 
 #: fields whose difference makes two machines differ, with the word that names them in a warning
 COMPARED = {

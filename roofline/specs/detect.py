@@ -31,11 +31,10 @@ import uuid as uuid_module
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any
 
 from roofline.specs.loader import SpecRegistry, normalize
+from roofline.specs.machine import Machine
 from roofline.specs.schema import SpecSheet
 
 WARN_FRACTION = 0.05  # a check warns when |derived / sheet - 1| exceeds this
@@ -106,30 +105,6 @@ class Detection:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-class Machine(BaseModel):
-    """One device as torch uses it, keyed by what does not depend on anything measured: a calibration's
-    cache key (roofline.measure.calibration.machine_key) and a report's ``machine`` block."""
-
-    # Tolerant reading: keys written by a later minor version are ignored, not an error.
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-
-    kind: Literal["cuda", "cpu"]
-    name: str  # GPU name as the device reports it, or the CPU model
-    sheet: str | None = None  # matched spec sheet (GPUs only)
-    driver: str | None = None
-    cuda: str | None = None  # torch.version.cuda
-    torch: str | None = None
-    cpu_threads: int | None = None  # torch.get_num_threads() during the measurement
-    logical_cores: int | None = None
-    isa: str | None = None  # torch.backends.cpu.get_cpu_capability()
-    llc_bytes: int | None = None
-    compute_capability: str | None = None
-    sm_count: int | None = None
-    l2_bytes: int | None = None
-    memory_bytes: int | None = None
-    max_sm_clock_mhz: float | None = None
 
 
 # --------------------------------------------------------------------------------------------- helpers
