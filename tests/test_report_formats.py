@@ -184,9 +184,7 @@ def _same(expected, got) -> bool:
 @pytest.mark.parametrize("which", ["diagnose", "bench"])
 def test_csv_round_trips_every_field(which):
     report = diagnose_report() if which == "diagnose" else read_report(H100_BENCH)
-    frame = pd.read_csv(
-        io.StringIO(to_csv(report, "r")), keep_default_na=False, na_values=[""], engine="python"
-    )
+    frame = pd.read_csv(io.StringIO(to_csv(report, "r")), keep_default_na=False, na_values=[""], engine="python")
     assert list(frame.columns[: len(POINT_COLUMNS)]) == list(POINT_COLUMNS)
     assert len(frame) == len(report.rows)
     for row, (_, got) in zip(report.rows, frame.iterrows(), strict=True):
