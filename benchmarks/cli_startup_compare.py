@@ -21,7 +21,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# The interpreter alone, started the same way from each checkout: its difference is the environment's (paths, caches),
+# not roofline's, and is taken off each command's time for the net ratio.
+BARE = "python -c pass"
 COMMANDS = {
+    BARE: None,
     "roofline --help": ["--help"],
     "roofline analyze gemm -m 4096 -n 4096 -k 4096 --dtype fp16 --device h100-sxm": (
         ["analyze", "gemm", "-m", "4096", "-n", "4096", "-k", "4096", "--dtype", "fp16", "--device", "h100-sxm"]
@@ -32,12 +36,11 @@ COMMANDS = {
 }
 
 
-def start(root: Path, args: list[str]) -> tuple[float, float]:
+def start(root: Path, args: list[str] | None) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(root), "COLUMNS": "120"}
+    argv = [sys.executable, "-c", "pass"] if args is None else [sys.executable, "-m", "roofline", *args]
     began = time.perf_counter()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "roofline", *args], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    child = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
     if status != 0:
         raise SystemExit(
@@ -70,10 +73,16 @@ def main() -> None:
             "this_cpu_s": statistics.median(c for _, c in new),
         }
         row["cpu_ratio"] = row["this_cpu_s"] / row["reference_cpu_s"]
+        if name != BARE:
+            bare = rows[0]
+            row["net_cpu_ratio"] = (row["this_cpu_s"] - bare["this_cpu_s"]) / (
+                row["reference_cpu_s"] - bare["reference_cpu_s"]
+            )
         rows.append(row)
+        net = f"  net of the interpreter {row['net_cpu_ratio']:.3f}" if "net_cpu_ratio" in row else ""
         print(
             f"{name[:60]:60s} wall {row['reference_wall_s']:.3f} -> {row['this_wall_s']:.3f} s  "
-            f"cpu {row['reference_cpu_s']:.3f} -> {row['this_cpu_s']:.3f} s  ratio {row['cpu_ratio']:.3f}"
+            f"cpu {row['reference_cpu_s']:.3f} -> {row['this_cpu_s']:.3f} s  ratio {row['cpu_ratio']:.3f}{net}"
         )
     result = {
         "reference": str(roots["reference"]),
