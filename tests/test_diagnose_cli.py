@@ -233,6 +233,34 @@ def test_exception_in_the_users_forward_shows_their_traceback(cli, tmp_path, fak
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.parametrize("code", [0, 3])
+def test_sys_exit_in_the_users_forward_is_a_user_error_never_a_pass(cli, tmp_path, fake_cpu, code):
+    model = tmp_path / "exits.py"
+    model.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            import torch
+
+            class Model(torch.nn.Module):
+                def forward(self, x):
+                    sys.exit({code})
+
+            def get_init_inputs():
+                return ()
+
+            def get_inputs():
+                return (torch.randn(4),)
+            """
+        )
+    )
+    result = cli("diagnose", str(model), *FAST, "-o", str(tmp_path / "r.json"))
+    assert result.code == 1
+    assert _error_line(result) == f"Error: the model exited while running (SystemExit: {code}): a forward must return"
+    assert "in forward" in result.err and "roofline/diagnose" not in result.err
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_cuda_without_a_gpu_is_one_line(cli, tmp_path):
     import torch
 

@@ -39,7 +39,8 @@ def _floating_tensors(value: Any) -> list[Any]:
 def run_once(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: Mode) -> Any:
     """One forward (inference: under no_grad) or forward + backward of the sum of the outputs (training).
 
-    An exception from the user's model becomes a UserCodeError carrying their traceback (exit 1)."""
+    An exception from the user's model, sys.exit() included, becomes a UserCodeError carrying their traceback
+    (exit 1); Ctrl-C (KeyboardInterrupt) goes on up."""
     import torch
 
     try:
@@ -57,6 +58,10 @@ def run_once(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: 
         raise
     except torch.cuda.OutOfMemoryError:
         raise
+    except SystemExit as exc:  # NB: sys.exit() in forward must not end (or pass) the run as if it had measured
+        raise UserCodeError(
+            f"the model exited while running (SystemExit: {exc.code}): a forward must return", user_traceback(exc)
+        ) from None
     except Exception as exc:
         raise UserCodeError(f"the model raised {type(exc).__name__}: {exc}", user_traceback(exc)) from None
 
