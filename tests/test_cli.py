@@ -448,3 +448,11 @@ def test_specs_detect_renders_a_gpu_and_its_warnings(cli, monkeypatch):
     assert "memory clock 2619 MHz · 5120-bit bus" in out
     assert "0.801" in out and "warning: h100-sxm: derived DRAM bandwidth 2682 GB/s" in out
     assert cli("specs", "detect", "--json").json()["gpus"][0]["checks"][0]["warn"] is True
+
+
+@pytest.mark.parametrize("args", [(), ("specs",), ("baseline",)])
+def test_no_command_prints_help_and_exits_0(cli, args):
+    result = cli(*args)
+    assert result.code == 0
+    assert "Usage:" in result.out and "Commands" in result.out
+    assert result.err == ""

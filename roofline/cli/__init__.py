@@ -113,6 +113,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(EXIT_INTERRUPTED)
         sys.exit(getattr(exc, "exit_code", 0))
     except click_errors as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `roofline` or a group alone: its help was asked for
+            sys.exit(0)
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         ctx = getattr(exc, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
