@@ -183,12 +183,20 @@ def default_device_names(env: Mapping[str, str] | None = None) -> list[str]:
 
 def sheet_devices(names: Sequence[str] | None, *, spec_files: Iterable[Path] = (), roofs: str = "auto") -> list[Device]:
     """The devices named (spec-sheet names or aliases; None: :func:`default_device_names`), each once, with the
-    roofs ``--roofs`` asks for (:func:`with_roofs`): what `roofline analyze` places workloads on."""
+    roofs ``--roofs`` asks for (:func:`with_roofs`): what `roofline analyze` places workloads on. ``cpu`` is this
+    machine's CPU with its measured roofs (:func:`cpu_roofs`: the cached calibration, else one run now)."""
     check_roofs(roofs)
     registry = _registry(spec_files)
     names = list(names) if names else default_device_names()
-    devices = [device_from_sheet(registry.get(name)) for name in dict.fromkeys(names)]
-    return [with_roofs(device, roofs)[0] for device in devices]
+    devices = []
+    for name in dict.fromkeys(names):
+        if name.strip().lower() == "cpu":  # NB: a CPU has no spec sheet: its roofs are measured, as bench's are
+            if roofs == "spec":
+                raise UsageError("--device cpu has no spec sheet (its roofs are measured): drop --roofs spec")
+            devices.append(cpu_roofs(_import_torch())[0])
+            continue
+        devices.append(with_roofs(device_from_sheet(registry.get(name)), roofs)[0])
+    return devices
 
 
 def known_devices(

@@ -456,3 +456,15 @@ def test_no_command_prints_help_and_exits_0(cli, args):
     assert result.code == 0
     assert "Usage:" in result.out and "Commands" in result.out
     assert result.err == ""
+
+
+def test_analyze_on_the_cpu_uses_its_measured_roofs(cli, monkeypatch):
+    from tests.diagnose_devices import CPU
+
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (CPU, ["test roofs"]))
+    result = cli("analyze", "gemm", "-m", "1024", "-n", "1024", "-k", "1024", "--dtype", "fp32", "--device", "cpu")
+    assert result.code == 0, result.err
+    assert "Test CPU" in result.out
+    result = cli("analyze", "gemm", "-m", "64", "-n", "64", "-k", "64", "--device", "cpu", "--roofs", "spec")
+    assert result.code == 2
+    assert result.err.strip() == "Error: --device cpu has no spec sheet (its roofs are measured): drop --roofs spec"

@@ -35,7 +35,10 @@ def _device() -> Any:
         None,
         "--device",
         "-d",
-        help="Spec-sheet name(s), comma list to compare (default: $ROOFLINE_DEVICE or this GPU).",
+        help=(
+            "Spec-sheet name(s), or cpu (this CPU, measured roofs); comma list to compare "
+            "(default: $ROOFLINE_DEVICE or this GPU)."
+        ),
     )
 
 
