@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -468,3 +469,11 @@ def test_analyze_on_the_cpu_uses_its_measured_roofs(cli, monkeypatch):
     result = cli("analyze", "gemm", "-m", "64", "-n", "64", "-k", "64", "--device", "cpu", "--roofs", "spec")
     assert result.code == 2
     assert result.err.strip() == "Error: --device cpu has no spec sheet (its roofs are measured): drop --roofs spec"
+
+
+def test_analyze_conv2d_dash_o_is_the_output_as_everywhere_else(cli, tmp_path):
+    out = tmp_path / "conv.json"
+    args = ("analyze", "conv2d", "-c", "64", "--out-channels", "128", "--height", "56", "--width", "56")
+    result = cli(*args, "--device", "h100-sxm", "-o", str(out))
+    assert result.code == 0, result.err
+    assert json.loads(out.read_text())["rows"][0]["params"]["out_channels"] == 128

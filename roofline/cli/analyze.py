@@ -332,7 +332,7 @@ def norm(
 def conv2d(
     batch: str = typer.Option("1", "--batch", "-b", help="Batch size." + SWEEP),
     in_channels: str = typer.Option(..., "--in-channels", "-c", help="Input channels." + SWEEP),
-    out_channels: str = typer.Option(..., "--out-channels", "-o", help="Output channels." + SWEEP),
+    out_channels: str = typer.Option(..., "--out-channels", help="Output channels." + SWEEP),
     height: str = typer.Option(..., "--height", help="Input height." + SWEEP),
     width: str = typer.Option(..., "--width", help="Input width." + SWEEP),
     kernel_size: str = typer.Option("3", "--kernel-size", help="Square kernel size." + SWEEP),
@@ -345,7 +345,7 @@ def conv2d(
     spec: list[Path] | None = spec_option(),
     roofs: str = _roofs(),
     as_json: bool = json_option(),
-    output: Path | None = typer.Option(None, "--output", help="Also write the report JSON here."),
+    output: Path | None = _output(),
     plot: Path | None = plot_option(),
 ) -> None:
     """2-D convolution (NCHW): 2 * output elements * (Cin/groups) * kh * kw FLOPs."""
