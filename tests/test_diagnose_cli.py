@@ -5,6 +5,7 @@ as one line with its exit code (the user's traceback for their own errors)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -309,3 +310,30 @@ def test_help_does_not_import_torch():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.stderr.strip().splitlines()[-1] == "NO-TORCH", result.stderr
+
+
+def test_json_output_is_json_even_when_the_model_prints(cli, tmp_path, modelled_cpu):
+    model = tmp_path / "chatty.py"
+    model.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            print("loading my model")
+
+            class Model(torch.nn.Module):
+                def forward(self, x):
+                    print("in forward")
+                    return x * 2
+
+            def get_init_inputs():
+                return ()
+
+            def get_inputs():
+                return (torch.randn(64),)
+            """
+        )
+    )
+    result = cli("diagnose", str(model), *FAST, "--json", "-o", str(tmp_path / "r.json"))
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["source"] == "diagnose"
+    assert "loading my model" in result.err and "in forward" in result.err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 
 import typer
@@ -72,7 +74,9 @@ def diagnose(
 
     if top < 1:
         raise UsageError(f"--top {top}: at least 1")
-    with diagnose_status() as progress:
+    # NB: with --json, standard output carries the report alone: whatever the user's file prints goes to stderr.
+    quiet_stdout = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+    with quiet_stdout, diagnose_status() as progress:
         result = run(
             model,
             entry=entry,
