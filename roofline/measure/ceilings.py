@@ -18,10 +18,11 @@ Conventions (measurement-facts.md, "Empirical ceilings"):
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
-from roofline.measure.calibration import CalibrationSummary, Ceiling, Skipped
+from roofline.measure.calibration import Calibration, CalibrationSummary, Ceiling, Skipped, now_utc
 
 Progress = Callable[[str, int, int], None]
 
@@ -63,6 +64,19 @@ class Steps:
     def done(self) -> None:
         if self.progress is not None:
             self.progress("done", len(self.names), len(self.names))
+
+    def calibration(self, machine: Any, notes: list[str], started_s: float, **extra: Any) -> Calibration:
+        """The calibration these steps measured: their ceilings and skips, the machine, the notes and the time
+        taken since ``started_s`` (a time.perf_counter() reading)."""
+        return Calibration(
+            created_utc=now_utc(),
+            machine=machine,
+            ceilings=self.ceilings,
+            skipped=self.skipped,
+            notes=notes,
+            elapsed_s=time.perf_counter() - started_s,
+            **extra,
+        )
 
 
 def ceiling_time(m: Any) -> tuple[float, str]:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from roofline.measure.calibration import Calibration, Ceiling, now_utc
+from roofline.measure.calibration import Calibration, Ceiling
 from roofline.measure.ceilings import MIB, Progress, Steps, check_output, latency_ceiling, rate_ceiling, size_text
 from roofline.measure.engine import measure
 from roofline.measure.stats import StoppingRule
@@ -147,12 +147,4 @@ def calibrate_cpu(torch: Any, *, progress: Progress | None = None, quick: bool =
         ),
     )
     steps.done()
-    return Calibration(
-        created_utc=now_utc(),
-        machine=machine,
-        ceilings=steps.ceilings,
-        skipped=steps.skipped,
-        notes=notes,
-        elapsed_s=time.perf_counter() - started,
-        quick=quick,
-    )
+    return steps.calibration(machine, notes, started, quick=quick)

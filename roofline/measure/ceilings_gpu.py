@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roofline.device import Device
-from roofline.measure.calibration import Calibration, Ceiling, gemm_roof_key, now_utc
+from roofline.measure.calibration import Calibration, Ceiling, gemm_roof_key
 from roofline.measure.ceilings import (
     GIB,
     MIB,
@@ -331,11 +331,4 @@ def calibrate_cuda(
     torch.cuda.empty_cache()
     if spec is None:
         notes.append(f"no spec sheet matches {machine.name!r}: no spec values or ratios")
-    return Calibration(
-        created_utc=now_utc(),
-        machine=machine,
-        ceilings=steps.ceilings,
-        skipped=steps.skipped,
-        notes=notes,
-        elapsed_s=time.perf_counter() - started,
-    )
+    return steps.calibration(machine, notes, started)
