@@ -5,7 +5,7 @@ Exit codes (documented in docs/cli.md):
   1  the user's own code failed (their traceback is shown); for ``gate``: a regression
   2  usage or input error: bad option, unknown device, invalid spec sheet or workload file
   3  ``gate``: inconclusive (too noisy to decide)
-  130 interrupted (Ctrl-C)
+  130 interrupted (Ctrl-C); 143 terminated (SIGTERM), 129 hung up (SIGHUP): handled like Ctrl-C
 """
 
 from __future__ import annotations
@@ -15,6 +15,21 @@ EXIT_USER_CODE = 1
 EXIT_USAGE = 2
 EXIT_INCONCLUSIVE = 3
 EXIT_INTERRUPTED = 130
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (as `timeout` or a closed terminal sends): handled like Ctrl-C, so the work finished so far
+    is kept (bench writes its rows), then the exit code is 128 + the signal's number (143, 129)."""
+
+    def __init__(self, signum: int, name: str) -> None:
+        super().__init__(name)
+        self.exit_code = 128 + signum
+        self.signal_name = name
+
+
+def interrupt_exit_code(exc: BaseException | None) -> int:
+    """The exit code of an interruption: 128 + the signal's number for SIGTERM/SIGHUP, else 130 (Ctrl-C)."""
+    return exc.exit_code if isinstance(exc, Terminated) else EXIT_INTERRUPTED
 
 
 class RooflineError(Exception):

@@ -587,3 +587,31 @@ def test_harness_rests_the_device_before_each_item():
     h.backend.synchronize = sync  # type: ignore[method-assign]
     h.measure(lambda: None)
     assert log[:2] == ["sync", "sleep 0.5"]  # idle only after the queued work has finished
+
+
+@pytest.mark.parametrize(("signame", "code"), [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_cli_sigterm_and_sighup_keep_the_rows_like_ctrl_c(cli, tmp_path, fake_cpu, monkeypatch, signame, code):
+    import os
+    import signal
+
+    from roofline.report.schema import read_report
+
+    number = getattr(signal, signame, None)
+    if number is None:
+        pytest.skip(f"no {signame} on this platform")
+    before = signal.getsignal(number)
+    real = runners.build
+
+    def build(kind, params, **kwargs):
+        if params.m == 128:
+            os.kill(os.getpid(), number)  # as `timeout` (SIGTERM) or a closed terminal (SIGHUP) would
+        return real(kind, params, **kwargs)
+
+    monkeypatch.setattr(runners, "build", build)
+    out = tmp_path / "r.json"
+    args = ("bench", "gemm", "-m", "64,128,256", "-n", "64", "-k", "64", "--device", "cpu", "-o", str(out))
+    result = cli(*args, "--max-time", "0.02")
+    assert result.code == code
+    assert [r["params"]["m"] for r in read_report(out).rows] == [64]
+    assert "Interrupted: 1 of 3 rows measured and written." in result.err
+    assert signal.getsignal(number) is before  # the command put the previous handler back

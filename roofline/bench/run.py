@@ -79,6 +79,7 @@ class BenchResult:
     skipped: list[Skipped]
     total: int
     interrupted: bool = False
+    interruption: KeyboardInterrupt | None = None  # what stopped it: Ctrl-C, or SIGTERM/SIGHUP (errors.Terminated)
 
     def first_error(self) -> RooflineError | None:
         """The first skip that was not an out-of-memory (a problem to report when nothing ran)."""
@@ -178,6 +179,7 @@ def run_bench(
     rows: list[BenchRow] = []
     skipped: list[Skipped] = []
     interrupted = False
+    interruption: KeyboardInterrupt | None = None
     for index, item in enumerate(items):
         if progress is not None:
             progress(index, len(items), item.label)
@@ -192,8 +194,8 @@ def run_bench(
                 measured = harness.measure(bench.fn)
                 bench.check()
             rows.append(bench_row(row, measured, item, bench.op, bench.notes, cache=harness.cache))
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as exc:
+            interrupted, interruption = True, exc
         except Exception as exc:
             failed = True
             if is_out_of_memory(exc):
@@ -216,7 +218,7 @@ def run_bench(
             break
     if progress is not None:
         progress(len(items) if not interrupted else len(rows) + len(skipped), len(items), "")
-    return BenchResult(rows, skipped, len(items), interrupted)
+    return BenchResult(rows, skipped, len(items), interrupted, interruption)
 
 
 def bench_report(command: str, target: Any, result: Any, suite: dict[str, str] | None = None) -> Any:

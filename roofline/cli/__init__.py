@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -71,6 +72,34 @@ def _command_path(command: Any, argv: list[str] | None) -> str:
     return f"roofline {name}" if name in getattr(command, "commands", {}) else "roofline"
 
 
+def _terminate_like_ctrl_c() -> Callable[[], None]:
+    """SIGTERM and SIGHUP raise :class:`roofline.errors.Terminated` (a KeyboardInterrupt) while a command runs, so
+    they stop it the way Ctrl-C does (bench keeps and writes its finished rows); returns what puts the previous
+    handlers back. A no-op outside the main thread (signal handlers can only be set there)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: object) -> None:
+        from roofline.errors import Terminated
+
+        raise Terminated(signum, signal.Signals(signum).name)
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            previous[number] = signal.signal(number, handler)
+
+    def restore() -> None:
+        for number, old in previous.items():
+            signal.signal(number, old)
+
+    return restore
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: every known error becomes one line `Error: ...` and its exit code."""
     from roofline.errors import EXIT_INTERRUPTED, EXIT_USAGE, RooflineError
@@ -79,6 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     clean_terminal_size_env()
     click_errors, exits = _click_errors()
     command = typer.main.get_command(app)
+    restore = _terminate_like_ctrl_c()
     try:
         result = command.main(args=argv, prog_name="roofline", standalone_mode=False)
     except RooflineError as exc:
@@ -87,9 +117,11 @@ def main(argv: list[str] | None = None) -> None:
             typer.echo(traceback_text.rstrip("\n"), err=True)
         typer.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("Interrupted.", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        from roofline.errors import Terminated, interrupt_exit_code
+
+        typer.echo(f"Terminated ({exc.signal_name})." if isinstance(exc, Terminated) else "Interrupted.", err=True)
+        sys.exit(interrupt_exit_code(exc))
     except ModuleNotFoundError as exc:  # a dependency of ours is missing from this environment
         from roofline.extras import EXTRAS, install_hint, missing_extra
 
@@ -123,4 +155,6 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:  # `roofline ... | head`
         sys.stderr.close()
         sys.exit(0)
+    finally:
+        restore()
     sys.exit(result if isinstance(result, int) else 0)

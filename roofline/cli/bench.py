@@ -115,7 +115,7 @@ def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] |
     """Run the items on the target device, write the report, render it; exit 130 when interrupted."""
     from roofline.bench.run import bench_report, run_bench
     from roofline.bench.target import open_target
-    from roofline.errors import EXIT_INTERRUPTED
+    from roofline.errors import interrupt_exit_code
     from roofline.report.schema import write_report
 
     target = open_target(
@@ -148,7 +148,7 @@ def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] |
     typer.echo(f"Report written to {opts.output}", err=True)
     if result.interrupted:
         typer.echo(f"Interrupted: {len(result.rows)} of {result.total} rows measured and written.", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(interrupt_exit_code(result.interruption))
 
 
 def _default_dtype(opts: Options) -> str:
