@@ -54,6 +54,7 @@ from roofline.report.rows import (
     UncountedOp,
     bits_of,
     input_bytes,
+    numel,
     output_bytes,
 )
 from roofline.units import format_bytes, format_intensity, format_rate, format_time
@@ -130,13 +131,6 @@ class GemmDims:
     b: int  # input position of the right operand (the weight of a Linear)
 
 
-def _numel(shape: Iterable[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
-
-
 def _name(op: str) -> str:
     return op.rsplit("::", 1)[-1].split(".", 1)[0]
 
@@ -156,7 +150,7 @@ def gemm_dims(point: OpPoint) -> GemmDims | None:
         a, w = shapes[0], shapes[1]
         if len(a) < 1 or len(w) != 2 or a[-1] != w[1]:
             return None
-        return GemmDims(1, _numel(a[:-1]), w[0], a[-1], 0, 1)
+        return GemmDims(1, numel(a[:-1]), w[0], a[-1], 0, 1)
     ia, ib = (1, 2) if name in BIAS_FIRST and len(shapes) >= 3 else (0, 1)
     a, b = shapes[ia], shapes[ib]
     if len(a) < 2 or len(b) < 1:
@@ -164,18 +158,18 @@ def gemm_dims(point: OpPoint) -> GemmDims | None:
     if len(b) == 1:  # matrix-vector
         if a[-1] != b[0]:
             return None
-        return GemmDims(_numel(a[:-2]), a[-2], 1, a[-1], ia, ib)
+        return GemmDims(numel(a[:-2]), a[-2], 1, a[-1], ia, ib)
     if a[-1] != b[-2]:
         return None
-    return GemmDims(max(_numel(a[:-2]), _numel(b[:-2])), a[-2], b[-1], a[-1], ia, ib)
+    return GemmDims(max(numel(a[:-2]), numel(b[:-2])), a[-2], b[-1], a[-1], ia, ib)
 
 
 def _max_numel(point: OpPoint) -> int:
-    return max((_numel(s) for s in [*point.input_shapes, *point.output_shapes]), default=0)
+    return max((numel(s) for s in [*point.input_shapes, *point.output_shapes]), default=0)
 
 
 def _out_numel(point: OpPoint) -> int:
-    return max((_numel(s) for s in point.output_shapes), default=0)
+    return max((numel(s) for s in point.output_shapes), default=0)
 
 
 def _best_run(seq: Sequence[int], lo: int, hi: int) -> tuple[int, int, int] | None:
@@ -263,16 +257,16 @@ def find_attention(points: Sequence[OpPoint]) -> list[Attention]:
         dims = gemm_dims(first)
         if dims is None or first.index in used or not first.output_shapes:
             continue
-        scores = max(first.output_shapes, key=_numel)
+        scores = max(first.output_shapes, key=numel)
         if len(scores) < 2 or scores[-1] < MIN_KEYS:
             continue
-        size, keys = _numel(scores), scores[-1]
+        size, keys = numel(scores), scores[-1]
         soft = None
         for j in range(i + 1, min(i + 1 + GATHER_DEPTH, len(fw))):
             p = fw[j]
             if p.math == "tensor":
                 break
-            if "softmax" in _name(p.op) and p.input_shapes and _numel(p.input_shapes[0]) == size:
+            if "softmax" in _name(p.op) and p.input_shapes and numel(p.input_shapes[0]) == size:
                 if p.input_shapes[0][-1] == keys:
                     soft = j
                 break
@@ -283,7 +277,7 @@ def find_attention(points: Sequence[OpPoint]) -> list[Attention]:
             p = fw[j]
             if p.math == "tensor":
                 d = gemm_dims(p)
-                if d is not None and _numel(p.input_shapes[d.a]) == size and p.input_shapes[d.a][-1] == keys:
+                if d is not None and numel(p.input_shapes[d.a]) == size and p.input_shapes[d.a][-1] == keys:
                     second = j
                 break
             if "softmax" in _name(p.op):

@@ -17,13 +17,12 @@ summed measured time, the bound holding most of the time). Efficiency is achieve
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from roofline import ironlaw
-from roofline.report.rows import Stored
+from roofline.report.rows import Stored, finite_number, positive_number
 
 PREDICTED = "predicted"  # analytic: a floor computed from the counts, not a measurement
 ABOVE_ROOF = "above-roof"  # achieved more than the roof allows: the counts, the time or the roof are wrong
@@ -113,18 +112,6 @@ class PointsSummary:
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def _positive(value: Any) -> float | None:
-    number = _number(value)
-    return number if number is not None and number > 0 else None
-
-
 def _shapes(shapes: Any, limit: int = 3) -> str:
     if not isinstance(shapes, list):
         return ""
@@ -202,9 +189,9 @@ def _point(
     calls: int = 1,
 ) -> Point:
     flags: list[str] = []
-    flops = _number(row.get("flops"))
-    nbytes = _number(row.get("bytes"))
-    time_s = _number(row.get(time_key))
+    flops = finite_number(row.get("flops"))
+    nbytes = finite_number(row.get("bytes"))
+    time_s = finite_number(row.get(time_key))
     stored = Stored.of(row)
     if source == "analytic":
         flags.append(PREDICTED)
@@ -217,7 +204,7 @@ def _point(
     if not time_s or time_s <= 0 or row.get("timed") is False:
         flags.append(UNTIMED)
         time_s = None if not time_s or time_s <= 0 else time_s
-    efficiency = _number(stored.efficiency)
+    efficiency = finite_number(stored.efficiency)
     if efficiency is not None and efficiency > 1.0 and not any(f in SKIP_FLAGS for f in flags):
         flags.append(ABOVE_ROOF)
     return Point(
@@ -231,15 +218,15 @@ def _point(
         roof=str(row.get("roof") or ""),
         flops=flops,
         bytes=nbytes,
-        intensity=_number(stored.intensity),
+        intensity=finite_number(stored.intensity),
         throughput=flops / time_s if flops and time_s else None,
-        attainable=_number(stored.attainable_flops_per_s),
+        attainable=finite_number(stored.attainable_flops_per_s),
         time_s=time_s,
         share=None,
         efficiency=efficiency,
         bound=stored.bound,
         calls=calls,
-        launches=max(int(_number(row.get("kernels")) or 0), calls, 1),
+        launches=max(int(finite_number(row.get("kernels")) or 0), calls, 1),
         flags=tuple(flags),
     )
 
@@ -266,7 +253,7 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     members: dict[tuple[Any, ...], list[ironlaw.Member]] = {}
     for index, row in enumerate(rows):
-        timed = row.get("timed") is not False and bool(_positive(row.get("time_s")))
+        timed = row.get("timed") is not False and bool(positive_number(row.get("time_s")))
         key = (row.get("op"), repr(row.get("input_shapes")), row.get("phase"), row.get("roof"), timed)
         group = groups.get(key)
         if group is None:
@@ -282,9 +269,11 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "modules": [],
             }
             members[key] = []
-        time_s = _positive(row.get("time_s")) or 0.0
-        members[key].append(Stored.of(row).member(_number(row.get("flops")), _number(row.get("bytes")), time_s))
-        group["kernels"] += int(_number(row.get("kernels")) or 0)
+        time_s = positive_number(row.get("time_s")) or 0.0
+        members[key].append(
+            Stored.of(row).member(finite_number(row.get("flops")), finite_number(row.get("bytes")), time_s)
+        )
+        group["kernels"] += int(finite_number(row.get("kernels")) or 0)
         group["count"] += 1
         module = str(row.get("module") or "") or "(model)"
         if module not in group["modules"]:
@@ -385,9 +374,9 @@ def _finding(data: Mapping[str, Any], where: str) -> FindingView:
         properties=tuple(str(p) for p in data.get("properties") or ()),
         technique=str(data.get("technique") or ""),
         evidence=str(data.get("evidence") or ""),
-        time_s=_number(data.get("time_s")),
-        best_time_s=_number(data.get("best_time_s")),
-        share=_number(data.get("share")),
+        time_s=finite_number(data.get("time_s")),
+        best_time_s=finite_number(data.get("best_time_s")),
+        share=finite_number(data.get("share")),
     )
 
 

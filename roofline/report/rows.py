@@ -141,7 +141,8 @@ class BenchRow(Row):
 # ------------------------------------------------------------------------------------------------ diagnose
 
 
-def _numel(shape: Iterable[int]) -> int:
+def numel(shape: Iterable[int]) -> int:
+    """Elements of a tensor of ``shape``."""
     n = 1
     for d in shape:
         n *= int(d)
@@ -195,7 +196,7 @@ class OpPoint(BaseModel):
     @property
     def rows(self) -> int:
         """Number of output elements (the largest output)."""
-        return max((_numel(s) for s in self.output_shapes), default=0)
+        return max((numel(s) for s in self.output_shapes), default=0)
 
     def signature(self) -> tuple[str, tuple[tuple[int, ...], ...]]:
         return self.op, tuple(tuple(s) for s in self.input_shapes)
@@ -209,7 +210,7 @@ def bits_of(dtype: str, fallback: str = "fp32") -> int:
 
 
 def tensor_bytes(shape: Sequence[int], dtype: str, fallback: str = "fp32") -> int:
-    return -(-_numel(shape) * bits_of(dtype, fallback) // 8)
+    return -(-numel(shape) * bits_of(dtype, fallback) // 8)
 
 
 def input_bytes(point: OpPoint, which: Iterable[int] | None = None) -> int:
@@ -359,38 +360,40 @@ def parse_rows(source: str, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
 # ------------------------------------------------------------------------------------------------ upgrading
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
+    """A stored number as a float: None for a bool, a non-number, NaN or an infinity."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
 
 
-def _positive(value: Any) -> float | None:
-    number = _number(value)
+def positive_number(value: Any) -> float | None:
+    """A finite stored number above 0, else None."""
+    number = finite_number(value)
     return number if number is not None and number > 0 else None
 
 
 def _roofs(row: Mapping[str, Any], devices: Mapping[str, Any], default: Any) -> tuple[float | None, float | None]:
     """The compute roof and DRAM bandwidth a row was placed on: its own, else its device's (a DeviceInfo)."""
     device = devices.get(str(row.get("device") or "")) or default
-    peak = _positive(row.get("peak_flops_per_s"))
-    bandwidth = _positive(row.get("bandwidth_bytes_per_s"))
+    peak = positive_number(row.get("peak_flops_per_s"))
+    bandwidth = positive_number(row.get("bandwidth_bytes_per_s"))
     if device is not None:
         roof = str(row.get("roof") or "")
         if roof and peak is None:
-            peak = _positive(device.compute_flops_per_s.get(roof))
-        bandwidth = bandwidth or _positive(device.dram_bandwidth_bytes_per_s)
+            peak = positive_number(device.compute_flops_per_s.get(roof))
+        bandwidth = bandwidth or positive_number(device.dram_bandwidth_bytes_per_s)
     return peak, bandwidth
 
 
 def _filled(source: str, row: dict[str, Any], devices: Mapping[str, Any], default: Any) -> dict[str, Any]:
-    flops, nbytes = _number(row.get("flops")), _number(row.get("bytes"))
+    flops, nbytes = finite_number(row.get("flops")), finite_number(row.get("bytes"))
     peak, bandwidth = _roofs(row, devices, default)
     row = dict(row)
     if "intensity" not in row:
         row["intensity"] = ironlaw.intensity(flops, nbytes) if flops is not None and nbytes else None
     if "roof_time_s" not in row:
-        time_s, launch_s = _number(row.get("time_s")), _number(row.get("launch_time_s"))
+        time_s, launch_s = finite_number(row.get("time_s")), finite_number(row.get("launch_time_s"))
         roof: float | None = None
         if source in ("analytic", "bench") and time_s is not None and launch_s is not None:
             roof = time_s - launch_s  # a version-1 analytic row: its minimum time less its launch floors
@@ -398,7 +401,7 @@ def _filled(source: str, row: dict[str, Any], devices: Mapping[str, Any], defaul
             compute = ironlaw.compute_time(flops, peak) if peak else 0.0
             roof = ironlaw.roofline_time(compute, ironlaw.memory_time(nbytes, bandwidth))
         row["roof_time_s"] = roof
-    roof = _number(row.get("roof_time_s"))
+    roof = finite_number(row.get("roof_time_s"))
     if "attainable_flops_per_s" not in row:
         row["attainable_flops_per_s"] = (
             ironlaw.attainable_rate(flops, roof) if flops is not None and roof is not None and peak else None
@@ -406,10 +409,10 @@ def _filled(source: str, row: dict[str, Any], devices: Mapping[str, Any], defaul
     if "efficiency" not in row:
         efficiency: float | None = None
         if roof is not None and source == "analytic":
-            time_s = _positive(row.get("time_s"))
+            time_s = positive_number(row.get("time_s"))
             efficiency = ironlaw.efficiency(roof, time_s) if time_s else None
         elif roof is not None and row.get("timed") is not False:
-            time_s = _number(row.get("median_s" if source == "bench" else "time_s"))
+            time_s = finite_number(row.get("median_s" if source == "bench" else "time_s"))
             efficiency = ironlaw.row_efficiency(roof, time_s) if time_s is not None else None
         row["efficiency"] = efficiency
     return row
@@ -449,9 +452,12 @@ __all__ = [
     "Stored",
     "UncountedOp",
     "bits_of",
+    "finite_number",
     "input_bytes",
+    "numel",
     "output_bytes",
     "parse_rows",
+    "positive_number",
     "tensor_bytes",
     "upgrade_rows",
 ]
