@@ -5,6 +5,8 @@ Exit codes (documented in docs/cli.md):
   1  the user's own code failed (their traceback is shown); for ``gate``: a regression
   2  usage or input error: bad option, unknown device, invalid spec sheet or workload file
   3  ``gate``: inconclusive (too noisy to decide)
+  4  ``gate``: nothing was measured (the model or suite failed or stopped): never a pass
+  124 ``--timeout`` ran out (as coreutils ``timeout``): the work finished so far is kept
   130 interrupted (Ctrl-C); 143 terminated (SIGTERM), 129 hung up (SIGHUP): handled like Ctrl-C
 """
 
@@ -14,6 +16,8 @@ EXIT_OK = 0
 EXIT_USER_CODE = 1
 EXIT_USAGE = 2
 EXIT_INCONCLUSIVE = 3
+EXIT_NOT_MEASURED = 4
+EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
 
 
