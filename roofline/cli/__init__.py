@@ -12,6 +12,7 @@ from roofline import __version__
 from roofline.cli import analyze, bench, diagnose, plot, report, specs
 from roofline.cli import baseline as baseline_cli
 from roofline.cli import calibrate as calibrate_cli
+from roofline.cli import completion as completion_cli
 from roofline.cli import gate as gate_cli
 
 app = typer.Typer(
@@ -36,6 +37,7 @@ app.command("plot")(plot.plot)
 app.command("report")(report.report)
 app.command("gate")(gate_cli.gate)
 app.add_typer(baseline_cli.app, name="baseline")
+app.command("completion")(completion_cli.completion)
 
 
 def _version(value: bool) -> None:
@@ -106,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     from roofline.render.base import clean_terminal_size_env
 
     clean_terminal_size_env()
+    if completion_cli.completing():
+        completion_cli.enable_completion()
     click_errors, exits = _click_errors()
     command = typer.main.get_command(app)
     restore = _terminate_like_ctrl_c()
