@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from roofline import __version__
-from roofline.cli import analyze, bench, diagnose, plot, report, specs
+from roofline.cli import analyze, bench, diagnose, plot, report, specs, verbosity
 from roofline.cli import baseline as baseline_cli
 from roofline.cli import calibrate as calibrate_cli
 from roofline.cli import completion as completion_cli
@@ -49,8 +49,21 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="Say nothing on stderr but errors (no notes, progress or 'written to' lines)."
+    ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Also show our own traceback under an error (for a bug report)."
+    ),
 ) -> None:
     """Roofline analysis and GPU performance diagnosis."""
+    from roofline.cli import verbosity
+
+    if quiet and verbose:
+        from roofline.errors import UsageError
+
+        raise UsageError("--quiet and --verbose: give one of them")
+    verbosity.set_level(verbosity.QUIET if quiet else verbosity.VERBOSE if verbose else verbosity.NORMAL)
 
 
 def _click_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
@@ -113,12 +126,17 @@ def main(argv: list[str] | None = None) -> None:
     click_errors, exits = _click_errors()
     command = typer.main.get_command(app)
     restore = _terminate_like_ctrl_c()
+    verbosity.set_level(verbosity.NORMAL)
     try:
         result = command.main(args=argv, prog_name="roofline", standalone_mode=False)
     except RooflineError as exc:
         traceback_text = getattr(exc, "traceback_text", "")
         if traceback_text:  # the user's code failed: their traceback (ours trimmed), then our one line
             typer.echo(traceback_text.rstrip("\n"), err=True)
+        elif verbosity.verbose():  # --verbose: where in roofline the error was raised
+            import traceback
+
+            typer.echo("".join(traceback.format_exception(exc)).rstrip("\n"), err=True)
         typer.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt as exc:

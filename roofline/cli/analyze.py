@@ -18,6 +18,7 @@ from roofline.cli.common import (
     words_value,
 )
 from roofline.cli.output import command_line, plot_option, write_requested_plot
+from roofline.cli.verbosity import info
 
 app = typer.Typer(
     help=(
@@ -76,7 +77,7 @@ def _emit(rows: list, devices: list, as_json: bool, output: Path | None, title: 
 
     print_text(AnalysisRenderer(devices, title=title).render(rows))
     if output is not None:
-        typer.echo(f"Report written to {output}", err=True)
+        info(f"Report written to {output}")
 
 
 def run(

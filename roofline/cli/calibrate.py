@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from roofline.cli.common import json_option, print_json, print_text, spec_option
+from roofline.cli.verbosity import info
 
 
 def calibrate(
@@ -38,14 +39,12 @@ def calibrate(
     path, result = lookup.path, lookup.calibration
     if lookup.corrupt is not None:
         reason = str(lookup.corrupt).removeprefix(f"{path}: ")
-        typer.echo(
-            f"ignoring corrupt calibration cache {path}: {reason}; re-measuring (moved to {lookup.moved})", err=True
-        )
+        info(f"ignoring corrupt calibration cache {path}: {reason}; re-measuring (moved to {lookup.moved})")
     if lookup.from_cache:
         when = result.created_utc.strftime("%Y-%m-%d %H:%M UTC")
-        typer.echo(f"cached from {when} ({path}), use --refresh to re-measure", err=True)
+        info(f"cached from {when} ({path}), use --refresh to re-measure")
     else:
-        typer.echo(f"calibration written to {path}", err=True)
+        info(f"calibration written to {path}")
 
     if as_json:
         print_json(result.to_dict())

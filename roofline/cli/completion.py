@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from roofline.cli.verbosity import info
 from roofline.errors import UsageError
 
 SHELLS = ("bash", "zsh", "fish", "powershell")
@@ -41,7 +42,7 @@ def completion(
     typer.echo(script.rstrip("\n") + "\n", nl=False)
     if not typer.get_text_stream("stdout").isatty():
         return
-    typer.echo(f"# to load it in every new shell: {_HOW[name]}", err=True)
+    info(f"# to load it in every new shell: {_HOW[name]}")
 
 
 def completing() -> bool:

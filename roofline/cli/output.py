@@ -83,8 +83,10 @@ def write_output(content: str | bytes, output: Path | None, fmt: str) -> None:
 
 
 def print_notes(notes: Any) -> None:
+    from roofline.cli.verbosity import info
+
     for note in notes:
-        typer.echo(f"note: {note}", err=True)
+        info(f"note: {note}")
 
 
 def chart_content(spec: Any, fmt: str, size: tuple[int, int] = (1600, 1000)) -> str | bytes:

@@ -8,6 +8,7 @@ import typer
 
 from roofline.cli import output as out
 from roofline.cli.common import spec_option, split_list
+from roofline.cli.verbosity import info
 from roofline.errors import UsageError
 
 DEFAULT_SIZE = "1600x1000"
@@ -82,4 +83,4 @@ def plot(
     out.write_output(out.chart_content(chart, chosen, pixels), output, chosen)
     out.print_notes(chart.notes)
     if output is not None:
-        typer.echo(f"Chart written to {output}", err=True)
+        info(f"Chart written to {output}")

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from roofline.cli import output as out
+from roofline.cli.verbosity import info
 
 REPORT_FORMATS = {
     ".html": "html",
@@ -95,4 +96,4 @@ def report(
     out.write_output(content, output, chosen)
     if output is not None:
         out.print_notes(notes)
-        typer.echo(f"Report written to {output}", err=True)
+        info(f"Report written to {output}")
