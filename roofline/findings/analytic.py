@@ -15,7 +15,7 @@ from typing import Any
 from roofline.costs.base import Cost, Params, get_model
 from roofline.device import Device
 from roofline.errors import RooflineError
-from roofline.findings.base import TILE_M, TILE_N, Finding, rank, trimmed_waves
+from roofline.findings.base import TILE_M, TILE_N, Finding, rank, trimmed_waves, wave_times
 from roofline.ironlaw import Placement, place_cost
 from roofline.properties import Property
 from roofline.units import format_bytes, format_time
@@ -151,14 +151,31 @@ def wave_quantization(ctx: AnalyticContext) -> Finding | None:
     waves = trimmed_waves(m, n, getattr(ctx.params, "batch", 1), sms)
     if waves is None:
         return None
-    tiles, now, m2, n2, tiles2, better = waves
+    p = ctx.placement
+    # NB: the roofline time assumes every SM busy; with whole tiles in waves, the last wave's idle SMs stretch it.
+    # The trimmed GEMM is bounded the same way, so its time is never below its own roofline time.
+    now_s, after_s = wave_times(p.roof_time_s, waves)
+    launch = p.time_s - p.roof_time_s
+    unit = ctx.device.unit_name
     evidence = (
-        f"with {TILE_M}x{TILE_N} tiles: {tiles} tiles on {sms} {ctx.device.unit_name}s = {now} waves, the last "
-        f"one {tiles - (now - 1) * sms}/{sms} full; m={m2} n={n2} needs {tiles2} tiles = {better} wave(s)"
+        f"with {TILE_M}x{TILE_N} tiles: {waves.tiles} tiles on {sms} {unit}s = {waves.waves} waves, the last one "
+        f"{waves.tiles - (waves.waves - 1) * sms}/{sms} full, so the {unit}s are busy "
+        f"{100 * waves.busy:.0f}% of the time: about {format_time(now_s + launch)}, not the roofline's "
+        f"{format_time(p.time_s)}; m={waves.trimmed_m} n={waves.trimmed_n} needs {waves.trimmed_tiles} tiles = "
+        f"{waves.trimmed_waves} wave(s): {format_time(after_s + launch)}"
     )
-    technique = f"pad or trim M, N to tile multiples so the tiles fill whole waves (m={m2} n={n2})"
-    best = ctx.placement.time_s * better / now
-    return _finding(ctx, "wave-quantization", (Property.LOCALITY,), technique, evidence, best)
+    technique = (
+        f"pad or trim M, N to tile multiples so the tiles fill whole waves (m={waves.trimmed_m} n={waves.trimmed_n})"
+    )
+    return Finding(
+        rule="wave-quantization",
+        bottleneck=p.bound,
+        properties=[Property.LOCALITY.value],
+        technique=technique,
+        evidence=evidence,
+        time_s=now_s + launch,
+        best_time_s=after_s + launch,
+    )
 
 
 def compute_bound(ctx: AnalyticContext) -> Finding | None:

@@ -50,6 +50,30 @@ class Waves(NamedTuple):
     trimmed_n: int
     trimmed_tiles: int
     trimmed_waves: int
+    units: int
+    m: int
+    n: int
+
+    @property
+    def busy(self) -> float:
+        """The share of the compute units' wave-time doing tiles now (1: every wave full)."""
+        return self.tiles / (self.waves * self.units)
+
+    @property
+    def trimmed_busy(self) -> float:
+        return self.trimmed_tiles / (self.trimmed_waves * self.units)
+
+    @property
+    def trimmed_share(self) -> float:
+        """The trimmed GEMM's work as a share of this one's (its FLOPs and roofline time scale by it)."""
+        return self.trimmed_m * self.trimmed_n / (self.m * self.n)
+
+
+def wave_times(roof_time_s: float, waves: Waves) -> tuple[float, float]:
+    """(now, trimmed): the roofline time of a compute-bound GEMM stretched by its wave quantization (the roofline
+    assumes every unit busy; a partial last wave leaves units idle), and the same for the trimmed GEMM. NB: the
+    trimmed time is never below the trimmed GEMM's own roofline time (its busy share is at most 1)."""
+    return roof_time_s / waves.busy, roof_time_s * waves.trimmed_share / waves.trimmed_busy
 
 
 def trimmed_waves(m: int, n: int, batch: int, units: int) -> Waves | None:
@@ -67,7 +91,7 @@ def trimmed_waves(m: int, n: int, batch: int, units: int) -> Waves | None:
     tiles2, better = count(m2, n2)
     if better >= now:
         return None
-    return Waves(tiles, now, m2, n2, tiles2, better)
+    return Waves(tiles, now, m2, n2, tiles2, better, units, m, n)
 
 
-__all__ = ["TILE_M", "TILE_N", "Finding", "Waves", "rank", "scaled_time", "trimmed_waves"]
+__all__ = ["TILE_M", "TILE_N", "Finding", "Waves", "rank", "scaled_time", "trimmed_waves", "wave_times"]
