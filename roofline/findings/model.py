@@ -511,7 +511,10 @@ def launch_bound(ctx: ModelContext) -> ModelFinding | None:
     before = sum(p.roof_time_s + p.launch_floor_s for p in timed)
     after = sum(p.roof_time_s for p in timed) + ctx.one_launch_s()
     device_time = sum(p.time_s for p in timed)  # the ops without the gaps between them
-    best = scaled_time(device_time, before, after)
+    # NB: a bound: the measured device time scaled by the roofline's gain, never below the roofline time of the
+    # same ops as one graph / fused kernel (their work plus one launch)
+    scaled = scaled_time(device_time, before, after)
+    best = max(scaled, after) if scaled is not None and after < time_now else None
     floor = ctx.device.launch_floor_s
     typical = median(p.time_s for p in timed)
     parts = [
