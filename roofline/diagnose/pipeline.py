@@ -16,6 +16,8 @@ from roofline import roofs as roof_resolver
 from roofline.device import Device
 from roofline.diagnose.place import place
 from roofline.errors import RooflineError, UsageError, WorkloadError
+from roofline.findings.base import rank
+from roofline.findings.coverage import cover
 from roofline.findings.model import RULES, ModelContext, ModelFinding, Rule
 from roofline.findings.model import diagnose as run_rules
 from roofline.report.records import OpRecord, Timing
@@ -170,6 +172,7 @@ def diagnose(
     placed = place(records, timing, dev)
     ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
     findings = run_rules(ctx, tuple(stages.rules))
+    findings = rank([*findings, *cover(ctx, findings)])  # every group that costs time gets a verdict
     notes += [n for n in [*timing.notes, *placed.notes] if n not in notes]
     options = {
         "entry": entry,

@@ -58,7 +58,8 @@ class Finding(BaseModel):
         return ironlaw.saving(self.time_s, self.best_time_s)
 
     def summary(self) -> str:
-        text = f"{join(tuple(Property(p) for p in self.properties))}: {self.technique}"
+        props = join(tuple(Property(p) for p in self.properties))
+        text = f"{props}: {self.technique}" if props else self.technique
         gain = self.gain
         if gain is not None:
             text += f"; at most {gain:.3g}x ({format_time(self.time_s)} -> {format_time(self.best_time_s or 0)})"

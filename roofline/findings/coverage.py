@@ -1,0 +1,198 @@
+"""Coverage: every group of identical ops that costs time gets a verdict.
+
+After the rules (:func:`roofline.findings.model.diagnose`), each group of identical ops (the same op on the same
+input shapes in the same phase, wherever it is called) taking at least COVER_SHARE of the iteration is checked:
+
+- below NEAR_ROOF of its roofline and no finding covers it: a **not-explained** finding -- how much time, how far
+  below the roof, the evidence we have (the limiter and its numbers, achieved rates), and the next experiment (the
+  Nsight Compute sections that would tell);
+- at or above NEAR_ROOF of its roofline and not covered: a **near-roof** finding naming the next property the
+  texts give for that roof (memory: fewer bytes -- fuse with the neighbours, lower precision; compute: fewer
+  FLOPs -- sparsity, low rank, a cheaper algorithm), with the bound of halving the binding term.
+
+A group is covered when findings already name at least COVERED_SHARE of its time. Pure: the context and the
+findings in, the extra findings out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from roofline.findings.model import ModelContext, ModelFinding
+from roofline.properties import Property
+from roofline.report.rows import OpPoint
+from roofline.units import format_rate, format_time
+
+COVER_SHARE = 0.05  # a group taking at least this share of the iteration gets a verdict
+NEAR_ROOF = 0.8  # at or above this efficiency a group is near its roofline
+COVERED_SHARE = 0.5  # a group is covered when findings name at least this share of its time
+
+# NB: Nsight Compute sections (ncu --section NAME) that tell what limits a kernel, per limiter
+NEXT_SECTIONS = {
+    "memory": "MemoryWorkloadAnalysis (DRAM/L2 traffic, cache hit rates, uncoalesced accesses)",
+    "compute": "ComputeWorkloadAnalysis and InstructionStats (pipe utilisation, tensor cores used or not)",
+    "parallelism": "LaunchStats and Occupancy (grid size vs SMs, waves, registers and shared memory per block)",
+    "latency": "WarpStateStats and SchedulerStats (why warps stall: memory dependency, barriers, issue)",
+    "layout": "SpeedOfLight per kernel of the op (the conversion kernels beside the main one)",
+    "launch": "a timeline (nsys) of the iteration: kernel gaps and host time between launches",
+    "host": "a timeline (nsys or torch.profiler) of the host thread: Python and dispatch between ops",
+}
+# NB: on a CPU: what the threads do
+CPU_NEXT = (
+    "torch.profiler with with_stack=True (where the op's time goes) and `perf stat` / VTune on the run (threads busy, "
+    "vector instructions, cache misses); torch.get_num_threads() should match the cores"
+)
+
+
+def _limiter(points: Sequence[OpPoint]) -> tuple[str, str]:
+    """The limiter holding most of the group's time and the evidence of its largest op (H6's stored values when the
+    report has them; the roofline bound otherwise)."""
+    by_time: dict[str, float] = {}
+    for p in points:
+        name = getattr(p, "limiter", "") or p.bound
+        by_time[name] = by_time.get(name, 0.0) + p.time_s
+    limiter = max(by_time, key=lambda k: by_time[k]) if by_time else "none"
+    top = max(points, key=lambda p: p.time_s)
+    return limiter, getattr(top, "limiter_evidence", "") or ""
+
+
+def _rates(points: Sequence[OpPoint]) -> str:
+    time = sum(p.time_s for p in points)
+    if time <= 0:
+        return ""
+    flops = sum(p.flops for p in points)
+    nbytes = sum(p.bytes for p in points)
+    top = max(points, key=lambda p: p.time_s)
+    parts = []
+    if nbytes and top.bandwidth_bytes_per_s:
+        rate = nbytes / time
+        parts.append(f"DRAM {format_rate(rate, 'B/s')} ({100 * rate / top.bandwidth_bytes_per_s:.0f}% of the ceiling)")
+    if flops and top.peak_flops_per_s:
+        rate = flops / time
+        parts.append(f"{format_rate(rate, 'FLOP/s')} ({100 * rate / top.peak_flops_per_s:.0f}% of the {top.roof} roof)")
+    return ", ".join(parts)
+
+
+def groups(ctx: ModelContext) -> list[list[OpPoint]]:
+    """Timed ops doing work, grouped by op, input shapes and phase (identical ops wherever they are called)."""
+    grouped: dict[object, list[OpPoint]] = {}
+    for p in ctx.work():
+        if p.timed and p.time_s > 0:
+            grouped.setdefault((p.signature(), p.phase), []).append(p)
+    return list(grouped.values())
+
+
+def _covered(points: Sequence[OpPoint], findings: Sequence[ModelFinding]) -> bool:
+    named = {i for f in findings for i in f.ops}
+    time = sum(p.time_s for p in points)
+    return time > 0 and sum(p.time_s for p in points if p.index in named) >= COVERED_SHARE * time
+
+
+def _label(points: Sequence[OpPoint]) -> str:
+    p = points[0]
+    shapes = ", ".join("x".join(str(d) for d in s) for s in p.input_shapes[:3])
+    count = f"{len(points)} x " if len(points) > 1 else ""
+    return f"{count}{p.op.rsplit('::', 1)[-1]} [{shapes}]"
+
+
+def not_explained(ctx: ModelContext, points: Sequence[OpPoint], share: float, efficiency: float) -> ModelFinding:
+    limiter, evidence = _limiter(points)
+    time_s = sum(p.time_s for p in points)
+    floor = sum(p.roof_time_s + p.launch_floor_s for p in points)
+    rates = _rates(points)
+    text = (
+        f"{_label(points)}: {100 * share:.0f}% of the time at {100 * efficiency:.0f}% of the roofline; "
+        f"limiter {limiter}" + (f" ({evidence})" if evidence else "") + (f"; achieved {rates}" if rates else "")
+    )
+    if ctx.summary.device_kind == "cuda":
+        section = NEXT_SECTIONS.get(limiter, NEXT_SECTIONS["latency"])
+        technique = f"not explained by a rule; next: Nsight Compute --section {section} on its kernels"
+    else:
+        technique = f"not explained by a rule; next: {CPU_NEXT}"
+    return ModelFinding(
+        rule="not-explained",
+        bottleneck=limiter,
+        properties=[],
+        technique=technique,
+        evidence=text,
+        time_s=time_s,
+        best_time_s=floor if floor < time_s else None,
+        where=", ".join(dict.fromkeys(p.module or "(model)" for p in points[:3])),
+        ops=sorted(p.index for p in points),
+        share=share,
+    )
+
+
+def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, efficiency: float) -> ModelFinding:
+    time_s = sum(p.time_s for p in points)
+    memory = sum(p.memory_time_s for p in points)
+    compute = sum(p.compute_time_s for p in points)
+    launch = sum(p.launch_floor_s for p in points)
+    if memory >= compute:
+        bottleneck = "memory"
+        props = [Property.LOCALITY.value, Property.REDUNDANCY.value]
+        technique = (
+            "fewer bytes: fuse it with its neighbours (torch.compile) so its inputs and outputs stay on chip, or "
+            "a lower precision (bf16/fp8 activations, int8/int4 weights)"
+        )
+        # NB: the what-if of half the bytes (fp32 -> bf16, or bf16 -> fp8), the compute term unchanged
+        after = sum(max(p.memory_time_s / 2, p.compute_time_s) for p in points) + launch
+    else:
+        bottleneck = "compute"
+        props = [Property.SPARSITY.value, Property.SEPARABILITY.value, Property.SYMMETRY.value]
+        technique = "fewer FLOPs: 2:4 structured sparsity, low-rank factorisation, a cheaper algorithm"
+        # NB: the what-if of 2:4 sparsity (half the FLOPs at the same roof), the memory term unchanged
+        after = sum(max(p.compute_time_s / 2, p.memory_time_s) for p in points) + launch
+    before = sum(p.roof_time_s for p in points) + launch
+    best = time_s * after / before if 0 < after < before else None
+    if best is not None:
+        best = max(best, after)
+    evidence = (
+        f"{_label(points)}: {100 * share:.0f}% of the time at {100 * efficiency:.0f}% of the roofline "
+        f"({format_time(time_s)} vs {format_time(before - launch)}): near the {bottleneck} roof, only less "
+        f"{'traffic' if bottleneck == 'memory' else 'arithmetic'} makes it faster"
+    )
+    return ModelFinding(
+        rule="near-roof",
+        bottleneck=bottleneck,
+        properties=props,
+        technique=technique,
+        evidence=evidence,
+        time_s=time_s,
+        best_time_s=best,
+        where=", ".join(dict.fromkeys(p.module or "(model)" for p in points[:3])),
+        ops=sorted(p.index for p in points),
+        share=share,
+    )
+
+
+def cover(ctx: ModelContext, findings: Sequence[ModelFinding]) -> list[ModelFinding]:
+    """The not-explained and near-roof findings for the groups of at least COVER_SHARE that ``findings`` leave
+    uncovered, largest first."""
+    total = ctx.total_time_s
+    if total <= 0:
+        return []
+    extra: list[ModelFinding] = []
+    for points in groups(ctx):
+        time_s = sum(p.time_s for p in points)
+        share = time_s / total
+        roof = sum(p.roof_time_s for p in points)
+        if share < COVER_SHARE or roof <= 0 or _covered(points, findings):
+            continue
+        efficiency = roof / time_s
+        make = near_roof if efficiency >= NEAR_ROOF else not_explained
+        extra.append(make(ctx, points, share, efficiency))
+    return sorted(extra, key=lambda f: -f.time_s)
+
+
+__all__ = [
+    "COVERED_SHARE",
+    "COVER_SHARE",
+    "CPU_NEXT",
+    "NEAR_ROOF",
+    "NEXT_SECTIONS",
+    "cover",
+    "groups",
+    "near_roof",
+    "not_explained",
+]
