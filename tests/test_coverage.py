@@ -1,0 +1,68 @@
+"""Coverage: every group of identical ops taking >= 5% of the iteration gets a verdict (hand-built ops, no torch)."""
+
+from __future__ import annotations
+
+import pytest
+from diagnose_devices import CPU
+from test_diagnose_rules import ctx_of, elementwise, mm
+
+from roofline.findings import coverage
+from roofline.findings.model import ModelFinding
+
+
+def _finding(ops: list[int], time_s: float) -> ModelFinding:
+    return ModelFinding(
+        rule="x", bottleneck="memory", properties=["locality"], technique="t", evidence="e", time_s=time_s, ops=ops
+    )
+
+
+def test_slow_uncovered_group_is_not_explained_with_its_numbers():
+    roof = 2 * 4096**3 / 800e12
+    ctx = ctx_of([(mm(0, 4096, 4096, 4096), roof / 0.3, 1), (elementwise(1, 1 << 20), 4.2e-6, 1)])
+    (f,) = coverage.cover(ctx, [])
+    assert f.rule == "not-explained" and f.ops == [0]
+    assert f.properties == []
+    assert "at 30% of the roofline" in f.evidence and "mm [4096x4096, 4096x4096]" in f.evidence
+    assert "Nsight Compute --section ComputeWorkloadAnalysis" in f.technique
+    assert f.best_time_s == pytest.approx(roof + 4e-6)  # its roofline time: the most any fix allows
+    assert f.summary().startswith("not explained by a rule; next:")
+
+
+def test_group_of_identical_ops_counts_together():
+    # 20 identical adds, each 1% of the time: together 100%; one verdict for the group
+    ops = [(elementwise(i, 1 << 20, module=f"layers.{i}"), 100e-6, 1) for i in range(20)]
+    (f,) = coverage.cover(ctx_of(ops), [])
+    assert f.ops == list(range(20)) and "20 x add" in f.evidence
+
+
+def test_small_groups_and_covered_groups_get_nothing():
+    roof = 2 * 4096**3 / 800e12
+    big = (mm(0, 4096, 4096, 4096), roof / 0.3, 1)
+    assert coverage.cover(ctx_of([big]), [_finding([0], roof / 0.3)]) == []  # a rule already explains it
+    tiny = [(elementwise(i, 1 << 10, op=f"aten::op{i}"), 1e-6, 1) for i in range(30)]  # 30 groups of 3% each
+    assert coverage.cover(ctx_of(tiny), []) == []
+
+
+def test_near_the_memory_roof_names_fewer_bytes_with_a_bound():
+    n = 1 << 26
+    add = elementwise(0, n)
+    roof = 3 * n * 4 / 2e12
+    (f,) = coverage.cover(ctx_of([(add, roof / 0.9, 1)]), [])
+    assert f.rule == "near-roof" and f.bottleneck == "memory"
+    assert f.properties == ["locality", "redundancy"] and "fewer bytes" in f.technique
+    after = max(roof / 2, n / 50e12) + 4e-6
+    assert f.best_time_s == pytest.approx(max((roof / 0.9) * after / (roof + 4e-6), after))
+    assert f.best_time_s >= after  # never below the roofline time after halving the bytes
+
+
+def test_near_the_compute_roof_names_fewer_flops():
+    roof = 2 * 8192**3 / 800e12
+    (f,) = coverage.cover(ctx_of([(mm(0, 8192, 8192, 8192), roof / 0.85, 1)]), [])
+    assert f.rule == "near-roof" and f.bottleneck == "compute"
+    assert f.properties == ["sparsity", "separability", "symmetry"]
+
+
+def test_cpu_next_step_is_not_nsight():
+    roof = 2 * 512**3 / 1e11
+    (f,) = coverage.cover(ctx_of([(mm(0, 512, 512, 512, dtype="fp32"), roof / 0.2, 1)], device=CPU), [])
+    assert "Nsight" not in f.technique and "perf stat" in f.technique
