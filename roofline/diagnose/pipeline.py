@@ -17,6 +17,7 @@ from roofline.device import Device
 from roofline.diagnose.place import place
 from roofline.errors import RooflineError, UsageError, WorkloadError
 from roofline.findings.base import rank
+from roofline.findings.combine import combined
 from roofline.findings.coverage import cover
 from roofline.findings.model import RULES, ModelContext, ModelFinding, Rule
 from roofline.findings.model import diagnose as run_rules
@@ -79,6 +80,11 @@ class DiagnoseResult:
     findings: list[ModelFinding]
     notes: list[str] = field(default_factory=list)  # roofs, timing, placement
 
+    def combined_dict(self) -> dict[str, Any] | None:
+        """What the findings allow together, each op's saving counted once (roofline.findings.combine)."""
+        summary = self.placed.summary
+        return _combined_dict(self.findings, max(summary.op_time_s, summary.wall_s))
+
     def report(self, command: str = "") -> Report:
         """The versioned report: rows = op points; summary, aggregates, findings, uncounted and run facts."""
         from roofline.report.machine import describe as describe_machine
@@ -98,9 +104,15 @@ class DiagnoseResult:
                 "summary": self.placed.summary.model_dump(mode="json"),
                 "aggregates": self.placed.aggregates.model_dump(mode="json"),
                 "findings": [finding_dict(f) for f in self.findings],
+                "combined": self.combined_dict(),
                 "uncounted": [u.model_dump(mode="json") for u in self.placed.uncounted],
             }
         )
+
+
+def _combined_dict(findings: Sequence[ModelFinding], time_s: float) -> dict[str, Any] | None:
+    both = combined(findings, time_s)
+    return None if both is None else {**both.model_dump(mode="json"), "gain": both.gain}
 
 
 def finding_dict(finding: ModelFinding) -> dict[str, Any]:

@@ -61,6 +61,7 @@ class DiagnoseRenderer(Renderer):
         if placed.aggregates.modules:
             parts.append(self._modules_table(placed.aggregates.modules[: self.top]))
         parts += self._findings(result.findings)
+        parts += self._combined(result.combined_dict() if hasattr(result, "combined_dict") else None)
         parts += self._footer(result)
         return to_text(*parts, color=self.color)
 
@@ -191,6 +192,19 @@ class DiagnoseRenderer(Renderer):
         if len(findings) > self.top:
             lines.append(f"   [dim]... {len(findings) - self.top} more in the report (--top N shows more)[/]")
         return lines
+
+    @staticmethod
+    def _combined(combined: dict[str, Any] | None) -> list[str]:
+        """The findings' bound together, each op counted once (the report's stored 'combined')."""
+        if not combined or not combined.get("gain"):
+            return []
+        left_out = combined.get("overlapping", 0)
+        overlap = f"; {left_out} finding(s) on the same ops not added again" if left_out else ""
+        return [
+            f"Together, each op counted once: at most {combined['gain']:.3g}x per iteration "
+            f"({format_time(combined['time_s'])} -> {format_time(combined['best_time_s'])}), "
+            f"from {len(combined['rules'])} finding(s){overlap}"
+        ]
 
     def _footer(self, result: Any) -> list[str]:
         lines: list[str] = []
