@@ -41,11 +41,18 @@ def calibrate(
         typer.echo(
             f"ignoring corrupt calibration cache {path}: {reason}; re-measuring (moved to {lookup.moved})", err=True
         )
+    if lookup.replaced is not None:
+        when = lookup.replaced.created_utc.strftime("%Y-%m-%d %H:%M UTC")
+        typer.echo(f"the cached calibration of {when} was taken while the machine was busy: measured again", err=True)
     if lookup.from_cache:
         when = result.created_utc.strftime("%Y-%m-%d %H:%M UTC")
         typer.echo(f"cached from {when} ({path}), use --refresh to re-measure", err=True)
     else:
         typer.echo(f"calibration written to {path}", err=True)
+    if result.busy:
+        from roofline.measure.calibration import busy_note
+
+        typer.echo(f"note: {busy_note(result)}", err=True)
 
     if as_json:
         print_json(result.to_dict())
