@@ -31,7 +31,7 @@ from roofline.specs.schema import SpecSheet
 from roofline.units import split_list
 
 if TYPE_CHECKING:
-    from roofline.measure.calibration import Calibration, Lookup
+    from roofline.measure.calibration import Announce, Calibration, Lookup
     from roofline.report.chart import KnownDevice
     from roofline.specs.loader import SpecRegistry
 
@@ -343,11 +343,13 @@ def calibration_for(
     progress: CalibrationProgress | None = None,
     must_save: bool = True,
     torch: Any = None,
+    announce: Announce | None = None,
 ) -> Lookup:
     """This machine's calibration of ``kind`` ('cuda': torch's current device; 'cpu'): the cached one, else
-    measured now and cached (roofline.measure.calibration.cached_or_measured: ``refresh``, corrupt files,
-    ``must_save``). A GPU's spec sheet (matched as :func:`gpu_sheet` does, None when none matches) gives the
-    measurement's spec values and ratios."""
+    measured now and cached (roofline.measure.calibration.cached_or_measured: ``refresh``, corrupt files, busy CPU
+    calibrations measured again once the machine is quiet, ``announce`` before measuring, ``must_save``). A GPU's
+    spec sheet (matched as :func:`gpu_sheet` does, None when none matches) gives the measurement's spec values and
+    ratios."""
     from roofline.measure import calibration
     from roofline.specs.detect import describe_cpu, describe_cuda
 
@@ -370,26 +372,147 @@ def calibration_for(
 
             return ceilings_cpu.calibrate_cpu(torch, progress=progress)
 
-    return calibration.cached_or_measured(machine, measure, refresh=refresh, must_save=must_save)
+    return calibration.cached_or_measured(
+        machine, measure, refresh=refresh, must_save=must_save, quiet_now=_quiet_now, announce=announce
+    )
+
+
+def _quiet_now() -> bool:
+    from roofline.measure import calibration, ceilings_cpu
+
+    return calibration.quiet(ceilings_cpu.loadavg(), os.cpu_count())
+
+
+def calibrating_line(why: str, path: Path, seconds: float, replaced: Calibration | None = None) -> str:
+    """The one line a command prints before it calibrates the CPU on its own (``why`` as cached_or_measured
+    announces it). Pure."""
+    about = f"about {seconds:.0f} s; cached in {path}"
+    if why == "busy" and replaced is not None:
+        when = f"{replaced.created_utc:%Y-%m-%d %H:%M} UTC"
+        return (
+            f"calibrating this CPU's ceilings again: the calibration of {when} was taken while the machine was "
+            f"busy ({about}) ..."
+        )
+    if why == "corrupt":
+        return f"calibrating this CPU's ceilings again: the cached calibration was unreadable ({about}) ..."
+    return f"calibrating this CPU's ceilings once ({about}; `roofline calibrate` to redo) ..."
+
+
+def _stderr_line(text: str) -> None:
+    import sys
+
+    print(text, file=sys.stderr, flush=True)
 
 
 def cpu_roofs(torch: Any) -> tuple[Device, list[str]]:
     """The CPU's measured roofs: this machine's cached calibration (same CPU, torch and thread count), else a
-    calibration run now and cached for the next time (as `roofline calibrate --device cpu` does)."""
-    from roofline.measure import calibration
+    calibration run now and cached for the next time (as `roofline calibrate --device cpu` does). Before it
+    measures, one line on stderr says so (:func:`calibrating_line`), on a terminal or not: the measuring takes
+    seconds. A busy calibration (measured while the machine was busy) is used with a note and measured again at
+    the next run on a quiet machine."""
+    from roofline.measure import calibration, ceilings_cpu
 
-    lookup = calibration_for("cpu", must_save=False, torch=torch)
+    def announce(why: str, path: Path) -> None:
+        replaced = None
+        if why == "busy":
+            try:
+                replaced = calibration.load(path)
+            except RooflineError:
+                replaced = None
+        _stderr_line(calibrating_line(why, path, ceilings_cpu.estimated_seconds(), replaced))
+
+    lookup = calibration_for("cpu", must_save=False, torch=torch, announce=announce)
+    cal = lookup.calibration
     notes = []
     if lookup.corrupt is not None:
         notes.append(f"cached CPU calibration unreadable, measured again: {lookup.corrupt}")
+    if lookup.replaced is not None:
+        notes.append(
+            f"the CPU calibration of {lookup.replaced.created_utc:%Y-%m-%d %H:%M} UTC was taken while the machine "
+            "was busy: measured again"
+        )
     if lookup.from_cache:
-        when = f"{lookup.calibration.created_utc:%Y-%m-%d %H:%M} UTC"
+        when = f"{cal.created_utc:%Y-%m-%d %H:%M} UTC"
         notes.append(f"CPU roofs from the calibration of {when} (roofline calibrate)")
     elif lookup.save_error is not None:
         notes.append(f"CPU calibrated now (not cached: {lookup.save_error.strerror or lookup.save_error})")
     else:
         notes.append(f"CPU calibrated now (cached in {lookup.path})")
-    return calibration.cpu_device(lookup.calibration), notes
+    if cal.busy:
+        notes.append(calibration.busy_note(cal))
+    return calibration.cpu_device(cal), notes
+
+
+def measured_calibration(device: Device, torch: Any = None) -> tuple[Calibration, Path] | None:
+    """The cached calibration whose ceilings are ``device``'s measured roofs, and its file: the CPU's (this
+    machine's cache entry) or the newest of a GPU's sheet; None for spec roofs or when none is cached. Reads
+    the cache only (never measures)."""
+    from roofline.measure import calibration
+
+    if device.roof_source != calibration.ROOF_SOURCE_MEASURED:
+        return None
+    try:
+        if device.name == "cpu":
+            from roofline.specs.detect import describe_cpu
+
+            path = calibration.cache_path(calibration.machine_key(describe_cpu(torch or _import_torch())))
+            found = calibration.load(path) if path.is_file() else None
+            return (found, path) if found is not None else None
+        found = calibration.latest_for_sheet(device.name)
+    except RooflineError:
+        return None
+    if found is None:
+        return None
+    return found, calibration.cache_path(found.key)
+
+
+def _what(row: Any) -> str:
+    """A row's label (bench), else its op and module (diagnose)."""
+    label = getattr(row, "label", None)
+    if label:
+        return str(label)
+    module = getattr(row, "module", "")
+    return f"{getattr(row, 'op', 'op')}{f' in {module}' if module else ''}"
+
+
+#: an efficiency above this share of a measured roof says the calibration is suspect
+OVER_ROOF = 1.0
+
+
+def over_roof_note(rows: Iterable[Any], device: Device, found: tuple[Calibration, Path] | None) -> str | None:
+    """When rows run above 100% of measured roofs: one note naming the calibration (when, its file, the ceilings
+    they ran against) and how to refresh it; None otherwise. ``rows``: anything with ``efficiency``, ``dtype``,
+    ``bound`` and ``label`` (bench rows) or ``op`` and ``module`` (diagnosed ops); ``found``:
+    :func:`measured_calibration`. Pure."""
+    from roofline.measure.calibration import ceiling_of
+    from roofline.units import format_rate
+
+    if device.roof_source != "measured" or found is None:
+        return None
+    over = [r for r in rows if getattr(r, "efficiency", None) is not None and r.efficiency > OVER_ROOF]
+    if not over:
+        return None
+    cal, path = found
+    worst = max(over, key=lambda r: r.efficiency)
+    kind = "cpu" if cal.machine.kind == "cpu" else "cuda"
+    # NB: the analytic bound names the roof a row's efficiency is measured against (a tiny row reads 'launch')
+    names = dict.fromkeys(
+        ceiling_of(kind, r.dtype, getattr(r, "analytic_bound", None) or getattr(r, "roofline_bound", None) or r.bound)
+        for r in over
+    )
+    values = []
+    for name in names:
+        ceiling = cal.get(name) if name else None
+        if ceiling is not None:
+            values.append(f"{name} {format_rate(ceiling.value, ceiling.unit)}")
+    shown = f" ({', '.join(values)})" if values else ""
+    busy = " while the machine was busy" if cal.busy else ""
+    count = f"{len(over)} row{'s' if len(over) != 1 else ''}"
+    return (
+        f"{count} ran above the measured roof (up to {worst.efficiency:.0%}: {_what(worst)}): the roofs come from "
+        f"the calibration of {cal.created_utc:%Y-%m-%d %H:%M} UTC{busy} in {path}{shown}, which is likely low: "
+        f"re-measure it with `roofline calibrate --refresh{' --device cpu' if kind == 'cpu' else ''}`"
+    )
 
 
 def device_roofs(
@@ -411,11 +534,22 @@ def device_roofs(
     return gpu.device, gpu.notes
 
 
+def check_over_roof(rows: Iterable[Any], device: Device) -> str | None:
+    """:func:`over_roof_note` for rows measured on ``device``, looking the calibration up only when a row ran
+    above a measured roof (what bench and diagnose print after their results)."""
+    rows = list(rows)
+    if device.roof_source != "measured" or not any((getattr(r, "efficiency", None) or 0) > OVER_ROOF for r in rows):
+        return None
+    return over_roof_note(rows, device, measured_calibration(device))
+
+
 __all__ = [
     "DEVICE_KINDS",
     "ROOFS",
     "GpuRoofs",
+    "calibrating_line",
     "calibration_for",
+    "check_over_roof",
     "check_roofs",
     "cpu_roofs",
     "default_device_names",
@@ -427,7 +561,9 @@ __all__ = [
     "gpu_roofs",
     "gpu_sheet",
     "known_devices",
+    "measured_calibration",
     "measured_note",
+    "over_roof_note",
     "sheet_detail",
     "sheet_devices",
     "sheet_roofs",

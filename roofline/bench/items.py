@@ -131,3 +131,43 @@ def decode_gemm_items(batch: Any, n: Any, k: Any, dtype: Any) -> list[BenchItem]
         note = "decode weight GEMM at M = batch (GEMV-shaped)"
         items.append(_gemm_item(point["batch"], point["n"], point["k"], point["dtype"], "", "weight", "decode", [note]))
     return items
+
+
+# ----------------------------------------------------------------------------------------- suites on a CPU
+
+#: the dtypes a CPU's roofs are measured at (roofline calibrate): rows at other dtypes are GPU rows
+CPU_DTYPES = ("fp32", "fp64")
+#: a suite whose rows are more than this share GPU rows is a GPU suite: refused on an explicit --device cpu
+GPU_SUITE_SHARE = 0.5
+
+
+def item_dtype(item: BenchItem) -> str:
+    """The dtype an item runs at (decode: its activations')."""
+    value = item.values.get("dtype", item.values.get("act_dtype", "fp32"))
+    return str(_canonical(value)) if value is not None else "fp32"
+
+
+@dataclass(frozen=True)
+class CpuPlan:
+    """What of a suite runs on a CPU: ``run`` (rows at CPU dtypes), ``gpu_rows`` (the others, not run there),
+    ``line`` (the one line that says so; '' when every row runs) and ``refuse`` (most rows are GPU rows)."""
+
+    run: list[BenchItem]
+    gpu_rows: list[BenchItem]
+    line: str
+    refuse: bool
+
+
+def cpu_plan(name: str, items: Sequence[BenchItem], cpu_suite: str = "bench-cpu") -> CpuPlan:
+    """Split a suite's items for a CPU: rows at dtypes a CPU has measured roofs for run; the others (bf16, fp16,
+    fp8, int8: GPU rows) do not, and one line says how many and suggests ``cpu_suite``. Pure."""
+    run = [item for item in items if item_dtype(item) in CPU_DTYPES]
+    gpu_rows = [item for item in items if item_dtype(item) not in CPU_DTYPES]
+    if not gpu_rows:
+        return CpuPlan(run, [], "", False)
+    dtypes = ", ".join(dict.fromkeys(item_dtype(item) for item in gpu_rows))
+    line = (
+        f"suite {name} is for GPUs: {len(gpu_rows)} of {len(items)} rows cannot run on a CPU ({dtypes}; a CPU's "
+        f"roofs are measured at {' and '.join(CPU_DTYPES)}): run `roofline bench {cpu_suite}` on a CPU"
+    )
+    return CpuPlan(run, gpu_rows, line, len(gpu_rows) > GPU_SUITE_SHARE * len(items))

@@ -78,11 +78,20 @@ def open_target(
     return _cuda_target(torch, roofs.torch_index(name), sheet, spec_files, bool(warm), rule)
 
 
-def _builder(torch: Any, torch_device: Any) -> Build:
+#: the kinds whose main kernel is a matmul (placed on the 'tensor' roof)
+MATMUL_KINDS = ("gemm", "attention", "conv2d")
+
+
+def _builder(torch: Any, torch_device: Any, *, cpu: bool = False) -> Build:
     from roofline.bench import runners
+    from roofline.measure.calibration import CPU_FP32_ROOF_DTYPES, CPU_FP32_ROOF_NOTE
 
     def build(kind: str, params: Any) -> Runnable:
-        return runners.build(kind, params, torch=torch, device=torch_device)  # looked up per call (tests patch it)
+        bench = runners.build(kind, params, torch=torch, device=torch_device)  # looked up per call (tests patch it)
+        dtype = getattr(params, "dtype", None)
+        if cpu and kind in MATMUL_KINDS and dtype in CPU_FP32_ROOF_DTYPES:
+            bench.notes.append(CPU_FP32_ROOF_NOTE.format(dtype=dtype))
+        return bench
 
     return build
 
@@ -176,4 +185,4 @@ def _cpu_target(torch: Any, warm: bool, rule: StoppingRule) -> Target:
         "cache": "warm" if warm else "cold",
         "max_time_s": rule.max_time_s,
     }
-    return Target("cpu", device, harness, _builder(torch, torch.device("cpu")), info, notes)
+    return Target("cpu", device, harness, _builder(torch, torch.device("cpu"), cpu=True), info, notes)

@@ -146,6 +146,7 @@ def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] |
         )
         print_text(renderer.render(result.rows))
     typer.echo(f"Report written to {opts.output}", err=True)
+    _note_over_roof(result.rows, target.device)
     if result.interrupted:
         typer.echo(f"Interrupted: {len(result.rows)} of {result.total} rows measured and written.", err=True)
         raise typer.Exit(interrupt_exit_code(result.interruption))
@@ -389,10 +390,37 @@ def suite(
     from roofline.costs.suite import load_suite, suite_path
 
     loaded, entries = load_suite(file)
-    items = expand_suite(entries)
+    items = _on_cpu(loaded.name, expand_suite(entries), device)
     execute(
         items,
         _options(device, sheet, spec, warm, max_time, output, as_json),
         title=f"suite {loaded.name}",
         suite={"name": loaded.name, "file": str(suite_path(file))},
     )
+
+
+def _on_cpu(name: str, items: list, device: str | None) -> list:
+    """A suite's items as they run on a CPU (rows at GPU dtypes left out, one line saying so); a GPU suite on an
+    explicit --device cpu (or one with nothing to run on the CPU) is one line, exit 2."""
+    from roofline.bench.items import cpu_plan
+    from roofline.errors import DeviceError
+    from roofline.roofs import device_kind
+
+    if device_kind(device) != "cpu":
+        return items
+    plan = cpu_plan(name, items)
+    if not plan.line:
+        return items
+    if (device is not None and plan.refuse) or not plan.run:
+        raise DeviceError(plan.line)
+    typer.echo(f"note: {plan.line}; running the other {len(plan.run)}", err=True)
+    return plan.run
+
+
+def _note_over_roof(rows: list, device: Any) -> None:
+    """A note when rows ran above 100% of measured roofs: which calibration, and how to refresh it."""
+    from roofline.roofs import check_over_roof
+
+    note = check_over_roof(rows, device)
+    if note:
+        typer.echo(f"note: {note}", err=True)

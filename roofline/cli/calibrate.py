@@ -40,11 +40,18 @@ def calibrate(
     if lookup.corrupt is not None:
         reason = str(lookup.corrupt).removeprefix(f"{path}: ")
         info(f"ignoring corrupt calibration cache {path}: {reason}; re-measuring (moved to {lookup.moved})")
+    if lookup.replaced is not None:
+        when = lookup.replaced.created_utc.strftime("%Y-%m-%d %H:%M UTC")
+        info(f"the cached calibration of {when} was taken while the machine was busy: measured again")
     if lookup.from_cache:
         when = result.created_utc.strftime("%Y-%m-%d %H:%M UTC")
         info(f"cached from {when} ({path}), use --refresh to re-measure")
     else:
         info(f"calibration written to {path}")
+    if result.busy:
+        from roofline.measure.calibration import busy_note
+
+        info(f"note: {busy_note(result)}")
 
     if as_json:
         print_json(result.to_dict())

@@ -101,3 +101,8 @@ def diagnose(
 
         print_text(DiagnoseRenderer(top=top).render(result))
     typer.echo(f"Report written to {output}", err=True)
+    from roofline.roofs import check_over_roof
+
+    over_roof = check_over_roof(result.placed.points, result.device)
+    if over_roof:
+        typer.echo(f"note: {over_roof}", err=True)

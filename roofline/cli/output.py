@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -144,14 +145,39 @@ def write_requested_plot(report: Any, name: str) -> None:
 # ------------------------------------------------------------------------------------------------ progress
 
 
+#: a piped bench prints a finished row at most this often (the last row always)
+PLAIN_PROGRESS_EVERY_S = 2.0
+
+
+def plain_progress(echo: Any, now: Any = time.monotonic, every_s: float = PLAIN_PROGRESS_EVERY_S) -> Any:
+    """A run_bench progress callback for a non-terminal stderr: a plain line for a finished row,
+    ``bench: 3/12 m=64 n=64 k=64 1.2 s`` (its label and the seconds it took), at most one every ``every_s`` and
+    the first once the run has taken ``every_s``: a piped run is never silent for minutes, and a short one (or
+    one whose rows all fail at once) prints none. ``echo(line)`` writes a line."""
+    state: dict[str, Any] = {"label": "", "started": None, "printed": None}
+
+    def update(done: int, total: int, label: str) -> None:
+        moment = now()
+        if state["printed"] is None:
+            state["printed"] = moment  # the run starts: the first line comes every_s later at the earliest
+        started, finished = state["started"], state["label"]
+        if started is not None and finished and done > 0 and moment - state["printed"] >= every_s:
+            echo(f"bench: {done}/{total} {finished} {moment - started:.1f} s")
+            state["printed"] = moment
+        state["label"], state["started"] = label, moment
+
+    return update
+
+
 @contextmanager
 def bench_progress() -> Iterator[Any]:
-    """A transient progress bar over the rows on stderr (terminals only), as a run_bench progress callback."""
+    """Progress over the rows on stderr, as a run_bench progress callback: a transient bar on a terminal, plain
+    lines (:func:`plain_progress`) otherwise."""
     from rich.console import Console
 
     console = Console(stderr=True)
     if not console.is_terminal:
-        yield None
+        yield plain_progress(lambda line: typer.echo(line, err=True), every_s=PLAIN_PROGRESS_EVERY_S)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -7,9 +7,14 @@ A :class:`Calibration` is one versioned JSON document per machine. The cache kee
 (a slug of device kind, device name, driver, CUDA and torch versions; CPU: and torch's thread count), so a
 driver or torch upgrade is a new machine and is re-measured, while the old file stays for comparison.
 
-Reading is tolerant: unknown keys (written by a later minor version) are ignored. A file whose ``schema`` is
-not ``roofline.calibration`` or whose ``version`` differs from ours is foreign and raises
-:class:`CalibrationError`, as does a file that is not JSON or does not validate.
+Reading is tolerant: unknown keys (written by a later minor version) are ignored, and keys added since (``load``,
+``busy``) have defaults, so older files still read. A file whose ``schema`` is not ``roofline.calibration`` or whose
+``version`` differs from ours is foreign and raises :class:`CalibrationError`, as does a file that is not JSON or
+does not validate.
+
+A CPU calibration taken while the machine was busy (:func:`busy_reasons` over the :class:`Load` measured around
+it) is marked ``busy``: it is used for the run that measured it, and :func:`cached_or_measured` measures again at
+the next run on a quiet machine (:func:`quiet`), so a busy calibration never stays the standing one.
 """
 
 from __future__ import annotations
@@ -107,6 +112,21 @@ class Skipped(_Model):
     reason: str
 
 
+class Load(_Model):
+    """How busy the machine was around a CPU calibration (what :func:`busy_reasons` judges).
+
+    ``loadavg_before``: the 1-minute load average when the calibration started; ``cpus``: os.cpu_count();
+    ``others_share``: the share of all CPUs' time that other processes (and steal) took while it ran, from
+    /proc/stat minus this process's own CPU time; ``spread``: the largest relative spread (p80 - p20) / median of
+    its GEMM measurements. None where the machine does not say."""
+
+    loadavg_before: float | None = None
+    loadavg_after: float | None = None
+    cpus: int | None = None
+    others_share: float | None = None
+    spread: float | None = None
+
+
 class Calibration(_Model):
     schema_: str = Field(SCHEMA, alias="schema")
     version: int = VERSION
@@ -118,6 +138,8 @@ class Calibration(_Model):
     notes: list[str] = Field(default_factory=list)
     elapsed_s: float | None = None
     quick: bool = False  # small sizes for tests: not a ceiling
+    load: Load | None = None  # CPU: how busy the machine was around the measurement (None: not recorded)
+    busy: bool = False  # CPU: measured while the machine was busy (busy_reasons): re-measured at a quiet run
 
     model_config = ConfigDict(extra="ignore", defer_build=True, populate_by_name=True)
 
@@ -152,6 +174,49 @@ def _clock_median(clocks: list[float | None]) -> float | None:
 
 def _finite(value: float) -> float | None:
     return value if value == value and value not in (float("inf"), float("-inf")) else None
+
+
+# ------------------------------------------------------------------------------------------------- load
+
+#: busy when the 1-minute load average before the calibration exceeds this share of the CPUs
+BUSY_LOADAVG_SHARE = 0.5
+#: busy when other processes took more than this share of all CPUs' time while it ran
+BUSY_OTHERS_SHARE = 0.2
+#: busy when a GEMM measurement's relative spread (p80 - p20) / median exceeds this
+BUSY_SPREAD = 0.25
+#: quiet enough to re-measure a busy calibration: the 1-minute load average under this share of the CPUs
+QUIET_LOADAVG_SHARE = 0.5
+
+
+def busy_reasons(load: Load | None) -> list[str]:
+    """Why the machine counts as busy during a calibration with this ``load`` ([] = quiet). Pure."""
+    if load is None:
+        return []
+    reasons = []
+    cpus = load.cpus or 1
+    if load.loadavg_before is not None and load.loadavg_before > BUSY_LOADAVG_SHARE * cpus:
+        reasons.append(f"load average {load.loadavg_before:.2f} on {cpus} CPUs before it started")
+    if load.others_share is not None and load.others_share > BUSY_OTHERS_SHARE:
+        reasons.append(f"other processes took {load.others_share:.0%} of the CPUs while it ran")
+    if load.spread is not None and load.spread > BUSY_SPREAD:
+        reasons.append(f"its GEMM timings spread by {load.spread:.0%}")
+    return reasons
+
+
+def quiet(loadavg: float | None, cpus: int | None) -> bool:
+    """Whether the machine is quiet enough now to re-measure a busy calibration (unknown load: quiet). Pure."""
+    return loadavg is None or loadavg <= QUIET_LOADAVG_SHARE * (cpus or 1)
+
+
+def busy_note(cal: Calibration) -> str:
+    """The note a command shows when it uses a busy calibration."""
+    reasons = busy_reasons(cal.load)
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    return (
+        f"the CPU calibration of {cal.created_utc:%Y-%m-%d %H:%M} UTC was taken while the machine was busy{why}: "
+        "its roofs may be low; it is measured again at the next run on a quiet machine "
+        "(or now: `roofline calibrate --refresh`)"
+    )
 
 
 # ------------------------------------------------------------------------------------------------ cache
@@ -286,6 +351,12 @@ class Lookup:
     corrupt: CalibrationError | None = None  # the cache file was corrupt: moved aside to ``moved``, re-measured
     moved: Path | None = None
     save_error: OSError | None = None  # measured now but not cached (only when ``must_save`` is False)
+    replaced: Calibration | None = None  # a cached busy calibration, measured again now that the machine is quiet
+
+
+#: what cached_or_measured tells ``announce`` before it measures: (why: 'first' | 'busy' | 'corrupt' |
+#: 'refresh', the cache file the result goes to)
+Announce = Callable[[str, Path], None]
 
 
 def cached_or_measured(
@@ -295,38 +366,51 @@ def cached_or_measured(
     refresh: bool = False,
     must_save: bool = True,
     directory: Path | None = None,
+    quiet_now: Callable[[], bool] = lambda: True,
+    announce: Announce | None = None,
 ) -> Lookup:
     """The cache policy: this machine's cached calibration (its key's file), else ``measure()`` now, saved.
 
     - ``refresh``: measure even when a calibration is cached (the new one replaces it);
     - a corrupt cache file is moved aside (:func:`quarantine`, never deleted) and the machine re-measured;
+    - a cached calibration marked ``busy`` is measured again when ``quiet_now()`` (the new one replaces it, and
+      ``replaced`` holds the busy one); on a machine still busy the busy one is used (its ``busy`` flag says so);
+    - ``announce(why, path)`` is called just before measuring (why: 'first', 'busy', 'corrupt' or 'refresh');
     - ``must_save`` False: a cache that cannot be written is reported in ``save_error`` instead of raised
       (a command that only needs the roofs goes on)."""
     key = machine_key(machine)
     path = cache_path(key, directory)
     corrupt: CalibrationError | None = None
     moved: Path | None = None
+    replaced: Calibration | None = None
+    why = "refresh"
     if not refresh:
+        why = "first"
         try:
             found = find(key, directory)
         except CalibrationError as exc:
-            corrupt = exc
+            corrupt, why = exc, "corrupt"
             try:
                 moved = quarantine(path)
             except OSError:
                 if must_save:
                     raise
         else:
-            if found is not None:
+            if found is not None and not (found.busy and quiet_now()):
                 return Lookup(found, path, from_cache=True)
+            if found is not None:
+                replaced, why = found, "busy"
+    if announce is not None:
+        announce(why, path)
     result = measure()
+    lookup = Lookup(result, path, from_cache=False, corrupt=corrupt, moved=moved, replaced=replaced)
     try:
-        path = save(result, directory)
+        lookup.path = save(result, directory)
     except OSError as exc:
         if must_save:
             raise
-        return Lookup(result, path, from_cache=False, corrupt=corrupt, moved=moved, save_error=exc)
-    return Lookup(result, path, from_cache=False, corrupt=corrupt, moved=moved)
+        lookup.save_error = exc
+    return lookup
 
 
 # ------------------------------------------------------------------------------------------------ roofs
@@ -386,12 +470,35 @@ def apply(device: Device, cal: Calibration) -> Device:
     )
 
 
+#: dtypes whose matmuls a CPU places on its measured fp32 GEMM rate (none of their own is measured)
+CPU_FP32_ROOF_DTYPES = ("bf16", "fp16")
+CPU_FP32_ROOF_NOTE = (
+    "{dtype} on the CPU: placed on the measured fp32 GEMM roof (the CPU calibration times fp32 and fp64); a CPU "
+    "without native {dtype} instructions runs it far below that roof"
+)
+
+
+def ceiling_of(kind: str, dtype: str, bound: str) -> str | None:
+    """The name of the ceiling a row of ``dtype`` with this ``bound`` ran against on a device of ``kind`` ('cpu'
+    or 'cuda'): the GEMM rate of its dtype (CPU bf16/fp16: fp32's) when compute-bound, the copy bandwidth when
+    memory-bound; None for launch-bound rows. Pure."""
+    if bound == "memory":
+        return "cpu-copy" if kind == "cpu" else "dram-copy"
+    if bound != "compute":
+        return None
+    if kind == "cpu":
+        return f"cpu-gemm-{'fp32' if dtype in CPU_FP32_ROOF_DTYPES or dtype not in ('fp32', 'fp64') else dtype}"
+    return f"gemm-{dtype}"
+
+
 def cpu_device(cal: Calibration) -> Device:
     """A Device named 'cpu' whose roofs are this CPU's measured ceilings.
 
     fp32/fp64 GEMM rates are both the 'vector' and the 'tensor' roof (a CPU matmul runs on the same SIMD
-    units, and matmul rows look up the 'tensor' roof); DRAM bandwidth is the copy bandwidth (read + write);
-    the launch floor is the host time of one tiny torch op (dispatch overhead).
+    units, and matmul rows look up the 'tensor' roof); bf16 and fp16 matmuls run against the fp32 GEMM rate
+    (:data:`CPU_FP32_ROOF_DTYPES`: the calibration does not time them; torch runs them on the same units, natively
+    only where the CPU has bf16/fp16 instructions); DRAM bandwidth is the copy bandwidth (read + write); the launch
+    floor is the host time of one tiny torch op (dispatch overhead).
     """
     if cal.machine.kind != "cpu":
         raise CalibrationError(f"calibration of {cal.machine.name!r} is a GPU calibration: use apply()")
@@ -400,6 +507,10 @@ def cpu_device(cal: Calibration) -> Device:
         rate = cal.value(f"cpu-gemm-{dtype}")
         if rate:
             compute[(dtype, "vector")] = rate
+            compute[(dtype, "tensor")] = rate
+    for dtype in CPU_FP32_ROOF_DTYPES:
+        rate = cal.value(f"cpu-gemm-{dtype}") or compute.get(("fp32", "tensor"))
+        if rate:
             compute[(dtype, "tensor")] = rate
     copy = cal.value("cpu-copy")
     missing = [name for name, ok in (("cpu-gemm-fp32", ("fp32", "vector") in compute), ("cpu-copy", copy)) if not ok]

@@ -1,15 +1,18 @@
-"""Measuring the CPU's ceilings: fp32/fp64 GEMM rate, copy and triad bandwidth, per-op overhead.
+"""Measuring the CPU's ceilings: fp32/fp64 GEMM rate, copy and triad bandwidth, per-op overhead; and how busy the
+machine was meanwhile (:class:`LoadProbe`: load average, /proc/stat), which marks a calibration ``busy``
+(roofline.measure.calibration.busy_reasons).
 
 Conventions and the progress callback: :mod:`roofline.measure.ceilings`. torch is passed in.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-from roofline.measure.calibration import Calibration, Ceiling
+from roofline.measure.calibration import Calibration, Ceiling, Load, busy_reasons
 from roofline.measure.ceilings import MIB, Progress, Steps, check_output, latency_ceiling, rate_ceiling, size_text
 from roofline.measure.engine import measure
 from roofline.measure.stats import StoppingRule
@@ -21,6 +24,88 @@ CPU_DRAM_MIN_BYTES = 128 * MIB
 CPU_LLC_FALLBACK_BYTES = 32 * MIB
 CPU_GEMM_CALL_S = 0.08
 CPU_STEPS = ("cpu-gemm-fp32", "cpu-gemm-fp64", "cpu-copy", "cpu-triad", "launch-host")
+CPU_STEP_MAX_S = 1.5  # the stopping rule's time cap per step
+PROC_STAT = "/proc/stat"
+
+
+def estimated_seconds() -> float:
+    """What a CPU calibration takes at most, from its configured time per step (sampling is capped at
+    CPU_STEP_MAX_S per step; set-up, warm-up and the GEMM size probe add a little)."""
+    return len(CPU_STEPS) * CPU_STEP_MAX_S
+
+
+# ------------------------------------------------------------------------------------------------- load
+
+
+def loadavg() -> float | None:
+    """The 1-minute load average, None where the OS has none."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
+
+
+def _cpu_jiffies(path: str = PROC_STAT) -> tuple[int, int] | None:
+    """(busy, total) clock ticks of all CPUs since boot, from the first line of /proc/stat; None elsewhere."""
+    try:
+        with open(path, encoding="ascii") as f:
+            fields = f.readline().split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    try:
+        values = [int(v) for v in fields[1:9]] + [0] * 8
+    except ValueError:
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = values[:8]
+    busy = user + nice + system + irq + softirq + steal
+    return busy, busy + idle + iowait
+
+
+def _own_cpu_s() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def others_share(
+    before: tuple[int, int] | None, after: tuple[int, int] | None, own_s: float, ticks_per_s: float
+) -> float | None:
+    """The share of all CPUs' time that others (other processes, steal) took between two /proc/stat readings,
+    given this process's CPU seconds ``own_s`` meanwhile. Pure."""
+    if before is None or after is None or ticks_per_s <= 0:
+        return None
+    total = after[1] - before[1]
+    if total <= 0:
+        return None
+    busy_s = (after[0] - before[0]) / ticks_per_s
+    return min(max((busy_s - own_s) / (total / ticks_per_s), 0.0), 1.0)
+
+
+class LoadProbe:
+    """Reads the machine's load when a calibration starts and when it ends (:meth:`load`)."""
+
+    def __init__(self) -> None:
+        self.loadavg_before = loadavg()
+        self.jiffies = _cpu_jiffies()
+        self.own_s = _own_cpu_s()
+
+    def load(self, spread: float | None) -> Load:
+        try:
+            ticks = float(os.sysconf("SC_CLK_TCK"))
+        except (ValueError, OSError, AttributeError):
+            ticks = 100.0
+        share = others_share(self.jiffies, _cpu_jiffies(), _own_cpu_s() - self.own_s, ticks)
+        return Load(
+            loadavg_before=self.loadavg_before,
+            loadavg_after=loadavg(),
+            cpus=os.cpu_count(),
+            others_share=share,
+            spread=spread,
+        )
+
+
+# ------------------------------------------------------------------------------------------------ measure
 
 
 def _available_memory_bytes() -> int | None:
@@ -54,6 +139,7 @@ def calibrate_cpu(torch: Any, *, progress: Progress | None = None, quick: bool =
     from roofline.measure.backends import CpuClock
 
     started = time.perf_counter()
+    probe = LoadProbe()
     machine = describe_cpu(torch)
     threads = machine.cpu_threads
     steps = Steps(CPU_STEPS, progress)
@@ -61,7 +147,11 @@ def calibrate_cpu(torch: Any, *, progress: Progress | None = None, quick: bool =
     notes: list[str] = []
     if quick:
         notes.append("quick mode: small sizes, not a ceiling")
-    rule = StoppingRule(min_samples=3, min_time_s=0.0, max_time_s=0.05) if quick else StoppingRule(max_time_s=1.5)
+    rule = (
+        StoppingRule(min_samples=3, min_time_s=0.0, max_time_s=0.05)
+        if quick
+        else StoppingRule(max_time_s=CPU_STEP_MAX_S)
+    )
 
     def timed(fn: Callable[[], object], warmup_s: float = 0.02) -> Any:
         return measure(fn, backend, rule=rule, warmup_s=warmup_s, threads=threads)
@@ -147,4 +237,13 @@ def calibrate_cpu(torch: Any, *, progress: Progress | None = None, quick: bool =
         ),
     )
     steps.done()
-    return steps.calibration(machine, notes, started, quick=quick)
+    spreads = [
+        c.measurement.relative_spread
+        for c in steps.ceilings
+        if c.kind == "compute" and c.measurement is not None and c.measurement.relative_spread is not None
+    ]
+    load = probe.load(max(spreads) if spreads else None)
+    reasons = [] if quick else busy_reasons(load)  # quick mode is no ceiling: nothing to re-measure
+    if reasons:
+        notes.append(f"measured while the machine was busy: {'; '.join(reasons)}")
+    return steps.calibration(machine, notes, started, quick=quick, load=load, busy=bool(reasons))

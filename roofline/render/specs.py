@@ -124,6 +124,7 @@ class DetectRenderer(Renderer):
                 f"CPU: {escape(str(cpu.model))} · {cpu.logical_cores} logical cores"
                 + (f", {cpu.physical_cores} physical" if cpu.physical_cores else "")
                 + (f" · torch dispatches to {cpu.isa}" if cpu.isa else "")
+                + (f" · {cpu.simd} (CPU flags)" if not cpu.isa and getattr(cpu, "simd", None) else "")
                 + (f" · torch threads {cpu.torch_threads}" if cpu.torch_threads else "")
             )
             items.append(f"[dim]{escape(cpu.note)}[/]")

@@ -13,7 +13,10 @@ read-only (never a set call). Every backend is injectable, so tests run with fak
   Default: ``pynvml``, imported lazily; if the import fails or ``nvmlInit`` raises, NVML is skipped silently.
 - ``torch``: an object shaped like the ``torch`` module (``cuda.is_available``, ``cuda.device_count``,
   ``cuda.get_device_properties``, ``backends.cpu.get_cpu_capability``, ``get_num_threads``).
-  Default: ``torch``, imported lazily; skipped if not installed.
+  Default (:func:`detect`): ``torch`` when it is already imported, else imported only when there may be a GPU
+  (NVML sees one, or a GPU device node exists: :data:`GPU_DEVICE_NODES`), since importing it takes seconds; a
+  CPU-only machine is described from /proc/cpuinfo alone (its SIMD flags instead of torch's dispatch ISA).
+  Skipped if not installed.
 - ``cpu_reader``: a callable returning the text of /proc/cpuinfo, or None where there is none.
 
 Pass ``nvml=False`` or ``torch=False`` to switch a backend off.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import uuid as uuid_module
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -42,6 +46,9 @@ CPU_NOTE = "CPU roofs come from measurement (roofline calibrate), not a spec she
 CPUINFO_PATH = "/proc/cpuinfo"
 CPU_CACHE_DIR = "/sys/devices/system/cpu/cpu0/cache"
 UNKNOWN_CPU = "unknown CPU"
+#: device nodes a GPU driver creates (NVIDIA, AMD ROCm, WSL): without one (and no NVML device) torch sees no GPU
+GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+NO_TORCH_NOTE = "torch not loaded (no GPU here): `roofline calibrate --device cpu` shows torch's threads and ISA"
 
 # pynvml's values, used when an injected NVML object lacks the constants.
 _NVML_CLOCK_SM = 1
@@ -92,6 +99,7 @@ class CpuInfo:
     isa: str | None
     torch_threads: int | None
     note: str = CPU_NOTE
+    simd: str | None = None  # the widest SIMD /proc/cpuinfo lists (AVX-512, AVX2, ...), when torch was not loaded
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -421,6 +429,36 @@ def _parse_cpuinfo(text: str | None) -> tuple[str | None, int | None]:
     return model, (len(cores) if cores and complete else None)
 
 
+#: /proc/cpuinfo flag -> SIMD name, widest first
+_SIMD_FLAGS = (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2"), ("asimd", "NEON"))
+
+
+def parse_simd(text: str | None) -> str | None:
+    """The widest SIMD extension the first CPU's flags (x86 'flags', Arm 'Features') list, or None. Pure."""
+    if not text:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() in ("flags", "features"):
+            flags = set(value.split())
+            return next((name for flag, name in _SIMD_FLAGS if flag in flags), None)
+    return None
+
+
+def gpu_node_present(nodes: tuple[str, ...] = GPU_DEVICE_NODES) -> bool:
+    """Whether a GPU driver's device node exists (torch can only see a GPU where one does)."""
+    return any(os.path.exists(node) for node in nodes)
+
+
+def _torch_if_needed(nvml_devs: list[dict[str, Any]]) -> Any:
+    """torch when it is already imported, or when there may be a GPU for it to see; else None (no import)."""
+    if "torch" in sys.modules:
+        return sys.modules["torch"]
+    if nvml_devs or gpu_node_present():
+        return _import_torch()
+    return None
+
+
 def _model_or_platform(model: str | None) -> str:
     return model or platform.processor() or platform.machine() or UNKNOWN_CPU
 
@@ -468,15 +506,20 @@ def _torch_cpu(torch: Any) -> tuple[str | None, int | None]:
 
 
 def _describe_cpu(torch: Any, cpu_reader: Callable[[], str | None]) -> CpuInfo:
-    model, physical = _parse_cpuinfo(_call(cpu_reader))
+    text = _call(cpu_reader)
+    model, physical = _parse_cpuinfo(text)
     isa, threads = _torch_cpu(torch)
-    return CpuInfo(
+    info = CpuInfo(
         model=_model_or_platform(model),
         logical_cores=os.cpu_count(),
         physical_cores=physical,
         isa=isa,
         torch_threads=threads,
     )
+    if torch is None:
+        info.simd = parse_simd(text)
+        info.note = f"{CPU_NOTE}; {NO_TORCH_NOTE}"
+    return info
 
 
 def describe_cpu(torch: Any, *, cpu_reader: Callable[[], str | None] | None = None) -> Machine:
@@ -599,11 +642,12 @@ def detect(
     """Describe this machine's GPUs (matched against ``registry``) and CPU. See the module docstring."""
     env = os.environ if env is None else env
     nvml = _nvml(nvml)
-    torch = None if torch is False else (torch if torch is not None else _import_torch())
     cpu_reader = cpu_reader or _read_cpuinfo
 
     warnings: list[str] = []
     nvml_devs = _read_nvml(nvml)
+    # NB: importing torch takes seconds; a machine with no GPU device node and no NVML GPU has no GPU for it to see
+    torch = None if torch is False else (torch if torch is not None else _torch_if_needed(nvml_devs))
     torch_devs = _read_torch_gpus(torch)
     derive = bool(nvml_devs) or not _is_rocm(torch)
 
