@@ -171,12 +171,16 @@ def test_exit_codes_and_json(cli, tmp_path):
         (["gate", "other.json", "-b", "b.json"], "baseline of suite 'gate-demo', report of suite 'bench-gpu'"),
         (["gate", "r.json", "-b", "b.json", "--device", "cpu"], "--device: not an option for a report"),
         (["gate", "r.json", "-b", "b.json", "--format", "html"], "--format 'html': use one of table, markdown, json"),
-        (["gate", "r.json", "-b", "b.json", "--force"], "--force goes with --update-baseline"),
+        (["gate", "r.json", "-b", "b.json", "--junit", "r.json"], "--junit r.json: is the report this command reads"),
+        (["gate", "r.json", "-b", "b.json", "--markdown", "b.json"], "--markdown b.json: is the baseline this"),
         (["gate", "notes.txt", "-b", "b.json"], "'notes.txt': give a report (REPORT.json), a bench suite"),
         (["gate", "suite.yaml", "-b", "b.json", "--iters", "5"], "--iters: not an option for a bench suite"),
         (["gate", "r.json", "-b", "b.json", "--confidence", "2"], "confidence 2.0: use a level between 0.5 and 1"),
         (["baseline", "save", "missing.json"], "missing.json: no such report file"),
-        (["baseline", "save", "r.json", "-o", "corrupt.json"], "corrupt.json: corrupt baseline (not JSON"),
+        (
+            ["baseline", "save", "r.json", "-o", "corrupt.json"],
+            "-o corrupt.json: exists and is not a roofline baseline",
+        ),
         (["baseline", "show", "r.json"], "r.json: not a roofline baseline"),
     ],
 )

@@ -17,7 +17,14 @@ from roofline.cli.common import (
     split_list,
     words_value,
 )
-from roofline.cli.output import command_line, plot_option, write_requested_plot
+from roofline.cli.output import (
+    command_line,
+    force_option,
+    plot_option,
+    prepare_outputs,
+    save_report,
+    write_requested_plot,
+)
 from roofline.cli.verbosity import info
 
 app = typer.Typer(
@@ -62,21 +69,30 @@ def _devices(device: str | None, spec: list[Path] | None, roofs: str = "auto") -
     return sheet_devices(split_list(device, "--device") if device else None, spec_files=spec or [], roofs=roofs)
 
 
-def _emit(rows: list, devices: list, as_json: bool, output: Path | None, title: str = "") -> None:
-    """Render or print JSON, and write the report when -o is given."""
-    from roofline.report.schema import new_report, write_report
+def _prepare(output: Path | None, spec: list[Path] | None, read: tuple[str, Any] = ("", None)) -> Path | None:
+    """Before any work (--device cpu measures): check -o and --plot (roofline.cli.output.prepare_outputs).
+    ``read``: the suite or model config file the command reads, if any."""
+    inputs = [*(("a --spec sheet", path) for path in spec or [])]
+    if isinstance(read[1], (str, Path)) and str(read[1]).endswith((".yaml", ".yml")):
+        inputs.append(read)
+    return prepare_outputs(output, "report", inputs=inputs)
+
+
+def _emit(rows: list, devices: list, as_json: bool, output: Path | None, where: Path | None, title: str = "") -> None:
+    """Render or print JSON, then write the report when -o is given (``where``: prepared)."""
+    from roofline.report.schema import new_report
 
     report = new_report(command_line(), "analytic", devices, rows)
-    if output is not None:
-        write_report(report, output)
-    write_requested_plot(report, output.stem if output is not None else "analyze")
     if as_json:
         print_text(report.to_json())
-        return
-    from roofline.render.analyze import AnalysisRenderer
+    else:
+        from roofline.render.analyze import AnalysisRenderer
 
-    print_text(AnalysisRenderer(devices, title=title).render(rows))
-    if output is not None:
+        print_text(AnalysisRenderer(devices, title=title).render(rows))
+    if output is not None and where is not None:
+        save_report(report, where, output)
+    write_requested_plot(report, output.stem if output is not None else "analyze")
+    if output is not None and not as_json:
         info(f"Report written to {output}")
 
 
@@ -91,9 +107,10 @@ def run(
 ) -> None:
     from roofline.analysis import sweep
 
+    where = _prepare(output, spec, ("the model config", values.get("model")))
     devices = _devices(device, spec, roofs)
     rows = sweep(kind, {key: value for key, value in values.items() if value is not None}, devices)
-    _emit(rows, devices, as_json, output)
+    _emit(rows, devices, as_json, output, where)
 
 
 @app.command()
@@ -111,6 +128,7 @@ def gemm(
     as_json: bool = json_option(),
     output: Path | None = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
 ) -> None:
     """GEMM / batched GEMM: C = A @ B, 2*m*n*k FLOPs per batch entry."""
     values = {
@@ -144,6 +162,7 @@ def attention(
     as_json: bool = json_option(),
     output: Path | None = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
 ) -> None:
     """Attention softmax(QK^T)V, naive or fused, causal or not, MHA/GQA/MQA."""
     values = {
@@ -250,6 +269,7 @@ def decode(
     as_json: bool = json_option(),
     output: Path | None = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
 ) -> None:
     """One LLM decode step (one new token per sequence): weights streamed once per step."""
     values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
@@ -274,6 +294,7 @@ def prefill(
     as_json: bool = json_option(),
     output: Path | None = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
 ) -> None:
     """LLM prefill of a prompt: every prompt token through every layer, causal attention."""
     values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
@@ -294,6 +315,7 @@ def elementwise(
     as_json: bool = json_option(),
     output: Path | None = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
 ) -> None:
     """An element-wise op: FLOPs per element from a table, each input read and the output written once."""
     values = {
@@ -317,6 +339,7 @@ def norm(
     as_json: bool = json_option(),
     output: Path | None = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
 ) -> None:
     """Row-wise normalisations: layernorm, rmsnorm, softmax."""
     values = {
@@ -348,6 +371,7 @@ def conv2d(
     as_json: bool = json_option(),
     output: Path | None = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
 ) -> None:
     """2-D convolution (NCHW): 2 * output elements * (Cin/groups) * kh * kw FLOPs."""
     values = conv2d_values(
@@ -375,11 +399,13 @@ def suite(
     as_json: bool = json_option(),
     output: Path | None = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep)."""
     from roofline.analysis import analyze_items
-    from roofline.costs.suite import load_suite
+    from roofline.costs.suite import load_suite, suite_path
 
     loaded, items = load_suite(file)
+    where = _prepare(output, spec, ("the suite file", suite_path(file)))
     devices = _devices(device, spec, roofs)
-    _emit(analyze_items(items, devices), devices, as_json, output, title=f"suite {loaded.name}")
+    _emit(analyze_items(items, devices), devices, as_json, output, where, title=f"suite {loaded.name}")

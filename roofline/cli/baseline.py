@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from roofline.cli.common import json_option, print_text
+from roofline.cli.output import force_option, forced, prepare_outputs
 
 DEFAULT_OUTPUT = Path("roofline-baseline.json")
 
@@ -32,9 +33,11 @@ def save(
         DEFAULT_OUTPUT,
         "--output",
         "-o",
-        help="The baseline, written atomically. An existing file is replaced only when it is a baseline itself.",
+        help="The baseline, written atomically. An existing file is replaced only when it is a baseline itself "
+        "(or --force).",
     ),
     as_json: bool = json_option(),
+    force: bool = force_option(),
 ) -> None:
     """Save measured reports as a baseline (versioned JSON): points, samples, machine, tool version, commit.
 
@@ -43,8 +46,9 @@ def save(
     from roofline.report import baseline as baselines
     from roofline.report.schema import read_report
 
+    prepare_outputs(output, "baseline", inputs=[("a report", path) for path in reports])
     saved = baselines.from_reports([read_report(path) for path in reports], paths=reports)
-    baselines.save(saved, output)
+    baselines.save(saved, output, force=forced())
     if as_json:
         print_text(saved.to_json())
     else:

@@ -10,7 +10,15 @@ import typer
 from typer.core import TyperGroup
 
 from roofline.cli.common import SWEEP, conv2d_values, json_option, print_text, sizes_value, spec_option, words_value
-from roofline.cli.output import bench_progress, command_line, plot_option, write_requested_plot
+from roofline.cli.output import (
+    bench_progress,
+    command_line,
+    force_option,
+    plot_option,
+    prepare_outputs,
+    save_report,
+    write_requested_plot,
+)
 
 DEFAULT_OUTPUT = Path("roofline-bench.json")
 DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.target.DEFAULT_MAX_TIME_S (not imported: --help stays light)
@@ -111,13 +119,20 @@ def _options(
     return Options(device, sheet, spec, warm, max_time, output, j)
 
 
-def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] | None = None) -> None:
-    """Run the items on the target device, write the report, render it; exit 130 when interrupted."""
+def execute(
+    items: list, opts: Options, title: str = "", suite: dict[str, str] | None = None, config: str | None = None
+) -> None:
+    """Run the items on the target device, render them, write the report; exit 130 when interrupted. ``config``:
+    decode's --model, when a file."""
     from roofline.bench.run import bench_report, run_bench
     from roofline.bench.target import open_target
     from roofline.errors import interrupt_exit_code
-    from roofline.report.schema import write_report
 
+    inputs = [("the suite file", (suite or {}).get("file")), *(("a --spec sheet", path) for path in opts.spec or [])]
+    if config is not None and config.endswith((".yaml", ".yml")):
+        inputs.append(("the model config", config))
+    where = prepare_outputs(opts.output, "report", inputs=inputs)
+    assert where is not None
     target = open_target(
         opts.device, sheet=opts.sheet, spec_files=opts.spec or [], warm=opts.warm, max_time_s=opts.max_time
     )
@@ -128,8 +143,6 @@ def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] |
         if error is not None:  # nothing ran, and not for lack of memory: a usage problem, one line
             raise error
     report = bench_report(command_line(), target, result, suite)
-    write_report(report, opts.output)
-    write_requested_plot(report, opts.output.stem)
     if opts.as_json:
         print_text(report.to_json())
     else:
@@ -145,6 +158,8 @@ def execute(items: list, opts: Options, title: str = "", suite: dict[str, str] |
             total=result.total,
         )
         print_text(renderer.render(result.rows))
+    save_report(report, where, opts.output)  # after the table: a full disk does not lose what was measured
+    write_requested_plot(report, opts.output.stem)
     typer.echo(f"Report written to {opts.output}", err=True)
     _note_over_roof(result.rows, target.device)
     if result.interrupted:
@@ -186,6 +201,7 @@ def gemm(
     max_time: float = _max_time(),
     output: Path = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
     as_json: bool = json_option(),
 ) -> None:
     """GEMM / batched GEMM, C = A @ B (torch.matmul / torch.bmm; fp8 torch._scaled_mm; int8 torch._int_mm)."""
@@ -225,6 +241,7 @@ def attention(
     max_time: float = _max_time(),
     output: Path = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Attention softmax(QK^T/sqrt(d))V: naive (three kernels) vs fused (SDPA), causal or not, MHA/GQA/MQA."""
@@ -255,6 +272,7 @@ def elementwise(
     max_time: float = _max_time(),
     output: Path = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
     as_json: bool = json_option(),
 ) -> None:
     """An element-wise op into a preallocated output (every op of `roofline analyze elementwise`)."""
@@ -277,6 +295,7 @@ def norm(
     max_time: float = _max_time(),
     output: Path = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Row-wise normalisations: F.layer_norm, F.rms_norm, softmax over the last dimension."""
@@ -311,6 +330,7 @@ def conv2d(
     max_time: float = _max_time(),
     output: Path = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
     as_json: bool = json_option(),
 ) -> None:
     """2-D convolution, NCHW (F.conv2d)."""
@@ -350,6 +370,7 @@ def decode(
     max_time: float = _max_time(),
     output: Path = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
     as_json: bool = json_option(),
 ) -> None:
     """LLM decode, GEMV-shaped: the weight GEMMs of one decoder layer at M = batch (memory-bound at small batch)."""
@@ -368,7 +389,7 @@ def decode(
     else:
         values = {"model": model, "batch": sizes_value(batch, "--batch"), "act_dtype": _dtypes(dtype, opts)}
         items = expand_items("decode", values)
-    execute(items, opts)
+    execute(items, opts, config=model)
 
 
 @app.command()
@@ -383,6 +404,7 @@ def suite(
     max_time: float = _max_time(),
     output: Path = _output(),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep). Also `roofline bench FILE`."""

@@ -9,7 +9,15 @@ from pathlib import Path
 import typer
 
 from roofline.cli.common import json_option, print_text, spec_option
-from roofline.cli.output import command_line, diagnose_status, plot_option, write_requested_plot
+from roofline.cli.output import (
+    command_line,
+    diagnose_status,
+    force_option,
+    plot_option,
+    prepare_outputs,
+    save_report,
+    write_requested_plot,
+)
 
 DEFAULT_OUTPUT = Path("roofline-report.json")
 
@@ -59,6 +67,7 @@ def diagnose(
         DEFAULT_OUTPUT, "--output", "-o", help="Report JSON, written atomically (read by plot and gate)."
     ),
     plot: Path | None = plot_option(),
+    force: bool = force_option(),
 ) -> None:
     """Run a PyTorch model, count what every op must do, time what it did, and say what limits it.
 
@@ -70,10 +79,12 @@ def diagnose(
     """
     from roofline.diagnose.pipeline import diagnose as run
     from roofline.errors import UsageError
-    from roofline.report.schema import write_report
 
     if top < 1:
         raise UsageError(f"--top {top}: at least 1")
+    inputs = [("the model file", model), *(("a --spec sheet", path) for path in spec or [])]
+    where = prepare_outputs(output, "report", inputs=inputs)  # before the model runs (it may chdir)
+    assert where is not None
     # NB: with --json, standard output carries the report alone: whatever the user's file prints goes to stderr.
     quiet_stdout = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
     with quiet_stdout, diagnose_status() as progress:
@@ -92,14 +103,14 @@ def diagnose(
             progress=progress,
         )
     report = result.report(command_line())
-    write_report(report, output)
-    write_requested_plot(report, output.stem)
     if as_json:
         print_text(report.to_json())
     else:
         from roofline.render.diagnose import DiagnoseRenderer
 
         print_text(DiagnoseRenderer(top=top).render(result))
+    save_report(report, where, output)  # after the tables: a full disk does not lose what was measured
+    write_requested_plot(report, output.stem)
     typer.echo(f"Report written to {output}", err=True)
     from roofline.roofs import check_over_roof
 

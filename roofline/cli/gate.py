@@ -24,6 +24,40 @@ def _reject(kind: str, given: dict[str, Any]) -> None:
         raise UsageError(f"{', '.join(extra)}: not an option for {what}")
 
 
+def _prepare_outputs(
+    target: str,
+    kind: str,
+    baseline: Path | None,
+    spec: list[Path] | None,
+    output: Path | None,
+    junit: Path | None,
+    markdown_file: Path | None,
+    force: bool,
+) -> list[Path | None]:
+    """Before anything is measured: check -o, --junit and --markdown (roofline.report.outputs.prepare) against
+    what the gate reads (the report, suite or model, the baseline, --spec sheets); their absolute paths."""
+    from roofline.gate.config import find
+    from roofline.report.outputs import Kind, prepare
+
+    read: Path | str = target
+    if kind == "suite":
+        from roofline.costs.suite import suite_path
+
+        read = suite_path(target)
+    what = {"report": "the report", "suite": "the suite file", "model": "the model file"}[kind]
+    inputs = [
+        (what, read),
+        ("the baseline", baseline or find().baseline_path()),
+        *(("a --spec sheet", path) for path in spec or []),
+    ]
+    outputs: list[tuple[str, Path | None, Kind]] = [
+        ("-o", output, "report"),
+        ("--junit", junit, "junit"),
+        ("--markdown", markdown_file, "markdown"),
+    ]
+    return prepare(outputs, inputs=inputs, force=force)
+
+
 def gate(
     target: str = typer.Argument(
         ...,
@@ -66,7 +100,12 @@ def gate(
     update_baseline: bool = typer.Option(
         False, "--update-baseline", help="After a pass, replace the baseline with this report's points."
     ),
-    force: bool = typer.Option(False, "--force", help="With --update-baseline: replace it whatever the verdict."),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Replace an existing -o, --junit or --markdown file even when it is not one roofline writes (never a "
+        "file the gate reads); with --update-baseline: replace the baseline whatever the verdict.",
+    ),
     output: Path | None = typer.Option(
         None, "--output", "-o", help="SUITE/MODEL: also write the measured report here.", metavar="FILE"
     ),
@@ -122,8 +161,6 @@ def gate(
     fmt = "json" if as_json else fmt.lower()
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
-    if force and not update_baseline:
-        raise UsageError("--force goes with --update-baseline")
     kind = gate_run.kind_of(target)
     bench_only = {"--warm/--cold": warm, "--max-time": max_time}
     model_only = {
@@ -149,6 +186,7 @@ def gate(
     else:
         _reject(kind, bench_only)
 
+    written = _prepare_outputs(target, kind, baseline, spec, output, junit, markdown_file, force)
     gated = gate_run.run(
         target,
         kind=kind,
@@ -186,14 +224,16 @@ def gate(
         print_text(render.markdown(result))
     else:
         print_text(render.GateRenderer().render(result))
-    if markdown_file is not None:
-        from roofline.fileio import atomic_write_text
+    # after the verdict: a file that cannot be written (disk full) is one line, exit 2, and no baseline update
+    from roofline.report.outputs import write
 
-        atomic_write_text(markdown_file, render.markdown(result))
-    if junit is not None:
-        from roofline.fileio import atomic_write_text
-
-        atomic_write_text(junit, render.junit(result, duration_s=time.perf_counter() - started))
+    if markdown_file is not None and written[2] is not None:
+        write(written[2], render.markdown(result), option="--markdown", shown=markdown_file)
+    if junit is not None and written[1] is not None:
+        duration = time.perf_counter() - started
+        write(written[1], render.junit(result, duration_s=duration), option="--junit", shown=junit)
+    if gated.unwritten is not None:
+        raise gated.unwritten
     if update_baseline:
         if gate_run.update_baseline(gated, force=force):
             typer.echo(f"Baseline {gated.baseline_path} updated ({result.verdict}).", err=True)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextvars
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from roofline.cli.verbosity import info
 from roofline.errors import UsageError
 
 CHART_FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -61,9 +62,10 @@ def refuse_binary_to_terminal(output: Path | None, fmt: str) -> None:
         write_output(b"", None, fmt)
 
 
-def write_output(content: str | bytes, output: Path | None, fmt: str) -> None:
-    """To -o (atomically), else to stdout; binary output to a terminal is refused (it would garble it)."""
-    from roofline.fileio import atomic_write_bytes
+def write_output(content: str | bytes, output: Path | None, fmt: str, shown: Path | None = None) -> None:
+    """To -o (atomically; a failure is one line ``-o PATH: cannot write it: ...``), else to stdout; binary output
+    to a terminal is refused (it would garble it)."""
+    from roofline.fileio import absolute
 
     if output is None:
         if isinstance(content, bytes):
@@ -77,10 +79,63 @@ def write_output(content: str | bytes, output: Path | None, fmt: str) -> None:
         else:
             sys.stdout.write(content)
         return
-    try:
-        atomic_write_bytes(output, content if isinstance(content, bytes) else content.encode("utf-8"))
-    except OSError as exc:
-        raise UsageError(f"-o {output}: cannot write it: {exc.strerror or exc}") from None
+    from roofline.report.outputs import write
+
+    write(absolute(output), content, shown=shown if shown is not None else output)
+
+
+FORCE_HELP = (
+    "Replace an existing output file even when it is not one roofline writes (a file the command reads is never "
+    "replaced)."
+)
+_FORCE: contextvars.ContextVar[bool] = contextvars.ContextVar("roofline_force", default=False)
+
+
+def _remember_force(ctx: typer.Context, value: bool) -> bool:
+    _FORCE.set(bool(value))
+    ctx.call_on_close(lambda: _FORCE.set(False))
+    return value
+
+
+def forced() -> bool:
+    """Whether the running command was given --force (force_option)."""
+    return _FORCE.get()
+
+
+def force_option() -> Any:
+    """--force for a command that writes files; :func:`prepare_outputs` reads it through the command's context (as
+    --plot), not its signature."""
+    return typer.Option(False, "--force", help=FORCE_HELP, callback=_remember_force, expose_value=False)
+
+
+def prepare_outputs(
+    output: Path | None,
+    kind: Any,
+    *,
+    inputs: Iterable[tuple[str, Path | str | None]] = (),
+    force: bool | None = None,
+    option: str = "-o",
+) -> Path | None:
+    """Before any work (measuring, the user's code): check -o and --plot (roofline.report.outputs.prepare) and
+    return -o's absolute path (None without -o); --plot's is kept for :func:`write_requested_plot`. ``force``:
+    default --force (force_option)."""
+    from roofline.report.outputs import prepare
+
+    force = _FORCE.get() if force is None else force
+
+    plot = _REQUESTED.get()
+    plot_kind = CHART_FORMATS.get(plot.suffix.lower()) if plot is not None else None
+    where, plot_where = prepare([(option, output, kind), ("--plot", plot, plot_kind)], inputs=inputs, force=force)
+    _PREPARED_PLOT.set(plot_where)
+    return where
+
+
+def save_report(report: Any, path: Path, shown: Path | str, option: str = "-o") -> None:
+    """Write a report atomically at ``path`` (prepared); a failure is one line ``-o PATH: cannot write it: ...``,
+    exit 2 (call it after printing the results, so that they are not lost with it)."""
+    from roofline.report.outputs import write
+
+    write(path, report.to_json(), option=option, shown=shown)
 
 
 def print_notes(notes: Any) -> None:
@@ -102,6 +157,7 @@ def chart_content(spec: Any, fmt: str, size: tuple[int, int] = (1600, 1000)) -> 
 
 
 _REQUESTED: contextvars.ContextVar[Path | None] = contextvars.ContextVar("roofline_plot", default=None)
+_PREPARED_PLOT: contextvars.ContextVar[Path | None] = contextvars.ContextVar("roofline_plot_at", default=None)
 
 
 def _remember(ctx: typer.Context, value: Path | None) -> Path | None:
@@ -110,7 +166,8 @@ def _remember(ctx: typer.Context, value: Path | None) -> Path | None:
     if value is not None:
         output_format(value, None, CHART_FORMATS, "png", option="--plot")
     _REQUESTED.set(value)
-    ctx.call_on_close(lambda: _REQUESTED.set(None))
+    _PREPARED_PLOT.set(None)
+    ctx.call_on_close(lambda: (_REQUESTED.set(None), _PREPARED_PLOT.set(None)))
     return value
 
 
@@ -133,13 +190,15 @@ def write_requested_plot(report: Any, name: str) -> None:
     if path is None:
         return
     from roofline.api import known_devices
+    from roofline.fileio import absolute
     from roofline.report.chart import NamedReport, report_chart
+    from roofline.report.outputs import write
 
     spec = report_chart([NamedReport(name, report)], known_devices)
     fmt = output_format(path, None, CHART_FORMATS, "png")
-    write_output(chart_content(spec, fmt), path, fmt)
+    write(_PREPARED_PLOT.get() or absolute(path), chart_content(spec, fmt), option="--plot", shown=path)
     print_notes(spec.notes)
-    typer.echo(f"Chart written to {path}", err=True)
+    info(f"Chart written to {path}")
 
 
 # ------------------------------------------------------------------------------------------------ progress
@@ -177,7 +236,7 @@ def bench_progress() -> Iterator[Any]:
 
     console = Console(stderr=True)
     if not console.is_terminal:
-        yield plain_progress(lambda line: typer.echo(line, err=True), every_s=PLAIN_PROGRESS_EVERY_S)
+        yield plain_progress(info, every_s=PLAIN_PROGRESS_EVERY_S)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

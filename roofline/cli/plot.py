@@ -54,6 +54,7 @@ def plot(
     ),
     size: str = typer.Option(DEFAULT_SIZE, "--size", help="Width x height in pixels (png at 100 dpi)."),
     spec: list[Path] | None = spec_option(),
+    force: bool = out.force_option(),
 ) -> None:
     """Draw the roofline chart of one or more reports (PNG, SVG or PDF).
 
@@ -77,10 +78,16 @@ def plot(
     pixels = parse_size(size)
     devices = [name for item in device or [] for name in split_list(item, "--device")]
     out.refuse_binary_to_terminal(output, chosen)
+    inputs = [
+        *(("a report", path) for path in reports),
+        ("the --calibration file", calibration),
+        *(("a --spec sheet", path) for path in spec or []),
+    ]
+    where = out.prepare_outputs(output, chosen, inputs=inputs)
     chart = chart_spec(
         reports, devices=devices, top=top, per_call=per_call, calibration=calibration, spec_files=spec or []
     )
-    out.write_output(out.chart_content(chart, chosen, pixels), output, chosen)
+    out.write_output(out.chart_content(chart, chosen, pixels), where, chosen, shown=output)
     out.print_notes(chart.notes)
     if output is not None:
         info(f"Chart written to {output}")

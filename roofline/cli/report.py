@@ -35,6 +35,7 @@ def report(
     per_call: bool = typer.Option(
         False, "--per-call", help="Diagnose reports: one point per op call in html/markdown."
     ),
+    force: bool = out.force_option(),
 ) -> None:
     """Turn a report into a page or a table: HTML, Markdown, CSV or Parquet.
 
@@ -60,6 +61,7 @@ def report(
         raise UsageError(f"--rows {rows}: at least 1")
     check_top(top)
     out.refuse_binary_to_terminal(output, chosen)
+    where = out.prepare_outputs(output, chosen, inputs=[("the report", path)])
     from roofline.report.schema import read_report
 
     loaded = read_report(path)
@@ -93,7 +95,7 @@ def report(
             from roofline.render.report_markdown import MarkdownReportRenderer
 
             content = MarkdownReportRenderer(**({"rows": rows} if rows else {})).render(doc)
-    out.write_output(content, output, chosen)
+    out.write_output(content, where, chosen, shown=output)
     if output is not None:
         out.print_notes(notes)
         info(f"Report written to {output}")

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from roofline.errors import RooflineError
+from roofline.fileio import absolute
 from roofline.gate.compare import GateResult
 from roofline.report.schema import Report
 
@@ -193,6 +195,7 @@ class GateRun:
     report: Report
     report_path: Path | None  # the input report, or the measured one's --output; None when not written
     baseline_path: Path
+    unwritten: RooflineError | None = None  # --output could not be written (disk full): raise it after the verdict
 
 
 def run(
@@ -224,6 +227,7 @@ def run(
     from roofline.report import baseline as baselines
 
     tell = notify or (lambda message: None)
+    written = absolute(output) if output is not None else None  # the user's code may change directory
     kind = kind or kind_of(str(target))
     config = find()
     rules = build_rules(
@@ -260,10 +264,13 @@ def run(
         result.warnings.append(
             f"re-measured to confirm ({attempt + 1}/{confirm}), judged on the new measurement: " + ", ".join(replaced)
         )
-    if output is not None:
-        from roofline.report.schema import write_report
+    if output is not None and written is not None:
+        from roofline.report.outputs import write
 
-        write_report(report, output)
+        try:
+            write(written, report.to_json(), shown=output)
+        except RooflineError as exc:
+            return GateRun(result, report, None, baseline_path, unwritten=exc)
         tell(f"Report written to {output}")
     return GateRun(result, report, output, baseline_path)
 
@@ -274,5 +281,7 @@ def update_baseline(gated: GateRun, *, force: bool = False) -> bool:
         return False
     from roofline.report import baseline as baselines
 
-    baselines.save(baselines.from_report(gated.report, path=gated.report_path), gated.baseline_path)
+    baselines.save(
+        baselines.from_report(gated.report, path=gated.report_path), gated.baseline_path, option="--baseline"
+    )
     return True

@@ -35,7 +35,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from roofline import __version__, ironlaw
 from roofline.errors import RooflineError
-from roofline.fileio import atomic_write_text
 from roofline.report.machine import MachineInfo, machine_of
 
 SCHEMA = "roofline.baseline"
@@ -390,13 +389,18 @@ def load(path: Path | str) -> Baseline:
     return parse(text, str(path))
 
 
-def save(baseline: Baseline, path: Path | str) -> Path:
-    """Write atomically. A file already at ``path`` is replaced only when it is a roofline baseline itself."""
+def save(baseline: Baseline, path: Path | str, *, force: bool = False, option: str = "-o") -> Path:
+    """Write atomically. A file already at ``path`` is replaced only when it is a roofline baseline itself (or
+    ``force``). A write that fails (disk full) is one line ``{option} PATH: cannot write it: ...`` (UsageError)."""
+    from roofline.report.outputs import write
+
     path = Path(path)
-    if path.exists():
+    if path.exists() and not force:
         try:
             load(path)
         except BaselineError as exc:
-            raise BaselineError(f"{exc}: not overwritten (remove it, or write the baseline elsewhere)") from None
-    atomic_write_text(path, baseline.to_json())
+            raise BaselineError(
+                f"{exc}: not overwritten (remove it, give --force, or write the baseline elsewhere)"
+            ) from None
+    write(path, baseline.to_json(), option=option)
     return path
