@@ -234,7 +234,12 @@ def bench_progress() -> Iterator[Any]:
     lines (:func:`plain_progress`) otherwise."""
     from rich.console import Console
 
+    from roofline.cli.verbosity import quiet
+
     console = Console(stderr=True)
+    if quiet():
+        yield None
+        return
     if not console.is_terminal:
         yield plain_progress(info, every_s=PLAIN_PROGRESS_EVERY_S)
         return
@@ -263,8 +268,10 @@ def diagnose_status() -> Iterator[Any]:
     callback."""
     from rich.console import Console
 
+    from roofline.cli.verbosity import quiet
+
     console = Console(stderr=True)
-    if not console.is_terminal:
+    if not console.is_terminal or quiet():
         yield None
         return
     with console.status("diagnose", spinner="dots") as status:
