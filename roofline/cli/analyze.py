@@ -89,9 +89,15 @@ def run(
     roofs: str = "auto",
 ) -> None:
     from roofline.analysis import sweep
+    from roofline.costs.suite import check_sweep, sweep_size
 
+    given = {key: value for key, value in values.items() if value is not None}
+    check_sweep(sweep_size(given))  # NB: refused before the devices are read
     devices = _devices(device, spec, roofs)
-    rows = sweep(kind, {key: value for key, value in values.items() if value is not None}, devices)
+    warning = check_sweep(sweep_size(given) * len(devices))
+    if warning:
+        typer.echo(warning, err=True)
+    rows = sweep(kind, given, devices)
     _emit(rows, devices, as_json, output)
 
 
@@ -377,8 +383,11 @@ def suite(
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep)."""
     from roofline.analysis import analyze_items
-    from roofline.costs.suite import load_suite
+    from roofline.costs.suite import check_sweep, load_suite
 
     loaded, items = load_suite(file)
     devices = _devices(device, spec, roofs)
+    warning = check_sweep(len(items) * len(devices))
+    if warning:
+        typer.echo(warning, err=True)
     _emit(analyze_items(items, devices), devices, as_json, output, title=f"suite {loaded.name}")

@@ -10,6 +10,7 @@ import typer
 
 from roofline.cli.common import json_option, print_text, spec_option
 from roofline.cli.output import command_line, diagnose_status, plot_option, write_requested_plot
+from roofline.cli.timeout import time_limit, timeout_option
 
 DEFAULT_OUTPUT = Path("roofline-report.json")
 
@@ -59,6 +60,7 @@ def diagnose(
         DEFAULT_OUTPUT, "--output", "-o", help="Report JSON, written atomically (read by plot and gate)."
     ),
     plot: Path | None = plot_option(),
+    timeout: float | None = timeout_option("says which stage was running, writes no report, exit 124"),
 ) -> None:
     """Run a PyTorch model, count what every op must do, time what it did, and say what limits it.
 
@@ -66,7 +68,7 @@ def diagnose(
     torch.profiler): device time per op, kernels, GPU idle. Each op, op type and module is placed on this device's
     roofline (GPU: spec sheet, or measured roofs when calibrated; CPU: measured roofs); the findings name the
     bottleneck, the property to exploit, the technique and the most the roofline lets you gain. Arguments after
-    `--` go to the script. See docs/diagnose.md.
+    `--` go to the script. --timeout bounds the run's wall-clock time. See docs/diagnose.md.
     """
     from roofline.diagnose.pipeline import diagnose as run
     from roofline.errors import UsageError
@@ -74,9 +76,10 @@ def diagnose(
 
     if top < 1:
         raise UsageError(f"--top {top}: at least 1")
+    written = output.absolute()  # NB: where the user asked, whatever directory their model changes to
     # NB: with --json, standard output carries the report alone: whatever the user's file prints goes to stderr.
     quiet_stdout = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-    with quiet_stdout, diagnose_status() as progress:
+    with time_limit(timeout), quiet_stdout, diagnose_status() as progress:
         result = run(
             model,
             entry=entry,
@@ -92,7 +95,7 @@ def diagnose(
             progress=progress,
         )
     report = result.report(command_line())
-    write_report(report, output)
+    write_report(report, written)
     write_requested_plot(report, output.stem)
     if as_json:
         print_text(report.to_json())
