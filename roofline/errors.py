@@ -31,9 +31,25 @@ class Terminated(KeyboardInterrupt):
         self.signal_name = name
 
 
+class TimedOut(KeyboardInterrupt):
+    """``--timeout`` ran out (SIGALRM, in the main thread): handled like Ctrl-C, so the work finished so far is
+    kept (bench writes its rows), then exit 124. ``stage`` names what was running, when the command knows it."""
+
+    exit_code = EXIT_TIMEOUT
+
+    def __init__(self, seconds: float, stage: str = "") -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
+        self.stage = stage
+
+    def __str__(self) -> str:
+        return f"timed out after {self.seconds:g} s" + (f" while {self.stage}" if self.stage else "")
+
+
 def interrupt_exit_code(exc: BaseException | None) -> int:
-    """The exit code of an interruption: 128 + the signal's number for SIGTERM/SIGHUP, else 130 (Ctrl-C)."""
-    return exc.exit_code if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+    """The exit code of an interruption: 128 + the signal's number for SIGTERM/SIGHUP, 124 for --timeout, else
+    130 (Ctrl-C)."""
+    return exc.exit_code if isinstance(exc, (Terminated, TimedOut)) else EXIT_INTERRUPTED
 
 
 class RooflineError(Exception):
@@ -78,6 +94,17 @@ class UserCodeError(RooflineError):
     """The user's own code (their model file, its forward) raised: show their traceback, exit 1."""
 
     exit_code = EXIT_USER_CODE
+
+    def __init__(self, message: str, traceback_text: str = "") -> None:
+        super().__init__(message)
+        self.traceback_text = traceback_text
+
+
+class NotMeasured(RooflineError):
+    """``gate``: the suite or model measured nothing (its code failed, it timed out, no row was measured): never
+    a pass, exit 4. ``traceback_text``: the user's traceback when their code failed."""
+
+    exit_code = EXIT_NOT_MEASURED
 
     def __init__(self, message: str, traceback_text: str = "") -> None:
         super().__init__(message)

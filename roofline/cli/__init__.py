@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from roofline import __version__
 from roofline.cli import analyze, bench, diagnose, plot, report, specs, verbosity
@@ -15,7 +16,26 @@ from roofline.cli import calibrate as calibrate_cli
 from roofline.cli import completion as completion_cli
 from roofline.cli import gate as gate_cli
 
+
+class _Interrupted(Exception):
+    """A KeyboardInterrupt (Ctrl-C, errors.Terminated, errors.TimedOut) carried past typer, which would turn it
+    into a silent exit 130, to main(), which says what happened and exits with its code."""
+
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        super().__init__(str(interrupt))
+        self.interrupt = interrupt
+
+
+class _RootGroup(TyperGroup):
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise _Interrupted(exc) from exc
+
+
 app = typer.Typer(
+    cls=_RootGroup,
     name="roofline",
     help=(
         "Roofline analysis and GPU performance diagnosis: what limits this kernel, which property to "
@@ -115,9 +135,21 @@ def _terminate_like_ctrl_c() -> Callable[[], None]:
     return restore
 
 
+def _interrupted(exc: KeyboardInterrupt) -> NoReturn:
+    """Ctrl-C (130), SIGTERM/SIGHUP (143/129: errors.Terminated) or --timeout (124: errors.TimedOut, naming what
+    was running): one line, then exit."""
+    from roofline.errors import Terminated, TimedOut, interrupt_exit_code
+
+    if isinstance(exc, TimedOut):
+        typer.echo(f"Error: {exc} (--timeout)", err=True)
+    else:
+        typer.echo(f"Terminated ({exc.signal_name})." if isinstance(exc, Terminated) else "Interrupted.", err=True)
+    sys.exit(interrupt_exit_code(exc))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: every known error becomes one line `Error: ...` and its exit code."""
-    from roofline.errors import EXIT_INTERRUPTED, EXIT_USAGE, RooflineError
+    from roofline.errors import EXIT_USAGE, RooflineError
     from roofline.render.base import clean_terminal_size_env
 
     clean_terminal_size_env()
@@ -139,11 +171,10 @@ def main(argv: list[str] | None = None) -> None:
             typer.echo("".join(traceback.format_exception(exc)).rstrip("\n"), err=True)
         typer.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except _Interrupted as exc:
+        _interrupted(exc.interrupt)
     except KeyboardInterrupt as exc:
-        from roofline.errors import Terminated, interrupt_exit_code
-
-        typer.echo(f"Terminated ({exc.signal_name})." if isinstance(exc, Terminated) else "Interrupted.", err=True)
-        sys.exit(interrupt_exit_code(exc))
+        _interrupted(exc)
     except ModuleNotFoundError as exc:  # a dependency of ours is missing from this environment
         from roofline.extras import EXTRAS, install_hint, missing_extra
 
@@ -162,9 +193,9 @@ def main(argv: list[str] | None = None) -> None:
         )
         sys.exit(EXIT_USAGE)
     except exits as exc:
-        if type(exc).__name__ == "Abort":
-            typer.echo("Interrupted.", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+        if type(exc).__name__ == "Abort":  # click turns a KeyboardInterrupt into Abort: the original decides
+            cause = exc.__cause__ or exc.__context__
+            _interrupted(cause if isinstance(cause, KeyboardInterrupt) else KeyboardInterrupt())
         sys.exit(getattr(exc, "exit_code", 0))
     except click_errors as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # `roofline` or a group alone: its help was asked for

@@ -106,10 +106,16 @@ def run(
     roofs: str = "auto",
 ) -> None:
     from roofline.analysis import sweep
+    from roofline.costs.suite import check_sweep, sweep_size
 
     where = _prepare(output, spec, ("the model config", values.get("model")))
+    given = {key: value for key, value in values.items() if value is not None}
+    check_sweep(sweep_size(given))  # NB: refused before the devices are read
     devices = _devices(device, spec, roofs)
-    rows = sweep(kind, {key: value for key, value in values.items() if value is not None}, devices)
+    warning = check_sweep(sweep_size(given) * len(devices))
+    if warning:
+        info(warning)
+    rows = sweep(kind, given, devices)
     _emit(rows, devices, as_json, output, where)
 
 
@@ -403,9 +409,12 @@ def suite(
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep)."""
     from roofline.analysis import analyze_items
-    from roofline.costs.suite import load_suite, suite_path
+    from roofline.costs.suite import check_sweep, load_suite, suite_path
 
     loaded, items = load_suite(file)
     where = _prepare(output, spec, ("the suite file", suite_path(file)))
     devices = _devices(device, spec, roofs)
+    warning = check_sweep(len(items) * len(devices))
+    if warning:
+        info(warning)
     _emit(analyze_items(items, devices), devices, as_json, output, where, title=f"suite {loaded.name}")

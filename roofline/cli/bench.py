@@ -19,6 +19,8 @@ from roofline.cli.output import (
     save_report,
     write_requested_plot,
 )
+from roofline.cli.timeout import check_timeout, time_limit, timeout_option
+from roofline.cli.verbosity import info
 
 DEFAULT_OUTPUT = Path("roofline-bench.json")
 DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.target.DEFAULT_MAX_TIME_S (not imported: --help stays light)
@@ -61,6 +63,7 @@ class Options:
     max_time: float
     output: Path
     as_json: bool
+    timeout: float | None = None
 
 
 # Options shared by every bench command (typer needs them in each signature; the definitions live here once).
@@ -107,6 +110,10 @@ def _output() -> Any:
     )
 
 
+def _timeout() -> Any:
+    return timeout_option("the rows finished so far are written, exit 124")
+
+
 def _options(
     device: str | None,
     sheet: str | None,
@@ -115,29 +122,36 @@ def _options(
     max_time: float,
     output: Path,
     j: bool,
+    timeout: float | None = None,
 ) -> Options:
-    return Options(device, sheet, spec, warm, max_time, output, j)
+    return Options(device, sheet, spec, warm, max_time, output, j, check_timeout(timeout))
 
 
 def execute(
     items: list, opts: Options, title: str = "", suite: dict[str, str] | None = None, config: str | None = None
 ) -> None:
-    """Run the items on the target device, render them, write the report; exit 130 when interrupted. ``config``:
-    decode's --model, when a file."""
+    """Run the items on the target device, render them, write the report; exit 130 when interrupted (143/129 when
+    terminated, 124 when --timeout ran out: the rows finished so far are written first). ``config``: decode's
+    --model, when a file."""
     from roofline.bench.run import bench_report, run_bench
     from roofline.bench.target import open_target
-    from roofline.errors import interrupt_exit_code
+    from roofline.costs.suite import check_sweep
+    from roofline.errors import TimedOut, interrupt_exit_code
 
     inputs = [("the suite file", (suite or {}).get("file")), *(("a --spec sheet", path) for path in opts.spec or [])]
     if config is not None and config.endswith((".yaml", ".yml")):
         inputs.append(("the model config", config))
     where = prepare_outputs(opts.output, "report", inputs=inputs)
     assert where is not None
-    target = open_target(
-        opts.device, sheet=opts.sheet, spec_files=opts.spec or [], warm=opts.warm, max_time_s=opts.max_time
-    )
-    with bench_progress() as progress:
-        result = run_bench(items, target.device, target.harness, target.build, progress=progress)
+    warning = check_sweep(len(items))
+    if warning:
+        info(warning)
+    with time_limit(opts.timeout):
+        target = open_target(
+            opts.device, sheet=opts.sheet, spec_files=opts.spec or [], warm=opts.warm, max_time_s=opts.max_time
+        )
+        with bench_progress() as progress:
+            result = run_bench(items, target.device, target.harness, target.build, progress=progress)
     if not result.rows and not result.interrupted:
         error = result.first_error()
         if error is not None:  # nothing ran, and not for lack of memory: a usage problem, one line
@@ -160,10 +174,14 @@ def execute(
         print_text(renderer.render(result.rows))
     save_report(report, where, opts.output)  # after the table: a full disk does not lose what was measured
     write_requested_plot(report, opts.output.stem)
-    typer.echo(f"Report written to {opts.output}", err=True)
+    info(f"Report written to {opts.output}")
     _note_over_roof(result.rows, target.device)
     if result.interrupted:
-        typer.echo(f"Interrupted: {len(result.rows)} of {result.total} rows measured and written.", err=True)
+        done = f"{len(result.rows)} of {result.total} rows measured and written."
+        if isinstance(result.interruption, TimedOut):
+            info(f"Timed out after {result.interruption.seconds:g} s (--timeout): {done}")
+        else:
+            info(f"Interrupted: {done}")
         raise typer.Exit(interrupt_exit_code(result.interruption))
 
 
@@ -203,9 +221,10 @@ def gemm(
     plot: Path | None = plot_option(),
     force: bool = force_option(),
     as_json: bool = json_option(),
+    timeout: float | None = _timeout(),
 ) -> None:
     """GEMM / batched GEMM, C = A @ B (torch.matmul / torch.bmm; fp8 torch._scaled_mm; int8 torch._int_mm)."""
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
     values = {
         "m": sizes_value(m, "-m"),
         "n": sizes_value(n, "-n"),
@@ -243,9 +262,10 @@ def attention(
     plot: Path | None = plot_option(),
     force: bool = force_option(),
     as_json: bool = json_option(),
+    timeout: float | None = _timeout(),
 ) -> None:
     """Attention softmax(QK^T/sqrt(d))V: naive (three kernels) vs fused (SDPA), causal or not, MHA/GQA/MQA."""
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
     values = {
         "seq_q": sizes_value(seq, "--seq"),
         "seq_kv": sizes_value(seq_kv, "--seq-kv"),
@@ -274,9 +294,10 @@ def elementwise(
     plot: Path | None = plot_option(),
     force: bool = force_option(),
     as_json: bool = json_option(),
+    timeout: float | None = _timeout(),
 ) -> None:
     """An element-wise op into a preallocated output (every op of `roofline analyze elementwise`)."""
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
     values = {"op": words_value(op, "--op"), "numel": sizes_value(numel, "--numel"), "dtype": _dtypes(dtype, opts)}
     _run_kind("elementwise", values, opts)
 
@@ -297,9 +318,10 @@ def norm(
     plot: Path | None = plot_option(),
     force: bool = force_option(),
     as_json: bool = json_option(),
+    timeout: float | None = _timeout(),
 ) -> None:
     """Row-wise normalisations: F.layer_norm, F.rms_norm, softmax over the last dimension."""
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
     values = {
         "op": words_value(op, "--op"),
         "rows": sizes_value(rows, "--rows"),
@@ -332,9 +354,10 @@ def conv2d(
     plot: Path | None = plot_option(),
     force: bool = force_option(),
     as_json: bool = json_option(),
+    timeout: float | None = _timeout(),
 ) -> None:
     """2-D convolution, NCHW (F.conv2d)."""
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
     values = conv2d_values(
         batch,
         in_channels,
@@ -372,12 +395,13 @@ def decode(
     plot: Path | None = plot_option(),
     force: bool = force_option(),
     as_json: bool = json_option(),
+    timeout: float | None = _timeout(),
 ) -> None:
     """LLM decode, GEMV-shaped: the weight GEMMs of one decoder layer at M = batch (memory-bound at small batch)."""
     from roofline.bench.items import decode_gemm_items, expand_items
     from roofline.errors import UsageError
 
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json)
+    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
     if model is not None and (n is not None or k is not None):
         raise UsageError("give either --model NAME|FILE.yaml or one weight GEMM with -n N -k K, not both")
     if model is None:
@@ -406,6 +430,7 @@ def suite(
     plot: Path | None = plot_option(),
     force: bool = force_option(),
     as_json: bool = json_option(),
+    timeout: float | None = _timeout(),
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep). Also `roofline bench FILE`."""
     from roofline.bench.items import expand_suite
@@ -415,7 +440,7 @@ def suite(
     items = _on_cpu(loaded.name, expand_suite(entries), device)
     execute(
         items,
-        _options(device, sheet, spec, warm, max_time, output, as_json),
+        _options(device, sheet, spec, warm, max_time, output, as_json, timeout),
         title=f"suite {loaded.name}",
         suite={"name": loaded.name, "file": str(suite_path(file))},
     )

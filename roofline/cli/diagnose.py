@@ -18,6 +18,8 @@ from roofline.cli.output import (
     save_report,
     write_requested_plot,
 )
+from roofline.cli.timeout import time_limit, timeout_option
+from roofline.cli.verbosity import info
 
 DEFAULT_OUTPUT = Path("roofline-report.json")
 
@@ -68,6 +70,7 @@ def diagnose(
     ),
     plot: Path | None = plot_option(),
     force: bool = force_option(),
+    timeout: float | None = timeout_option("says which stage was running, writes no report, exit 124"),
 ) -> None:
     """Run a PyTorch model, count what every op must do, time what it did, and say what limits it.
 
@@ -75,7 +78,7 @@ def diagnose(
     torch.profiler): device time per op, kernels, GPU idle. Each op, op type and module is placed on this device's
     roofline (GPU: spec sheet, or measured roofs when calibrated; CPU: measured roofs); the findings name the
     bottleneck, the property to exploit, the technique and the most the roofline lets you gain. Arguments after
-    `--` go to the script. See docs/diagnose.md.
+    `--` go to the script. --timeout bounds the run's wall-clock time. See docs/diagnose.md.
     """
     from roofline.diagnose.pipeline import diagnose as run
     from roofline.errors import UsageError
@@ -87,7 +90,7 @@ def diagnose(
     assert where is not None
     # NB: with --json, standard output carries the report alone: whatever the user's file prints goes to stderr.
     quiet_stdout = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-    with quiet_stdout, diagnose_status() as progress:
+    with time_limit(timeout), quiet_stdout, diagnose_status() as progress:
         result = run(
             model,
             entry=entry,
@@ -111,9 +114,9 @@ def diagnose(
         print_text(DiagnoseRenderer(top=top).render(result))
     save_report(report, where, output)  # after the tables: a full disk does not lose what was measured
     write_requested_plot(report, output.stem)
-    typer.echo(f"Report written to {output}", err=True)
+    info(f"Report written to {output}")
     from roofline.roofs import check_over_roof
 
     over_roof = check_over_roof(result.placed.points, result.device)
     if over_roof:
-        typer.echo(f"note: {over_roof}", err=True)
+        info(f"note: {over_roof}")

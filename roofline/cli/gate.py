@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from roofline.cli.common import json_option, print_text, spec_option
+from roofline.cli.timeout import time_limit, timeout_option
 
 FORMATS = ("table", "markdown", "json")
 DEFAULT_GATE_ITERS = 20  # NB: = roofline.gate.run.DEFAULT_ITERS (not imported: --help stays light)
@@ -144,8 +145,10 @@ def gate(
         help="SUITE/MODEL: when points do not pass, measure again up to N times and judge those points on the "
         "new measurement (a transient must strike the same point every time to fail). 0: judge the first.",
     ),
+    timeout: float | None = timeout_option("SUITE/MODEL: nothing measured, never a pass, exit 4"),
 ) -> None:
-    """Compare a report with a baseline: exit 0 pass, 1 regression, 3 inconclusive (too noisy), 2 bad input.
+    """Compare a report with a baseline: exit 0 pass, 1 regression, 3 inconclusive (too noisy), 2 bad input,
+    4 nothing measured (the model or suite failed, timed out or measured no row: never a pass).
 
     Counts (FLOPs, bytes, kernels) must match; efficiency and time are tested on the timing samples (a
     Hodges–Lehmann shift with its Mann–Whitney confidence interval), so noise alone does not fail: a regression
@@ -178,6 +181,7 @@ def gate(
         "--sheet": sheet,
         "--spec": spec,
         "--confirm": confirm if confirm != 1 else None,
+        "--timeout": timeout,
     }
     if kind == "report":
         _reject(kind, {**measuring, **bench_only, **model_only})
@@ -187,33 +191,34 @@ def gate(
         _reject(kind, bench_only)
 
     written = _prepare_outputs(target, kind, baseline, spec, output, junit, markdown_file, force)
-    gated = gate_run.run(
-        target,
-        kind=kind,
-        baseline=baseline,
-        fail_on=fail_on or [],
-        confidence=confidence,
-        stats=not no_stats,
-        options=gate_run.MeasureOptions(
-            device=device,
-            sheet=sheet,
-            spec_files=spec or [],
-            warm=warm,
-            max_time_s=max_time,
-            entry=entry,
-            dtype=dtype,
-            mode=mode,
-            warmup=warmup,
-            iters=iters,
-            roofs=roofs,
-            argv=script_args or [],
-        ),
-        confirm=confirm,
-        output=output,
-        command=command_line(),
-        progress=lambda measured: bench_progress() if measured == "suite" else diagnose_status(),
-        notify=lambda message: typer.echo(message, err=True),
-    )
+    with time_limit(timeout):  # NB: gate_run.run turns a TimedOut while measuring into NotMeasured (exit 4)
+        gated = gate_run.run(
+            target,
+            kind=kind,
+            baseline=baseline,
+            fail_on=fail_on or [],
+            confidence=confidence,
+            stats=not no_stats,
+            options=gate_run.MeasureOptions(
+                device=device,
+                sheet=sheet,
+                spec_files=spec or [],
+                warm=warm,
+                max_time_s=max_time,
+                entry=entry,
+                dtype=dtype,
+                mode=mode,
+                warmup=warmup,
+                iters=iters,
+                roofs=roofs,
+                argv=script_args or [],
+            ),
+            confirm=confirm,
+            output=output,
+            command=command_line(),
+            progress=lambda measured: bench_progress() if measured == "suite" else diagnose_status(),
+            notify=lambda message: typer.echo(message, err=True),
+        )
     result = gated.result
 
     from roofline.render import gate as render

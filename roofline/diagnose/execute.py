@@ -1,13 +1,28 @@
-"""Running the user's model once, the same way in the counting and the timing pass."""
+"""The user-code boundary, and running the user's model once, the same way in the counting and the timing pass.
+
+Every place the user's code runs (the import of their file, get_inputs(), get_init_inputs(), the constructor,
+an --entry function, forward in the counting and the timing pass) runs inside :func:`user_code`, which keeps
+roofline in charge of the process: an exception (SystemExit included) becomes a UserCodeError carrying their
+traceback; os._exit() raises instead of ending the process without a report; a closed sys.stdout or sys.stderr,
+a replaced one, and the working directory are put back afterwards. Ctrl-C, SIGTERM/SIGHUP (errors.Terminated)
+and --timeout (errors.TimedOut), all KeyboardInterrupts, go on up untouched.
+"""
 
 from __future__ import annotations
 
+import io
+import os
+import sys
 import traceback
-from typing import Any, Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, NoReturn
 
-from roofline.errors import UserCodeError
+from roofline.errors import RooflineError, UserCodeError
 
 Mode = Literal["inference", "training"]
+
+_depth = 0  # how many user_code() boundaries are open: an inner one only converts exceptions
 
 
 def user_traceback(exc: BaseException, user_file: str | None = None) -> str:
@@ -24,6 +39,170 @@ def user_traceback(exc: BaseException, user_file: str | None = None) -> str:
     return "".join(lines)
 
 
+class _ExitCalled(BaseException):
+    """os._exit(status) called by the user's code (a BaseException: their ``except Exception`` does not catch it)."""
+
+    __module__ = "builtins"  # their traceback ends "ExitCalled: os._exit(0) was called", not our module's path
+
+    def __init__(self, status: object) -> None:
+        super().__init__(status)
+        self.status = status
+
+    def __str__(self) -> str:
+        return f"os._exit({self.status}) was called"
+
+
+_ExitCalled.__name__ = _ExitCalled.__qualname__ = "ExitCalled"
+
+
+def _make_exit(real: Callable[[int], NoReturn], owner: int) -> Callable[..., NoReturn]:
+    def _exit(status: int = 0, *args: Any, **kwargs: Any) -> NoReturn:
+        if os.getpid() != owner:  # a child the user's code forked (multiprocessing ends its children this way)
+            real(status)
+        raise _ExitCalled(status)
+
+    return _exit
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return int(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
+
+
+def _fd_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def _closed(stream: Any) -> bool:
+    try:
+        return bool(stream.closed)
+    except Exception:
+        return False
+
+
+@dataclass
+class _Saved:
+    """What the user's code may change and roofline needs back: os._exit, the two streams, the working directory."""
+
+    exit: Callable[[int], NoReturn]
+    streams: dict[str, tuple[Any, int, bool]]  # name -> (the stream, its fd, whether that fd was open)
+    cwd: str | None
+
+    @classmethod
+    def take(cls) -> _Saved:
+        streams = {}
+        for name, default_fd in (("stdout", 1), ("stderr", 2)):
+            stream = getattr(sys, name)
+            fd = _fileno(stream)
+            fd = default_fd if fd is None else fd
+            streams[name] = (stream, fd, _fd_open(fd))
+        try:
+            cwd: str | None = os.getcwd()
+        except OSError:  # the working directory was removed before we started: nothing to go back to
+            cwd = None
+        return cls(os._exit, streams, cwd)
+
+    def restore(self, what: str) -> str:
+        """Put everything back; a line saying what could not be (a closed file descriptor), else ''."""
+        os._exit = self.exit
+        problems = []
+        for name, (stream, fd, was_open) in self.streams.items():
+            if was_open and not _fd_open(fd):
+                stream_name = "standard output" if name == "stdout" else "standard error"
+                problems.append(f"{what} closed {stream_name} (file descriptor {fd}): roofline cannot print its report")
+                setattr(sys, name, stream)
+                continue
+            if not _closed(stream):
+                setattr(sys, name, stream)  # also when the user's code replaced it
+                continue
+            setattr(sys, name, _reopen(stream, fd, line_buffering=name == "stderr"))
+        if self.cwd is not None:
+            try:
+                if os.getcwd() != self.cwd:
+                    os.chdir(self.cwd)
+            except OSError:
+                os.chdir(self.cwd)  # os.getcwd() fails when the user's code removed its new directory
+        return "; ".join(problems)
+
+
+def _reopen(stream: Any, fd: int, *, line_buffering: bool) -> Any:
+    """A working text stream on ``fd`` in place of the closed ``stream`` (``fd`` stays open when it is closed)."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    errors = getattr(stream, "errors", None) or "backslashreplace"
+    return io.TextIOWrapper(
+        io.FileIO(fd, "w", closefd=False), encoding=encoding, errors=errors, line_buffering=line_buffering
+    )
+
+
+class user_code:  # NB: lower case, used like a function: ``with user_code("the model"):``
+    """The boundary around the user's code (see the module docstring).
+
+    An exception from inside becomes ``UserCodeError("{what} raised Type: message")`` with ``trace(exc)`` (their
+    frames); SystemExit becomes ``exited`` (formatted with ``code``; default ``"{what} exited (SystemExit:
+    {code})"``), os._exit(N) "{what} called os._exit(N)". Our own errors (RooflineError), ``keep`` (e.g. torch's
+    out of memory, which the caller explains) and KeyboardInterrupt go on up as they are. The outermost boundary
+    also puts os._exit, sys.stdout, sys.stderr and the working directory back afterwards; a closed file
+    descriptor 1 or 2 is a UserCodeError (nothing can be printed on it). ``errors=False``: a guard around a
+    stage that calls the user's code through inner boundaries: SystemExit and os._exit are converted, other
+    exceptions go on up as they are (the stage explains them, e.g. out of memory).
+
+    NB: a class, not a generator: an inner boundary (one per forward in the timing loop) costs about as much as
+    an empty ``with``."""
+
+    __slots__ = ("errors", "exited", "keep", "saved", "trace", "what")
+
+    def __init__(
+        self,
+        what: str = "the model",
+        *,
+        exited: str = "",
+        trace: Callable[[BaseException], str] = user_traceback,
+        keep: tuple[type[BaseException], ...] = (),
+        errors: bool = True,
+    ) -> None:
+        self.what, self.exited, self.trace, self.keep, self.errors = what, exited, trace, keep, errors
+        self.saved: _Saved | None = None
+
+    def __enter__(self) -> None:
+        global _depth
+        if _depth == 0:
+            self.saved = _Saved.take()
+            os._exit = _make_exit(self.saved.exit, os.getpid())
+        _depth += 1
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+        global _depth
+        _depth -= 1
+        problem = self.saved.restore(self.what) if self.saved is not None else ""
+        self.saved = None
+        if exc is None:
+            if problem:
+                raise UserCodeError(problem)
+            return False
+        if isinstance(exc, (KeyboardInterrupt, RooflineError)):
+            return False
+        what = self.what
+        if isinstance(exc, _ExitCalled):
+            message = (
+                f"{what} called os._exit({exc.status}): that would end roofline without a report (raise an "
+                "exception to stop instead)"
+            )
+        elif isinstance(exc, SystemExit):  # NB: sys.exit() must not end (or pass) the run as if it measured
+            message = (self.exited or "{what} exited (SystemExit: {code})").format(what=what, code=exc.code)
+        elif not self.errors or (self.keep and isinstance(exc, self.keep)):
+            return False
+        else:
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            message = f"{what} raised {detail}"
+        raise UserCodeError(message, self.trace(exc)) from None
+
+
 def _floating_tensors(value: Any) -> list[Any]:
     import torch
 
@@ -37,13 +216,13 @@ def _floating_tensors(value: Any) -> list[Any]:
 
 
 def run_once(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: Mode) -> Any:
-    """One forward (inference: under no_grad) or forward + backward of the sum of the outputs (training).
-
-    An exception from the user's model, sys.exit() included, becomes a UserCodeError carrying their traceback
-    (exit 1); Ctrl-C (KeyboardInterrupt) goes on up."""
+    """One forward (inference: under no_grad) or forward + backward of the sum of the outputs (training), inside
+    :func:`user_code`: an exception from the user's model, sys.exit() and os._exit() included, becomes a
+    UserCodeError carrying their traceback (exit 1); torch's OutOfMemoryError and Ctrl-C go on up."""
     import torch
 
-    try:
+    exited = "the model exited while running (SystemExit: {code}): a forward must return"
+    with user_code("the model", exited=exited, keep=(torch.cuda.OutOfMemoryError,)):
         if mode == "inference":
             with torch.no_grad():
                 return model(*inputs, **kwargs)
@@ -54,16 +233,6 @@ def run_once(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: 
         loss = sum(t.float().sum() for t in tensors)
         loss.backward()
         return out
-    except UserCodeError:
-        raise
-    except torch.cuda.OutOfMemoryError:
-        raise
-    except SystemExit as exc:  # NB: sys.exit() in forward must not end (or pass) the run as if it had measured
-        raise UserCodeError(
-            f"the model exited while running (SystemExit: {exc.code}): a forward must return", user_traceback(exc)
-        ) from None
-    except Exception as exc:
-        raise UserCodeError(f"the model raised {type(exc).__name__}: {exc}", user_traceback(exc)) from None
 
 
-__all__ = ["Mode", "run_once", "user_traceback"]
+__all__ = ["Mode", "run_once", "user_code", "user_traceback"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import UsageError, UserCodeError, WorkloadError
+from roofline.errors import UsageError, WorkloadError
 from roofline.roofs import torch_device as resolve_device  # 'cpu' | 'cuda' | 'cuda:N' (tests patch it here)
 
 RUN_NAME = "__roofline_model__"  # the file's __name__: its `if __name__ == "__main__":` block does not run
@@ -142,10 +142,6 @@ def _script_context(file: Path, argv: Sequence[str]) -> Iterator[None]:
         sys.path[:] = saved_path
 
 
-def _user_error(message: str, exc: BaseException, file: Path) -> UserCodeError:
-    return UserCodeError(message, _traceback_from(exc, file))
-
-
 def _traceback_from(exc: BaseException, file: Path) -> str:
     """The user's traceback: from the first frame in their file (runpy and our frames dropped)."""
     from roofline.diagnose.execute import user_traceback
@@ -173,15 +169,12 @@ def _is_ours(filename: str) -> bool:
 
 
 def _call_user(what: str, fn: Callable[[], Any], file: Path) -> Any:
-    try:
+    """``fn()`` inside the user-code boundary (roofline.diagnose.execute.user_code): an exception, SystemExit or
+    os._exit() becomes a UserCodeError naming ``what``, with the user's traceback from their file."""
+    from roofline.diagnose.execute import user_code
+
+    with user_code(what, trace=lambda exc: _traceback_from(exc, file)):
         return fn()
-    except (KeyboardInterrupt, UserCodeError):
-        raise
-    except SystemExit as exc:
-        raise _user_error(f"{what} exited (SystemExit: {exc.code})", exc, file) from None
-    except BaseException as exc:
-        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        raise _user_error(f"{what} raised {detail}", exc, file) from None
 
 
 def _run_file(file: Path) -> dict[str, Any]:

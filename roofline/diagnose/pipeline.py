@@ -14,8 +14,9 @@ from typing import Any
 
 from roofline import roofs as roof_resolver
 from roofline.device import Device
+from roofline.diagnose.execute import user_code
 from roofline.diagnose.place import place
-from roofline.errors import RooflineError, UsageError, WorkloadError
+from roofline.errors import RooflineError, TimedOut, UsageError, WorkloadError
 from roofline.findings.base import rank
 from roofline.findings.combine import combined
 from roofline.findings.coverage import cover
@@ -146,7 +147,9 @@ def diagnose(
     """Load the model file, count its ops, time them, place them on the device's roofline and diagnose.
 
     Errors (each one line at the CLI): UsageError (options), WorkloadError (missing file, no convention, no ops),
-    DeviceError (no GPU, out of memory), UserCodeError (the model raised: the user's traceback, exit 1)."""
+    DeviceError (no GPU, out of memory), UserCodeError (the model raised, exited or closed a standard stream: the
+    user's traceback, exit 1). Every stage that runs the user's code runs inside the user-code boundary
+    (roofline.diagnose.execute.user_code). errors.TimedOut (--timeout) goes on up naming the stage that ran."""
     stages = stages or Stages()
     tell = progress or (lambda stage: None)
     roof_resolver.check_roofs(roofs)
@@ -156,35 +159,57 @@ def diagnose(
         raise UsageError(f"--warmup {warmup}: at least 0")
     if mode not in ("inference", "training"):
         raise UsageError(f"--mode {mode!r}: use inference or training")
-    torch_device = stages.resolve(device)
-    tell(f"loading {Path(path).name}")
-    loaded = stages.load(path, entry=entry, device=torch_device, dtype=dtype, argv=list(argv), mode=mode)
-    tell(f"reading the roofs of {torch_device}")
-    dev, notes = stages.roofs(torch_device, sheet=sheet, spec_files=list(spec_files), roofs=roofs)
-    notes = list(notes)
-    tell("counting ops (FLOPs and bytes of every aten op)")
+    running = ["resolving the device"]  # what runs now: a --timeout names it
+
+    def stage(what: str, shown: str) -> None:
+        running[0] = what
+        tell(shown)
+
     try:
-        records = list(stages.count(loaded.model, loaded.inputs, loaded.kwargs, mode=mode))
-    except RooflineError:
-        raise
-    except Exception as exc:
-        error = _out_of_memory(exc, f"counting the model's ops on {torch_device}")
-        if error is None:
+        torch_device = stages.resolve(device)
+        stage(f"loading {Path(path).name}", f"loading {Path(path).name}")
+        with user_code(errors=False):  # the user's file, its get_inputs(), constructor... (NB: our boundary)
+            loaded = stages.load(path, entry=entry, device=torch_device, dtype=dtype, argv=list(argv), mode=mode)
+        stage(f"reading the roofs of {torch_device}", f"reading the roofs of {torch_device}")
+        dev, notes = stages.roofs(torch_device, sheet=sheet, spec_files=list(spec_files), roofs=roofs)
+        notes = list(notes)
+        stage("counting the model's ops", "counting ops (FLOPs and bytes of every aten op)")
+        try:
+            with user_code(errors=False):
+                records = list(stages.count(loaded.model, loaded.inputs, loaded.kwargs, mode=mode))
+        except RooflineError:
             raise
-        raise error from None
-    if not records:
-        raise WorkloadError(
-            f"{Path(path).name}: the model ran no tensor operations: nothing to diagnose (does forward() use torch?)"
-        )
-    tell(f"timing ({warmup} warm-up + {iters} profiled iterations)")
-    timing = stages.time(
-        loaded.model, loaded.inputs, loaded.kwargs, records, device=torch_device, mode=mode, warmup=warmup, iters=iters
-    )
-    tell("placing ops on the roofline and diagnosing")
-    placed = place(records, timing, dev)
-    ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
-    findings = run_rules(ctx, tuple(stages.rules))
-    findings = rank([*findings, *cover(ctx, findings)])  # every group that costs time gets a verdict
+        except Exception as exc:
+            error = _out_of_memory(exc, f"counting the model's ops on {torch_device}")
+            if error is None:
+                raise
+            raise error from None
+        if not records:
+            raise WorkloadError(
+                f"{Path(path).name}: the model ran no tensor operations: nothing to diagnose "
+                "(does forward() use torch?)"
+            )
+        what = "forward" if mode == "inference" else "forward and backward"
+        stage(f"timing the model's {what}", f"timing ({warmup} warm-up + {iters} profiled iterations)")
+        with user_code(errors=False):
+            timing = stages.time(
+                loaded.model,
+                loaded.inputs,
+                loaded.kwargs,
+                records,
+                device=torch_device,
+                mode=mode,
+                warmup=warmup,
+                iters=iters,
+            )
+        stage("placing ops on the roofline and diagnosing", "placing ops on the roofline and diagnosing")
+        placed = place(records, timing, dev)
+        ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
+        findings = run_rules(ctx, tuple(stages.rules))
+        findings = rank([*findings, *cover(ctx, findings)])  # every group that costs time gets a verdict
+    except TimedOut as exc:
+        exc.stage = exc.stage or running[0]
+        raise
     notes += [n for n in [*timing.notes, *placed.notes] if n not in notes]
     options = {
         "entry": entry,

@@ -103,8 +103,8 @@ def measure_suite(
     target = open_target(device, sheet=sheet, spec_files=spec_files, warm=warm, max_time_s=max_time_s)
     build = wrap_build(target.build) if wrap_build is not None else target.build
     result = run_bench(items, target.device, target.harness, build, progress=progress)
-    if result.interrupted:
-        raise KeyboardInterrupt
+    if result.interrupted:  # Ctrl-C, SIGTERM/SIGHUP (errors.Terminated) or --timeout (errors.TimedOut)
+        raise result.interruption or KeyboardInterrupt()
     if not result.rows:
         error = result.first_error()
         if error is not None:
@@ -219,8 +219,10 @@ def run(
     A suite or a model is measured (``options``); while points do not pass, it is measured again, up to
     ``confirm`` times, and those points are judged on the new measurement. ``output``: write the measured report
     there. Raises UsageError (no baseline), BaselineError, ReportError, ThresholdError, or the measurement's
-    errors; everything that can be wrong with the input is checked before a measurement that can take minutes."""
-    from roofline.errors import UsageError
+    errors; everything that can be wrong with the input is checked before a measurement that can take minutes.
+    A run that did not measure (the user's code failed: UserCodeError; errors.TimedOut; no row measured, a
+    report with no row included) raises NotMeasured (exit 4): never a pass, never inconclusive."""
+    from roofline.errors import NotMeasured, TimedOut, UsageError, UserCodeError
     from roofline.gate import check
     from roofline.gate.config import find
     from roofline.gate.thresholds import build_rules
@@ -247,23 +249,30 @@ def run(
     if kind == "report":
         from roofline.report.schema import read_report
 
-        report = read_report(Path(target))
+        report = _measured(read_report(Path(target)), f"the report {target}")
         return GateRun(check(report, saved, rules), report, Path(target), baseline_path)
 
     options = options or MeasureOptions()
-    report = measure(kind, target, options, command=command, progress=progress)
-    result = check(report, saved, rules)
-    for attempt in range(confirm):
-        doubtful = {p.key for p in result.points if p.verdict in ("regression", "inconclusive")}
-        if not doubtful:
-            break
-        tell(f"Measuring again to confirm ({attempt + 1}/{confirm}): {len(doubtful)} point(s) did not pass")
-        again = measure(kind, target, options, command=command, progress=progress)
-        report, replaced = merge_remeasured(report, again, doubtful)
+    what = "the model" if kind == "model" else "the suite"
+    try:
+        report = _measured(measure(kind, target, options, command=command, progress=progress), what)
         result = check(report, saved, rules)
-        result.warnings.append(
-            f"re-measured to confirm ({attempt + 1}/{confirm}), judged on the new measurement: " + ", ".join(replaced)
-        )
+        for attempt in range(confirm):
+            doubtful = {p.key for p in result.points if p.verdict in ("regression", "inconclusive")}
+            if not doubtful:
+                break
+            tell(f"Measuring again to confirm ({attempt + 1}/{confirm}): {len(doubtful)} point(s) did not pass")
+            again = _measured(measure(kind, target, options, command=command, progress=progress), what)
+            report, replaced = merge_remeasured(report, again, doubtful)
+            result = check(report, saved, rules)
+            result.warnings.append(
+                f"re-measured to confirm ({attempt + 1}/{confirm}), judged on the new measurement: "
+                + ", ".join(replaced)
+            )
+    except UserCodeError as exc:  # NB: a run that did not measure is never a pass (nor inconclusive): exit 4
+        raise NotMeasured(f"nothing measured: {exc}", exc.traceback_text) from None
+    except TimedOut as exc:
+        raise NotMeasured(f"nothing measured: {exc} (--timeout)") from None
     if output is not None and written is not None:
         from roofline.report.outputs import write
 
@@ -273,6 +282,17 @@ def run(
             return GateRun(result, report, None, baseline_path, unwritten=exc)
         tell(f"Report written to {output}")
     return GateRun(result, report, output, baseline_path)
+
+
+def _measured(report: Report, what: str) -> Report:
+    """``report`` when it holds a measured row, else NotMeasured (exit 4): no row is never a pass."""
+    if not report.rows:
+        from roofline.errors import NotMeasured
+
+        skipped = report.model_extra.get("skipped") if report.model_extra else None
+        why = f": {skipped[0].get('reason')}" if skipped else ""
+        raise NotMeasured(f"nothing measured: {what} gave no measured row{why}")
+    return report
 
 
 def update_baseline(gated: GateRun, *, force: bool = False) -> bool:
