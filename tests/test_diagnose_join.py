@@ -92,3 +92,59 @@ def test_join_finds_a_folded_op_through_its_launch_call():
 
 def test_align_keeps_order():
     assert align(list("abcabc"), list("xabyc")) == [(0, 1), (1, 2), (2, 4)]
+
+
+# ------------------------------------------------------------------------------------------------ launch facts
+
+
+def with_facts(events: list[dict]) -> list[dict]:
+    """The fake events, each kernel with the launch facts a Kineto trace carries (gelu_b: a cuDNN conversion)."""
+    out = []
+    for e in events:
+        if e["kind"] == "kernel":
+            facts = {"grid": [16, 1, 1], "block": [256, 1, 1], "registers_per_thread": 32, "shared_memory_bytes": 1024}
+            e = {**e, **facts, "blocks_per_sm": 0.12, "warps_per_sm": 0.97, "occupancy": 0.06}
+            if e["name"] == "gelu_b":
+                e["name"] = "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true>"
+        out.append(e)
+    return out
+
+
+def test_join_carries_kernel_launch_facts_per_op():
+    parsed = parse_events(with_facts(fake_events()))
+    assert parsed.kernels[0].grid == (16, 1, 1) and parsed.kernels[0].occupancy == 0.06
+    timing = join([ADDMM, GELU], parsed.ops, parsed.kernels, 2, launches=parsed.launches, device="cuda")
+    addmm, gelu = timing.ops
+    (gemm,) = addmm.kernel_facts
+    assert gemm.name == "gemm" and gemm.launches == 1 and gemm.time_s == pytest.approx(11e-6)  # (10 + 12) / 2
+    assert (gemm.grid, gemm.block, gemm.registers_per_thread, gemm.shared_memory_bytes) == ([16, 1, 1], [256, 1, 1],
+                                                                                            32, 1024)  # fmt: skip
+    assert (gemm.blocks_per_sm, gemm.warps_per_sm, gemm.occupancy) == (0.12, 0.97, 0.06)
+    assert [k.name for k in gelu.kernel_facts] == ["gelu_a", gelu.kernel_facts[1].name]  # longest first
+    assert gelu.layout_time_s == pytest.approx(6e-6) and addmm.layout_time_s == 0
+    assert not any(note.startswith("no kernel launch facts") for note in timing.notes)
+
+
+def test_join_without_launch_facts_notes_it_and_never_fails():
+    parsed = parse_events(fake_events())
+    timing = join([ADDMM, GELU], parsed.ops, parsed.kernels, 2, launches=parsed.launches, device="cuda")
+    gemm = timing.ops[0].kernel_facts[0]
+    assert gemm.grid is None and gemm.block is None and gemm.occupancy is None and gemm.registers_per_thread is None
+    assert any(note.startswith("no kernel launch facts (the profiler's trace") for note in timing.notes)
+    cpu = join([ADDMM, GELU], parsed.ops, [], 2, device="cpu")
+    assert any(note.startswith("no kernel launch facts (a CPU run)") for note in cpu.notes)
+    assert all(op.kernel_facts == () for op in cpu.ops)
+
+
+def test_malformed_launch_facts_read_as_none():
+    events = [
+        {"kind": "kernel", "name": "k", "start_us": 0, "end_us": 1, "grid": [0, 1], "block": "256",
+         "registers_per_thread": -3, "shared_memory_bytes": None, "blocks_per_sm": float("nan"),
+         "warps_per_sm": True, "occupancy": 1.5},
+        {"kind": "note", "text": "no kernel launch facts (why)"},
+    ]  # fmt: skip
+    parsed = parse_events(events)
+    (k,) = parsed.kernels
+    assert (k.grid, k.block, k.registers_per_thread, k.shared_memory_bytes) == (None, None, None, None)
+    assert (k.blocks_per_sm, k.warps_per_sm, k.occupancy) == (None, None, None)
+    assert parsed.notes == ["no kernel launch facts (why)"]

@@ -9,7 +9,7 @@ import pytest
 from diagnose_events import ADDMM, GELU, fake_events, rec
 
 from roofline.diagnose.join import join, parse_events
-from roofline.diagnose.profile import MARKER, events_from_profiler, time_model
+from roofline.diagnose.profile import MARKER, events_from_profiler, facts_from_trace, time_model, trace_facts
 from roofline.errors import DeviceError, UserCodeError, WorkloadError
 
 torch = pytest.importorskip("torch")
@@ -79,6 +79,54 @@ def test_events_from_profiler_without_linked_ids():
     )
 
 
+def test_launch_facts_from_a_chrome_trace_by_correlation():
+    trace = {
+        "traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_layer_norm_kernel<float>",
+             "args": {"External id": 5, "correlation": 501, "stream": 7, "registers per thread": 40,
+                      "shared memory": 128, "blocks per SM": 0.121212, "warps per SM": 3.878788,
+                      "grid": [16, 1, 1], "block": [1024, 1, 1], "est. achieved occupancy %": 6,
+                      "occupancy": {"activeBlocksPerMultiprocessor": 2, "limitingFactors": "WARPS"}}},
+            {"ph": "X", "cat": "kernel", "name": "old", "args": {"correlation": 502, "grid": [4, 1, 1],
+                                                                  "est. achieved occupancy": 0.5}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "args": {"correlation": 501}},
+            {"ph": "X", "cat": "kernel", "name": "no args"},
+            "not an event",
+        ]
+    }  # fmt: skip
+    facts = facts_from_trace(trace)
+    assert set(facts) == {501, 502}
+    assert facts[501] == {
+        "grid": [16, 1, 1], "block": [1024, 1, 1], "registers_per_thread": 40, "shared_memory_bytes": 128,
+        "blocks_per_sm": 0.121212, "warps_per_sm": 3.878788, "occupancy": 0.06, "active_blocks_per_sm": 2,
+    }  # fmt: skip
+    assert facts[502] == {"grid": [4, 1, 1], "occupancy": 0.5}
+    assert facts_from_trace({"nothing": 1}) == {} and facts_from_trace("junk") == {}
+
+    kernel = SimpleNamespace(name="ln", device_type="DeviceType.CUDA", time_range=SimpleNamespace(start=1, end=9),
+                             id=501, thread=0, is_user_annotation=False, linked_correlation_id=5, is_async=False,
+                             device_resource_id=7)  # fmt: skip
+    (event,) = events_from_profiler([kernel], facts=facts)
+    assert event["grid"] == [16, 1, 1] and event["occupancy"] == 0.06 and event["correlation"] == 501
+    (parsed,) = parse_events([event]).kernels
+    assert parsed.grid == (16, 1, 1) and parsed.active_blocks_per_sm == 2
+
+
+def test_trace_facts_never_raises(tmp_path):
+    class Broken:
+        def export_chrome_trace(self, path):
+            raise RuntimeError("no trace in this build")
+
+    class Garbled:
+        def export_chrome_trace(self, path):
+            with open(path, "w") as handle:
+                handle.write("{not json")
+
+    for prof in (Broken(), Garbled()):
+        facts, note = trace_facts(prof)
+        assert facts == {} and note.startswith("no kernel launch facts (the profiler's trace could not be read")
+
+
 # ------------------------------------------------------------------------------------------------ time_model
 
 
@@ -105,6 +153,18 @@ def test_time_model_with_a_fake_profile_function():
     assert 0 < timing.wall_s < 1.0  # from the uninstrumented loop, not the profiled one
     assert [t.index for t in timing.ops] == [0, 1]
     assert any(note.startswith("the profiler slowed each iteration") for note in timing.notes)
+
+
+def test_time_model_keeps_the_profiles_own_reason_for_missing_launch_facts():
+    model, x = mlp()
+
+    def fake_profile(step, iters, device):
+        events = [e for e in fake_events() if e["kind"] in ("op", "iteration")]
+        return [*events, {"kind": "note", "text": "no kernel launch facts (a reason): bound classes from ..."}], 1e-3
+
+    timing = time_model(model, (x,), {}, [ADDMM, GELU], device="cpu", warmup=0, iters=2, profile=fake_profile)
+    facts_notes = [note for note in timing.notes if note.startswith("no kernel launch facts")]
+    assert facts_notes == ["no kernel launch facts (a reason): bound classes from ..."]
 
 
 def test_time_model_cpu_end_to_end():

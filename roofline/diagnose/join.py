@@ -14,6 +14,10 @@ Event dicts (what a ``profile`` function returns; times in microseconds on one c
                                                               external_id = id of the CPU op that launched it
   {"kind": "launch", "name", "start_us", "end_us", "thread", "correlation"}
                                                               a launch API call (cudaLaunchKernel...)
+  {"kind": "note", "text"}                                    something the profile lacks, for the report's notes
+Optional in a kernel, its launch facts (any missing or malformed: None): "grid" [x, y, z], "block" [x, y, z],
+"registers_per_thread", "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "occupancy" (0..1),
+"active_blocks_per_sm".
 Optional in an op: "iteration" (else: the iteration marker containing its start), "parent" (else: the innermost
 op containing it on its thread), "self_us" (else: its duration minus its direct children's).
 """
@@ -21,12 +25,19 @@ op containing it on its thread), "self_us" (else: its duration minus its direct 
 from __future__ import annotations
 
 import bisect
+import math
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from roofline.findings.bounds import is_layout_kernel
 from roofline.report.records import KernelEvent, OpRecord, OpTiming, Timing
+from roofline.report.rows import KernelFacts
+
+#: kernels per op kept with their launch facts (the longest first)
+TOP_KERNELS = 4
+NO_FACTS = "bound classes from roofline numbers only"
 
 # ------------------------------------------------------------------------------------------------ plain values
 
@@ -70,6 +81,7 @@ class ProfiledEvents:
     kernels: list[KernelEvent] = field(default_factory=list)
     launches: list[LaunchCall] = field(default_factory=list)
     iterations: int = 0  # iteration markers seen
+    notes: list[str] = field(default_factory=list)  # what the profile lacks ('note' events)
 
 
 # ------------------------------------------------------------------------------------------------ parsing
@@ -98,6 +110,7 @@ def parse_events(events: Iterable[Mapping[str, Any]]) -> ProfiledEvents:
                     stream=int(event.get("stream") or 0),
                     external_id=_id_or_none(event.get("external_id")),
                     correlation=_id_or_none(event.get("correlation")),
+                    **launch_facts(event),
                 )
             )
         elif kind == "launch":
@@ -110,6 +123,10 @@ def parse_events(events: Iterable[Mapping[str, Any]]) -> ProfiledEvents:
                     thread=int(event.get("thread") or 0),
                 )
             )
+        elif kind == "note":
+            text = str(event.get("text") or "")
+            if text and text not in out.notes:
+                out.notes.append(text)
         else:
             raise ValueError(f"unknown profiler event kind {kind!r}")
     markers.sort()
@@ -117,6 +134,50 @@ def parse_events(events: Iterable[Mapping[str, Any]]) -> ProfiledEvents:
     out.ops = _build_ops(raw_ops, markers)
     out.kernels.sort(key=lambda k: k.start_us)
     return out
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if math.isfinite(number) and number >= 0 and number == int(number) else None
+
+
+def _float_or_none(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def _dims_or_none(value: Any) -> tuple[int, ...] | None:
+    if not isinstance(value, (list, tuple)) or not value:
+        return None
+    dims = tuple(_int_or_none(v) for v in value)
+    if any(d is None or d < 1 for d in dims):
+        return None
+    return dims  # type: ignore[return-value]
+
+
+def launch_facts(event: Mapping[str, Any]) -> dict[str, Any]:
+    """A kernel event's launch facts as KernelEvent fields; a missing or malformed one is None (never an error)."""
+    occupancy = _float_or_none(event.get("occupancy"))
+    return {
+        "grid": _dims_or_none(event.get("grid")),
+        "block": _dims_or_none(event.get("block")),
+        "registers_per_thread": _int_or_none(event.get("registers_per_thread")),
+        "shared_memory_bytes": _int_or_none(event.get("shared_memory_bytes")),
+        "blocks_per_sm": _float_or_none(event.get("blocks_per_sm")),
+        "warps_per_sm": _float_or_none(event.get("warps_per_sm")),
+        "occupancy": occupancy if occupancy is not None and occupancy <= 1 else None,
+        "active_blocks_per_sm": _int_or_none(event.get("active_blocks_per_sm")) or None,
+    }
 
 
 def _id_or_none(value: Any) -> int | None:
@@ -312,6 +373,7 @@ def join(
     per_iteration_us: list[dict[int, float]] = [defaultdict(float) for _ in records]  # record -> iteration -> us
     cpu_us = [0.0] * len(records)
     kernel_n = [0] * len(records)
+    owned: list[list[KernelEvent]] = [[] for _ in records]
     delay_us = [0.0] * len(records)
     unmatched_us = 0.0
     for op in cpu_ops:
@@ -351,6 +413,7 @@ def join(
         if op is not None and op.iteration is not None:
             per_iteration_us[rec][op.iteration] += k.duration_us
         kernel_n[rec] += 1
+        owned[rec].append(k)
         if launch is not None:
             delay_us[rec] += max(0.0, k.start_us - launch.end_us)
 
@@ -362,6 +425,8 @@ def join(
             launch_delay_s=delay_us[i] * 1e-6 / iters,
             cpu_time_s=cpu_us[i] * 1e-6 / iters,
             samples_s=tuple(per_iteration_us[i][it] * 1e-6 for it in sorted(matched_in[i])),
+            kernel_facts=kernel_facts(owned[i], iters),
+            layout_time_s=sum(k.duration_us for k in owned[i] if is_layout_kernel(k.name)) * 1e-6 / iters,
         )
         for i, record in enumerate(records)
         if hits[i]
@@ -379,7 +444,39 @@ def join(
         unmatched_time_s=unmatched_us * 1e-6 / iters,
     )
     timing.notes += _notes(records, hits, iters, len(candidates), len(kernels), unattributed, kind)
+    if kind == "cuda" and kernels and not any(k.has_facts for k in kernels):
+        timing.notes.append(f"no kernel launch facts (the profiler's trace has no grid or block): {NO_FACTS}")
+    elif kind == "cpu":
+        timing.notes.append(f"no kernel launch facts (a CPU run): {NO_FACTS}")
     return timing
+
+
+def kernel_facts(kernels: Sequence[KernelEvent], iters: int, top: int = TOP_KERNELS) -> tuple[KernelFacts, ...]:
+    """An op's kernels grouped by name, per iteration (time and launches over ``iters``), the longest ``top``
+    first; each with the launch facts of its longest launch."""
+    by_name: dict[str, list[KernelEvent]] = defaultdict(list)
+    for k in kernels:
+        by_name[k.name].append(k)
+    out = []
+    for name, launches in by_name.items():
+        longest = max(launches, key=lambda k: (k.has_facts, k.duration_us))
+        out.append(
+            KernelFacts(
+                name=name,
+                time_s=sum(k.duration_us for k in launches) * 1e-6 / iters,
+                launches=max(round(len(launches) / iters), 1),
+                grid=list(longest.grid) if longest.grid else None,
+                block=list(longest.block) if longest.block else None,
+                registers_per_thread=longest.registers_per_thread,
+                shared_memory_bytes=longest.shared_memory_bytes,
+                blocks_per_sm=longest.blocks_per_sm,
+                warps_per_sm=longest.warps_per_sm,
+                occupancy=longest.occupancy,
+                active_blocks_per_sm=longest.active_blocks_per_sm,
+            )
+        )
+    out.sort(key=lambda f: (-f.time_s, f.name))
+    return tuple(out[:top])
 
 
 class _OpsAt:
@@ -427,10 +524,14 @@ def _notes(
 
 __all__ = [
     "ALIGN_WINDOW",
+    "NO_FACTS",
+    "TOP_KERNELS",
     "CpuOp",
     "LaunchCall",
     "ProfiledEvents",
     "align",
     "join",
+    "kernel_facts",
+    "launch_facts",
     "parse_events",
 ]

@@ -16,6 +16,11 @@ an op's roofline time is max(FLOPs / roof, bytes / DRAM bandwidth), without the 
 roofline time / measured time (1.0 = on the roof). The bound is 'launch' when the measured time is within
 LAUNCH_FACTOR of the launch floor (x kernels on a GPU; one dispatch per op on the CPU), else the roofline's
 compute or memory; 'none' for ops that do no work and take no device time (views on a GPU).
+
+Each point also stores its ``limiter``, the bound class from evidence (roofline.findings.bounds.classify: compute,
+memory, parallelism, latency, launch, host, layout or none) and the one line of numbers that decided it
+(``limiter_evidence``), with its kernels' launch facts (``kernel_facts``) and the time of its layout-conversion
+kernels (``layout_time_s``).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 from roofline import ironlaw
 from roofline.device import Device, Roof
 from roofline.errors import UsageError
+from roofline.findings.bounds import classify
 from roofline.report.aggregate import aggregate_points, device_kind_of, iteration_summary
 from roofline.report.records import OpRecord, Timing
 from roofline.report.rows import OpPoint, Placed, PointBound, UncountedOp
@@ -114,8 +120,11 @@ def place_op(record: OpRecord, timing: Any | None, device: Device, device_kind: 
         efficiency=ironlaw.row_efficiency(roof_time, time_s) if work else None,
         bound=bound,  # type: ignore[arg-type]
         roofline_bound=roofline_bound,
+        kernel_facts=list(getattr(timing, "kernel_facts", ()) or ()) if timing is not None else [],
+        layout_time_s=float(getattr(timing, "layout_time_s", 0.0) or 0.0) if timing is not None else 0.0,
     )
-    return point, note
+    limiter, evidence = classify(point, device, device_kind)
+    return point.model_copy(update={"limiter": limiter, "limiter_evidence": evidence}), note
 
 
 # ------------------------------------------------------------------------------------------------ place

@@ -14,11 +14,12 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from roofline.diagnose.join import join, parse_events
+from roofline.diagnose.join import NO_FACTS, join, parse_events
 from roofline.errors import DeviceError, RooflineError, UsageError, UserCodeError, WorkloadError, is_out_of_memory
 from roofline.report.records import OpRecord, Timing
 
 MARKER = "roofline::iteration"  # record_function name around each timed iteration
+NO_FACTS_PREFIX = "no kernel launch facts"  # how the notes on missing launch facts begin
 
 # profile(step, iters, device) -> (event dicts, seconds the `iters` iterations took end to end)
 ProfileFn = Callable[[Callable[[], object], int, str], tuple[list[dict[str, Any]], float]]
@@ -78,12 +79,85 @@ def _classify(e: Any, device_type: str, activity: str | None, linked: int, marke
     return "op" if "::" in e.name or _AUTOGRAD_NODE.match(e.name) else None  # not e.g. 'Activity Buffer Request'
 
 
-def events_from_profiler(function_events: Iterable[Any], marker: str = MARKER) -> list[dict[str, Any]]:
+# Kineto's kernel args in the Chrome trace -> our event keys (launch facts; roofline.diagnose.join.launch_facts)
+TRACE_FACTS = {
+    "grid": "grid",
+    "block": "block",
+    "registers per thread": "registers_per_thread",
+    "shared memory": "shared_memory_bytes",
+    "blocks per SM": "blocks_per_sm",
+    "warps per SM": "warps_per_sm",
+}
+
+
+def facts_from_trace(trace: Any) -> dict[int, dict[str, Any]]:
+    """A Chrome trace (``prof.export_chrome_trace``'s JSON, parsed) -> launch facts of each kernel by correlation
+    id. Kineto writes them in a kernel event's "args": "grid", "block", "registers per thread", "shared memory",
+    "blocks per SM", "warps per SM", "est. achieved occupancy %" (0..100; some builds: "est. achieved occupancy",
+    0..1) and, in newer builds, "occupancy": {"activeBlocksPerMultiprocessor", ...}. Whatever is missing is left
+    out; anything not shaped like a trace gives {}."""
+    events = trace.get("traceEvents") if isinstance(trace, dict) else trace
+    out: dict[int, dict[str, Any]] = {}
+    if not isinstance(events, list):
+        return out
+    for event in events:
+        if not isinstance(event, dict) or str(event.get("cat", "")).lower() != "kernel":
+            continue
+        args = event.get("args")
+        if not isinstance(args, dict) or "correlation" not in args:
+            continue
+        try:
+            correlation = int(args["correlation"])
+        except (TypeError, ValueError):
+            continue
+        facts = {ours: args[theirs] for theirs, ours in TRACE_FACTS.items() if theirs in args}
+        occupancy = _number(args.get("est. achieved occupancy %"))
+        if occupancy is not None:
+            facts["occupancy"] = occupancy / 100
+        elif (fraction := _number(args.get("est. achieved occupancy"))) is not None:
+            facts["occupancy"] = fraction if fraction <= 1 else fraction / 100
+        detail = args.get("occupancy")
+        if isinstance(detail, dict) and "activeBlocksPerMultiprocessor" in detail:
+            facts["active_blocks_per_sm"] = detail["activeBlocksPerMultiprocessor"]
+        if facts:
+            out[correlation] = facts
+    return out
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def trace_facts(prof: Any) -> tuple[dict[int, dict[str, Any]], str]:
+    """Launch facts by correlation id from a stopped profiler's Chrome trace (written to a temporary file and read
+    back) and '' -- or ({}, why not) when the export fails. Never raises. (A trace without facts gives {}: the
+    join notes that.)"""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="roofline-trace-") as folder:
+            path = Path(folder) / "trace.json"
+            prof.export_chrome_trace(str(path))
+            with path.open(encoding="utf-8") as handle:
+                trace = json.load(handle)
+    except Exception as exc:  # an older torch, a trace that does not parse: no facts, never a crash
+        return {}, f"no kernel launch facts (the profiler's trace could not be read: {type(exc).__name__})"
+    return facts_from_trace(trace), ""
+
+
+def events_from_profiler(
+    function_events: Iterable[Any], marker: str = MARKER, facts: dict[int, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """torch.profiler's FunctionEvent list (``prof.events()``) -> event dicts.
 
     A FunctionEvent whose device_type is not CPU is a kernel (or memcpy/memset): ``id`` is its correlation id,
     shared with its launch call, ``device_resource_id`` its stream and, from torch 2.13, ``linked_correlation_id``
-    the id of the CPU op that launched it (its 'External id'). A runtime call (cudaLaunchKernel...) is a CPU
+    the id of the CPU op that launched it (its 'External id'); ``facts`` (:func:`facts_from_trace`) adds each
+    kernel's launch facts by its correlation id. A runtime call (cudaLaunchKernel...) is a CPU
     event with the same ``id`` as its kernel. The ops are the other CPU events (``id`` = their External id; the
     two id spaces overlap). Without the linked id (torch < 2.13), :func:`~roofline.diagnose.join.join` finds the
     launching op as the innermost op around the launch call."""
@@ -103,6 +177,7 @@ def events_from_profiler(function_events: Iterable[Any], marker: str = MARKER) -
                 "external_id": linked or None,
                 "correlation": int(e.id),
             }
+            event |= (facts or {}).get(int(e.id), {})
         elif kind == "launch":
             event |= {"name": e.name, "thread": int(e.thread), "correlation": int(e.id)}
         elif kind == "op":
@@ -155,7 +230,14 @@ def torch_profile(step: Callable[[], object], iters: int, device: str) -> tuple[
                 loop_s = time.perf_counter() - t0
         finally:
             prof.stop()
-    return events_from_profiler(prof.events()), loop_s
+    facts: dict[int, dict[str, Any]] = {}
+    note = ""
+    if cuda:
+        facts, note = trace_facts(prof)
+    events = events_from_profiler(prof.events(), facts=facts)
+    if note:
+        events.append({"kind": "note", "text": f"{note}: {NO_FACTS}"})
+    return events, loop_s
 
 
 # ------------------------------------------------------------------------------------------------ driver
@@ -252,6 +334,9 @@ def time_model(
             f"the profiler slowed each iteration from {format_time(wall_s)} to {format_time(profiled_s / iters)} "
             f"(its per-op overhead): {what}"
         )
+    if any(note.startswith(NO_FACTS_PREFIX) for note in parsed.notes):  # the profile knows why: its note only
+        timing.notes = [note for note in timing.notes if not note.startswith(NO_FACTS_PREFIX)]
+    timing.notes += [note for note in parsed.notes if note not in timing.notes]
     if parsed.iterations and parsed.iterations != iters:
         timing.notes.append(f"the profile holds {parsed.iterations} iterations, {iters} were timed")
     return timing
@@ -282,7 +367,9 @@ __all__ = [
     "MARKER",
     "ProfileFn",
     "events_from_profiler",
+    "facts_from_trace",
     "out_of_memory_error",
     "time_model",
     "torch_profile",
+    "trace_facts",
 ]

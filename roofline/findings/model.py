@@ -24,7 +24,9 @@ Rules and their thresholds (module constants below; docs/diagnose.md has the tab
 - compute-bound: compute-bound matmuls at efficiency >= NEAR_ROOF;
 - awkward-shapes: compute-bound matmuls at efficiency < FAR_BELOW with a dim >= ALIGN not a multiple of ALIGN,
   or losing a partial wave of tiles (roofline.findings.base's tiles);
-- non-contiguous: memory-bound element-wise ops on strided inputs at < FAR_BELOW of the DRAM bandwidth.
+- non-contiguous: memory-bound element-wise ops on strided inputs at < FAR_BELOW of the DRAM bandwidth;
+- under-filled-gpu: ops (groups of identical ops) taking >= UNDERFILL_SHARE of the iteration whose evidence
+  bound class (roofline.findings.bounds) is 'parallelism'; bound: their roofline time + launch floors.
 
 The last five leave out ops whose roofline time is below one launch floor (overhead-bound: the launch rule's).
 Findings concerning less than MIN_FINDING_SHARE of the iteration are dropped.
@@ -76,6 +78,7 @@ TF32_SUSPECT = 1.2  # an fp32 matmul this far above the fp32 roof already runs o
 MIN_FINDING_SHARE = 0.01
 GATHER_DEPTH = 8  # ops looked ahead for the softmax and the second matmul of an attention
 QUANT_BITS = 4  # weight-only quantisation bound of the GEMV finding (int4)
+UNDERFILL_SHARE = 0.05  # an op (group) taking at least this share of the iteration with the GPU not filled
 
 
 class ModelFinding(Finding):
@@ -909,6 +912,47 @@ def non_contiguous(ctx: ModelContext) -> ModelFinding | None:
     )
 
 
+def under_filled(ctx: ModelContext) -> list[ModelFinding]:
+    """Ops (or groups of identical ops) taking at least UNDERFILL_SHARE of the iteration whose evidence bound class
+    is 'parallelism' (roofline.findings.bounds): too few thread blocks for the SMs, a partial last wave, or low
+    occupancy. The bound on the gain is the ops' own roofline time plus their launch floors (every SM working
+    at the roof), never less."""
+    items = [((p.signature(), p.phase), [p]) for p in ctx.work() if p.limiter == "parallelism" and p.timed]
+    findings = []
+    for group in _groups(items):
+        pts = [p for members in group for p in members]
+        time_now = sum(p.time_s for p in pts)
+        if ctx.total_time_s <= 0 or time_now < UNDERFILL_SHARE * ctx.total_time_s:
+            continue
+        floor = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+        example = max(pts, key=lambda p: p.time_s)
+        shapes = ", ".join("x".join(str(d) for d in s) for s in example.input_shapes)
+        count = f" x{len(pts)}" if len(pts) > 1 else ""
+        evidence = (
+            f"{_name(example.op)} [{shapes}]{count} at {_percent(_ratio(sum(p.roof_time_s for p in pts), time_now))} "
+            f"of its roofline, the GPU not filled: {example.limiter_evidence}; every SM at the roof: "
+            f"{format_time(floor)} (roofline time + launch floor) vs {format_time(time_now)}"
+        )
+        technique = (
+            "split the reduction across more blocks (split-K / a two-pass reduction), a kernel that parallelises "
+            "the other axis, or torch.compile (generates a kernel shaped for these sizes)"
+        )
+        findings.append(
+            _finding(
+                ctx,
+                "under-filled-gpu",
+                (Property.ASSOCIATIVITY, Property.LOCALITY),
+                technique,
+                evidence,
+                time_now,
+                floor if floor < time_now else None,
+                pts,
+                bottleneck="parallelism",
+            )
+        )
+    return findings
+
+
 RULES: tuple[Rule, ...] = (
     launch_bound,
     sequential_loop,
@@ -919,6 +963,7 @@ RULES: tuple[Rule, ...] = (
     compute_bound,
     awkward_shapes,
     non_contiguous,
+    under_filled,
 )
 
 
@@ -958,4 +1003,5 @@ __all__ = [
     "naive_attention",
     "non_contiguous",
     "sequential_loop",
+    "under_filled",
 ]

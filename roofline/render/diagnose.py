@@ -13,9 +13,18 @@ from roofline.render.analyze import BOUND_STYLE
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
+# the evidence bound classes (roofline.findings.bounds) beside the iron law's
+LIMITER_STYLE = {
+    **BOUND_STYLE,
+    "host": "bold magenta",
+    "parallelism": "bold cyan",
+    "latency": "bold blue",
+    "layout": "bold red",
+}
+
 
 def _bound(text: str) -> str:
-    style = BOUND_STYLE.get(text, "")
+    style = LIMITER_STYLE.get(text, "")
     return f"[{style}]{text}[/]" if style else text
 
 
@@ -136,7 +145,7 @@ class DiagnoseRenderer(Renderer):
             _rate(a.achieved_flops_per_s),
             _rate(a.attainable_flops_per_s),
             _percent(a.efficiency),
-            _bound(a.bound),
+            _bound(a.limiter or a.bound),
         ]
 
     def _ops_table(self, rows: Sequence[Any], summary: Any) -> Any:
@@ -226,8 +235,10 @@ class DiagnoseRenderer(Renderer):
             "[dim]\ntime = measured "
             + ("device (kernel)" if result.placed.summary.device_kind == "cuda" else "self CPU")
             + " time per iteration; intensity = counted FLOPs / compulsory bytes; attainable = FLOPs / roofline time "
-            f"(min(roof, intensity x DRAM) for one op); eff. = roofline time / measured time; bound 'launch' = within "
-            f"{LAUNCH_FACTOR:g}x the launch floor[/]"
+            f"(min(roof, intensity x DRAM) for one op); eff. = roofline time / measured time; bound = what limits it, "
+            f"from the evidence: compute/memory = achieved near that roof, launch/host = within {LAUNCH_FACTOR:g}x "
+            "the launch floor, parallelism = the GPU not filled (grid, waves, occupancy), latency = neither roof "
+            "near with the GPU filled, layout = time in layout-conversion kernels (docs/diagnose.md)[/]"
         )
         if result.notes:
             lines.append("[dim]Notes: " + escape("; ".join(result.notes)) + "[/]")

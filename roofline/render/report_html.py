@@ -51,6 +51,10 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .bound-compute { color: #2a9d3a; font-weight: 600; }
 .bound-memory { color: #c06a00; font-weight: 600; }
 .bound-launch { color: #c2249b; font-weight: 600; }
+.bound-host { color: #c2249b; font-weight: 600; }
+.bound-parallelism { color: #0a7d8c; font-weight: 600; }
+.bound-latency { color: #3556b0; font-weight: 600; }
+.bound-layout { color: #b00020; font-weight: 600; }
 .flag { color: #b00020; }
 footer { color: #888; font-size: 12px; margin-top: 32px; }
 """

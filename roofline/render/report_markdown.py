@@ -114,7 +114,7 @@ def point_cells(p: Point, several_devices: bool) -> list[str]:
     flags = ", ".join(f for f in p.flags if f != "predicted")
     return [
         *cells,
-        p.bound or "-",
+        p.limiter or p.bound or "-",  # diagnose: the evidence class where the report has one
         intensity(p.intensity),
         rate(p.throughput),
         rate(p.attainable),

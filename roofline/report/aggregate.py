@@ -4,7 +4,7 @@ law's group rule (roofline.ironlaw.group), and the whole iteration's summary. Pu
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from roofline import ironlaw
@@ -40,8 +40,20 @@ def aggregate(key: str, points: Sequence[OpPoint], total_time_s: float, **labels
         efficiency=law.efficiency,
         bound=law.bound or "none",
         roof=max(by_roof, key=lambda r: by_roof[r]) if by_roof else "",
+        limiter=held_most((p.limiter, p.time_s) for p in points),
         **labels,
     )
+
+
+def held_most(members: Iterable[tuple[str, float]]) -> str:
+    """The class holding most of the time among (class, time) pairs ('' classes left out; by count when nothing
+    was timed; '' when none has a class): a group's limiter."""
+    held: dict[str, float] = {}
+    listed = [(name, time_s) for name, time_s in members if name]
+    timed = any(time_s > 0 for _, time_s in listed)
+    for name, time_s in listed:
+        held[name] = held.get(name, 0.0) + (time_s if timed else 1.0)
+    return max(held, key=lambda name: held[name]) if held else ""
 
 
 def _shapes_text(shapes: Sequence[Sequence[int]]) -> str:
@@ -148,4 +160,4 @@ def iteration_summary(
     )
 
 
-__all__ = ["aggregate", "aggregate_points", "call_site_key", "device_kind_of", "iteration_summary"]
+__all__ = ["aggregate", "aggregate_points", "call_site_key", "device_kind_of", "held_most", "iteration_summary"]

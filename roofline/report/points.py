@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline import ironlaw
+from roofline.report.aggregate import held_most
 from roofline.report.rows import Stored, finite_number, positive_number
 
 PREDICTED = "predicted"  # analytic: a floor computed from the counts, not a measurement
@@ -62,6 +63,7 @@ class Point:
     efficiency: float | None  # roofline time / time = throughput / attainable, as the row stores it
     bound: str  # compute | memory | launch | '' (as the row stores it)
     calls: int = 1  # op calls summed in this point (diagnose groups)
+    limiter: str = ""  # diagnose: the evidence bound class as stored ('' for other reports and older ones)
     launches: int = 1  # kernel launches (CPU: op dispatches) its time includes at least: one launch floor each
     flags: tuple[str, ...] = ()
 
@@ -226,6 +228,7 @@ def _point(
         efficiency=efficiency,
         bound=stored.bound,
         calls=calls,
+        limiter=str(row.get("limiter") or ""),
         launches=max(int(finite_number(row.get("kernels")) or 0), calls, 1),
         flags=tuple(flags),
     )
@@ -252,6 +255,7 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     roofline.ironlaw.group, from the stored values of its calls."""
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     members: dict[tuple[Any, ...], list[ironlaw.Member]] = {}
+    limiters: dict[tuple[Any, ...], list[tuple[str, float]]] = {}
     for index, row in enumerate(rows):
         timed = row.get("timed") is not False and bool(positive_number(row.get("time_s")))
         key = (row.get("op"), repr(row.get("input_shapes")), row.get("phase"), row.get("roof"), timed)
@@ -269,7 +273,9 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "modules": [],
             }
             members[key] = []
+            limiters[key] = []
         time_s = positive_number(row.get("time_s")) or 0.0
+        limiters[key].append((str(row.get("limiter") or ""), time_s))
         members[key].append(
             Stored.of(row).member(finite_number(row.get("flops")), finite_number(row.get("bytes")), time_s)
         )
@@ -289,6 +295,7 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             attainable_flops_per_s=law.attainable_flops_per_s,
             efficiency=law.efficiency,
             bound=law.bound,
+            limiter=held_most(limiters[key]),
         )
     return list(groups.values())
 

@@ -7,7 +7,10 @@ with hand-built values.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from roofline.report.rows import KernelFacts
 
 Phase = Literal["forward", "backward"]
 
@@ -53,6 +56,20 @@ class KernelEvent:
     stream: int
     external_id: int | None  # id of the CPU op that launched it ('External id' in the Kineto trace)
     correlation: int | None  # shared with its launch API call
+    # launch facts from the profiler's trace (Kineto's kernel args; None where the trace has none: an older torch,
+    # ROCm, a memcpy/memset)
+    grid: tuple[int, ...] | None = None  # blocks [x, y, z]
+    block: tuple[int, ...] | None = None  # threads per block [x, y, z]
+    registers_per_thread: int | None = None
+    shared_memory_bytes: int | None = None  # static + dynamic, per block
+    blocks_per_sm: float | None = None  # grid blocks / SMs (Kineto's 'blocks per SM')
+    warps_per_sm: float | None = None  # grid warps / SMs
+    occupancy: float | None = None  # Kineto's estimated achieved occupancy, 0..1
+    active_blocks_per_sm: int | None = None  # blocks one SM can hold at once (Kineto's occupancy detail), if given
+
+    @property
+    def has_facts(self) -> bool:
+        return self.grid is not None
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,8 @@ class OpTiming:
     launch_delay_s: float = 0.0  # summed: kernel start - (launch call end), clipped at 0
     cpu_time_s: float = 0.0  # host time of the op call
     samples_s: tuple[float, ...] = ()  # device time in each timed iteration it ran in (the gate's samples)
+    kernel_facts: tuple[KernelFacts, ...] = ()  # its kernels by time, at most 4, per iteration (GPU only)
+    layout_time_s: float = 0.0  # time in layout/format-conversion kernels it launched, per iteration
 
 
 @dataclass

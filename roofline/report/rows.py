@@ -40,7 +40,7 @@ class Finding(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     rule: str
-    bottleneck: str  # compute | memory | launch
+    bottleneck: str  # compute | memory | launch | parallelism (the diagnose rules may name other classes)
     properties: list[str]
     technique: str
     evidence: str
@@ -150,6 +150,38 @@ def numel(shape: Iterable[int]) -> int:
     return n
 
 
+#: the evidence bound classes of a diagnosed op (roofline.findings.bounds)
+LIMITERS = ("compute", "memory", "parallelism", "latency", "launch", "host", "layout", "none")
+
+
+class KernelFacts(BaseModel):
+    """One kernel an op launched, per iteration, with its launch facts from the profiler's trace (None: the trace
+    had none -- an older torch, ROCm, a memcpy)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    name: str
+    time_s: float  # its summed time per iteration
+    launches: int  # launches per iteration
+    grid: list[int] | None = None  # blocks [x, y, z]
+    block: list[int] | None = None  # threads per block [x, y, z]
+    registers_per_thread: int | None = None
+    shared_memory_bytes: int | None = None  # per block
+    blocks_per_sm: float | None = None  # grid blocks / SMs
+    warps_per_sm: float | None = None  # grid warps / SMs
+    occupancy: float | None = None  # estimated achieved occupancy, 0..1
+    active_blocks_per_sm: int | None = None  # blocks one SM holds at once, when the trace says
+
+    @property
+    def blocks(self) -> int | None:
+        """Thread blocks in its grid (None without launch facts)."""
+        return numel(self.grid) if self.grid else None
+
+    @property
+    def threads_per_block(self) -> int | None:
+        return numel(self.block) if self.block else None
+
+
 class OpPoint(BaseModel):
     """One counted op on the roofline: its record's fields, what was measured and where it sits. Units in names."""
 
@@ -193,6 +225,11 @@ class OpPoint(BaseModel):
     efficiency: float | None = None  # roof_time_s / time_s
     bound: PointBound
     roofline_bound: PointBound  # the analytic bound: compute | memory | none (no work)
+    # the evidence (roofline.findings.bounds, stored at placement; '' in reports written before it)
+    kernel_facts: list[KernelFacts] = []  # its kernels by time, at most 4, per iteration, with launch facts
+    layout_time_s: float = 0.0  # time in layout/format-conversion kernels it launched
+    limiter: str = ""  # compute | memory | parallelism | latency | launch | host | layout | none
+    limiter_evidence: str = ""  # the numbers that decided it, one line
 
     @property
     def rows(self) -> int:
@@ -254,6 +291,7 @@ class Aggregate(BaseModel):
     efficiency: float | None = None  # summed roofline time / summed measured time
     bound: str  # the bound holding most of the measured time
     roof: str = ""
+    limiter: str = ""  # the evidence bound class holding most of the measured time ('' in older reports)
 
 
 class Aggregates(BaseModel):
@@ -439,6 +477,7 @@ def upgrade_rows(source: str, rows: Sequence[Mapping[str, Any]], devices: Sequen
 
 
 __all__ = [
+    "LIMITERS",
     "ROW_MODELS",
     "STORED_FIELDS",
     "Aggregate",
@@ -446,6 +485,7 @@ __all__ = [
     "BenchRow",
     "Finding",
     "IterationSummary",
+    "KernelFacts",
     "OpPoint",
     "Placed",
     "PointBound",

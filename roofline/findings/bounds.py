@@ -1,0 +1,230 @@
+"""Bound classes from evidence: what limits one diagnosed op, and which numbers say so. Pure.
+
+Below the ridge is not the same as limited by memory bandwidth: an op is 'memory' only when its achieved DRAM
+bandwidth is near the ceiling, 'compute' only when its achieved FLOP/s is near its compute roof. When neither
+roof is near, the kernel launch facts the profiler recorded (grid, block, blocks and warps per SM, estimated
+occupancy) tell a GPU that is not filled ('parallelism') from one that is filled and still slow ('latency': a
+dependency chain or instruction issue). :func:`classify` returns the class and a one-line evidence; the diagnose
+placement (roofline.diagnose.place) stores both in every point, so every reader reads the stored value.
+
+The classes, in the order they are decided (thresholds are the module constants; docs/diagnose.md has the table):
+
+- none: not timed, or no work counted (a view) and not dispatch-bound;
+- launch (GPU) / host (CPU): the time within ironlaw.LAUNCH_FACTOR of the launch floor (ironlaw.measured_bound);
+  on the CPU also when the op's dispatch (host time beyond its self time) exceeds its own time;
+- layout (GPU): at least LAYOUT_SHARE of the op's time in layout/format-conversion kernels (:func:`is_layout_kernel`);
+- compute / memory: achieved FLOP/s (bytes/s) at least NEAR of the compute roof (DRAM bandwidth); the nearer wins;
+- parallelism (GPU): neither near and the dominant kernel leaves the GPU unfilled (:func:`under_filled`): fewer
+  blocks than SMs, a partial last wave leaving at least TAIL_IDLE of the SM slots idle, or (element-wise and
+  reduction kernels) an estimated occupancy below LOW_OCCUPANCY;
+- latency: neither near and the GPU filled, or no launch facts to tell (the evidence says which).
+"""
+
+from __future__ import annotations
+
+import math
+
+from roofline import ironlaw
+from roofline.device import Device
+from roofline.report.rows import KernelFacts, OpPoint
+from roofline.units import format_rate, format_time
+
+#: achieved at least this share of a roof: limited by that roof
+NEAR = 0.6
+#: at least this share of an op's time in layout-conversion kernels: limited by layout
+LAYOUT_SHARE = 0.3
+#: a partial last wave leaving at least this share of the SM slots idle over the kernel: not filled
+TAIL_IDLE = 0.25
+#: estimated achieved occupancy below this (element-wise/reduction kernels): too few warps to hide latency
+LOW_OCCUPANCY = 0.25
+#: CPU: the op's dispatch (host time beyond its own) above this multiple of its own time: host-bound
+HOST_FACTOR = 1.0
+
+# Kernels that only change a tensor's layout or format (cuDNN's NCHW<->NHWC conversions and tensor transforms,
+# transposes, channel padding), matched case-insensitively in the kernel name.
+LAYOUT_MARKERS = (
+    "nchwtonhwc",
+    "nhwctonchw",
+    "nchwtofoldednhwc",
+    "foldednhwctonchw",
+    "tensortransform",
+    "transpose",
+    "convertTensor",
+    "addpadding",
+    "reformat",
+)
+# ... unless the kernel is a GEMM or convolution that merely carries such a word in its template arguments
+NOT_LAYOUT_MARKERS = ("gemm", "conv", "fprop", "dgrad", "wgrad", "xmma", "mma")
+
+
+def is_layout_kernel(name: str) -> bool:
+    """A kernel that only converts layout/format: cuDNN nchwToNhwc/nhwcToNchw, tensorTransformGeneric,
+    transpose kernels, convertTensor, NCHW/NHWC padding."""
+    lowered = name.lower()
+    if not any(marker.lower() in lowered for marker in LAYOUT_MARKERS):
+        return False
+    return not any(marker in lowered for marker in NOT_LAYOUT_MARKERS)
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.0f}%" if value >= 0.1 else f"{100 * value:.2g}%"
+
+
+def _dims(values: list[int] | None) -> str:
+    return "x".join(str(v) for v in values) if values else "?"
+
+
+def sm_count(facts: KernelFacts, device: Device) -> int:
+    """The device's SMs (CUs); from the kernel's own facts (blocks / blocks per SM) when the device does not say."""
+    if device.compute_units:
+        return device.compute_units
+    blocks = facts.blocks
+    if blocks and facts.blocks_per_sm:
+        return max(round(blocks / facts.blocks_per_sm), 1)
+    return 0
+
+
+def describe(facts: KernelFacts, device: Device) -> str:
+    """'grid 16x1x1 = 16 blocks of 1024 threads on 132 SMs (0.12 per SM), est. occupancy 6%'."""
+    sms, blocks = sm_count(facts, device), facts.blocks or 0
+    unit = device.unit_name or "SM"
+    text = f"grid {_dims(facts.grid)} = {blocks:,} blocks"
+    if facts.threads_per_block:
+        text += f" of {facts.threads_per_block} threads"
+    if sms:
+        text += f" on {sms} {unit}s ({blocks / sms:.2g} per {unit})"
+    if facts.occupancy is not None:
+        text += f", est. occupancy {_percent(facts.occupancy)}"
+    return text
+
+
+def under_filled(facts: KernelFacts, device: Device, math_unit: str = "vector") -> str | None:
+    """Why a kernel leaves the GPU unfilled ('' reasons joined), or None when its launch facts show it filled (or
+    it has none). ``math_unit``: the op's ('tensor' kernels run few large blocks by design: their occupancy is
+    not read)."""
+    blocks = facts.blocks
+    if not blocks:
+        return None
+    sms = sm_count(facts, device)
+    unit = device.unit_name or "SM"
+    if sms and blocks < sms:
+        return f"fewer blocks than {unit}s: {sms - blocks} of {sms} {unit}s get none"
+    if sms and facts.active_blocks_per_sm:
+        waves = blocks / (sms * facts.active_blocks_per_sm)
+        if waves > 1:
+            idle = 1 - waves / math.ceil(waves)
+            if idle >= TAIL_IDLE:
+                return (
+                    f"{facts.active_blocks_per_sm} resident per {unit}: {waves:.2f} waves, the last one partial "
+                    f"({_percent(idle)} of the {unit} slots idle)"
+                )
+    if math_unit != "tensor" and facts.occupancy is not None and facts.occupancy < LOW_OCCUPANCY:
+        return f"est. occupancy {_percent(facts.occupancy)}: too few warps resident to hide memory latency"
+    return None
+
+
+def dominant_kernel(point: OpPoint) -> KernelFacts | None:
+    """The op's longest kernel that carries launch facts (None: no facts)."""
+    with_facts = [k for k in point.kernel_facts if k.grid]
+    return max(with_facts, key=lambda k: k.time_s) if with_facts else None
+
+
+def _roofs_text(point: OpPoint) -> str:
+    parts = []
+    if point.compute_time_s > 0 and point.roof:
+        parts.append(
+            f"{format_rate(point.flops / point.time_s)} = {_percent(point.compute_time_s / point.time_s)} of the "
+            f"{point.roof} roof"
+        )
+    if point.memory_time_s > 0:
+        parts.append(
+            f"{format_rate(point.bytes / point.time_s, 'B/s')} = {_percent(point.memory_time_s / point.time_s)} of "
+            f"DRAM {format_rate(point.bandwidth_bytes_per_s, 'B/s')}"
+        )
+    return "; ".join(parts) or "no roof"
+
+
+def classify(point: OpPoint, device: Device, device_kind: str | None = None) -> tuple[str, str]:
+    """(limiter, evidence) of one placed op: see the module docstring. ``device_kind`` 'cuda' | 'cpu' (default:
+    'cuda' when the op launched kernels)."""
+    kind = device_kind or ("cuda" if point.kernels else "cpu")
+    gpu = kind == "cuda"
+    time_s = point.time_s
+    if not point.timed or time_s <= 0:
+        return "none", "not timed"
+    work = point.math != "none" and (point.flops > 0 or point.bytes > 0)
+    floor = point.launch_floor_s
+    if ironlaw.measured_bound("", time_s, floor, overhead_only=not work and not gpu) == "launch":
+        if gpu:
+            kernels = f"{point.kernels} kernel{'s' if point.kernels != 1 else ''}"
+            return "launch", (
+                f"{format_time(time_s)} within {ironlaw.LAUNCH_FACTOR:g}x its launch floor {format_time(floor)} "
+                f"({kernels}): the kernels are shorter than their launches"
+            )
+        if not work:
+            return "host", f"does no work (a view or metadata op): its {format_time(time_s)} is host dispatch"
+        return "host", (
+            f"{format_time(time_s)} within {ironlaw.LAUNCH_FACTOR:g}x one op dispatch ({format_time(floor)}): "
+            "dispatch, not work"
+        )
+    if not work:
+        return "none", f"no FLOPs or bytes counted (a view or metadata op), {format_time(time_s)} measured"
+    if not gpu:
+        dispatch = point.cpu_time_s - time_s
+        if dispatch > HOST_FACTOR * time_s:
+            return "host", (
+                f"host time {format_time(point.cpu_time_s)} vs its own {format_time(time_s)}: "
+                f"{format_time(dispatch)} of dispatch"
+            )
+    if gpu and point.layout_time_s >= LAYOUT_SHARE * time_s:
+        names = [k.name for k in point.kernel_facts if is_layout_kernel(k.name)]
+        shown = f" ({_short(names[0])}{', ...' if len(names) > 1 else ''})" if names else ""
+        return "layout", (
+            f"{format_time(point.layout_time_s)} of its {format_time(time_s)} "
+            f"({_percent(point.layout_time_s / time_s)}) in layout/format-conversion kernels{shown}"
+        )
+    compute_share = point.compute_time_s / time_s
+    memory_share = point.memory_time_s / time_s
+    roofs = _roofs_text(point)
+    if max(compute_share, memory_share) >= NEAR:
+        limiter = "compute" if compute_share >= memory_share else "memory"
+        return limiter, f"achieved {roofs} (at least {_percent(NEAR)} of a roof: {limiter})"
+    if not gpu:
+        return "latency", (
+            f"neither roof near ({roofs}): latency or too few busy threads (a dependency chain, instruction "
+            "issue); no kernel launch facts on the CPU"
+        )
+    facts = dominant_kernel(point)
+    if facts is None:
+        return "latency", (
+            f"neither roof near ({roofs}); no kernel launch facts, so an unfilled GPU cannot be told from latency "
+            "(a dependency chain or instruction issue): Nsight Compute's launch and occupancy sections would tell"
+        )
+    shape = describe(facts, device)
+    reason = under_filled(facts, device, point.math)
+    if reason is not None:
+        return "parallelism", f"neither roof near ({roofs}); {shape}: {reason}"
+    return "latency", (
+        f"neither roof near ({roofs}) with the GPU filled ({shape}): latency (a dependency chain or instruction "
+        "issue); Nsight Compute's warp-state section would tell"
+    )
+
+
+def _short(name: str, limit: int = 48) -> str:
+    return name if len(name) <= limit else name[: limit - 3] + "..."
+
+
+__all__ = [
+    "HOST_FACTOR",
+    "LAYOUT_MARKERS",
+    "LAYOUT_SHARE",
+    "LOW_OCCUPANCY",
+    "NEAR",
+    "TAIL_IDLE",
+    "classify",
+    "describe",
+    "dominant_kernel",
+    "is_layout_kernel",
+    "sm_count",
+    "under_filled",
+]
