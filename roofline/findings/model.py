@@ -36,7 +36,8 @@ Rules and their thresholds (module constants below; docs/diagnose.md has the tab
   or losing a partial wave of tiles (roofline.findings.base's tiles);
 - non-contiguous: memory-bound element-wise ops on strided inputs at < FAR_BELOW of the DRAM bandwidth.
 
-The matmul, layout and contiguity rules leave out ops whose roofline time is below one launch floor (overhead-bound: the launch rule's).
+The matmul, layout and contiguity rules leave out ops whose roofline time is below one launch floor
+(overhead-bound: the launch rule's).
 Findings concerning less than MIN_FINDING_SHARE of the iteration are dropped.
 """
 
