@@ -17,6 +17,16 @@ of the model (module ''), and every gradient op (AccumulateGrad's copies and add
 torch has no ``_current_autograd_node`` the phase is 'backward' for every op after the model's forward returned
 in training mode.
 
+Dataflow: per tensor input, the index of the op of this iteration that produced it (``input_producers``; None
+for model inputs, parameters, buffers, constants and tensors from before the iteration) and whether it is a
+parameter or buffer of the model (``input_params``). Tensors are known by their storage (device, data pointer):
+an op's fresh outputs (no alias in its schema) and in-place outputs (a write alias: a new version) map their
+storage to the op; a view's output (a read alias) keeps the producer of the tensor it views, so a slice of a
+produced tensor maps to its producer. A storage freed and reused by the allocator is remapped by the op that
+allocates the new tensor. Parameters and buffers: their storages, collected before the run, so views of a
+weight (``weight.t()``) count as the weight. ``input_layouts`` says per input whether it is 'contiguous',
+'channels_last' (4-D, NHWC strides) or 'strided'.
+
 Hooks and the mode are removed in all cases (try/finally), also when the user's model raises; run_once turns
 that exception into a UserCodeError, which propagates.
 """
@@ -162,10 +172,12 @@ def _current_node() -> Any:
 class _Recorder:
     """Builds the TorchDispatchMode lazily (the class needs torch)."""
 
-    def __init__(self, tracker: _ModuleTracker, mode: Mode) -> None:
+    def __init__(self, tracker: _ModuleTracker, mode: Mode, params: set[tuple[str, int]] | None = None) -> None:
         self.tracker = tracker
         self.training = mode == "training"
         self.records: list[OpRecord] = []
+        self.params: set[tuple[str, int]] = params or set()  # storage keys of the model's parameters and buffers
+        self.producers: dict[tuple[str, int], int] = {}  # storage key -> index of the op that produced it
 
     def mode(self) -> Any:
         import torch
@@ -205,11 +217,15 @@ class _Recorder:
             output_shapes = tuple(_shape(t) for t in _tensors(out))
             non_contiguous = any(is_strided(t, cost.math) for t in inputs)
         except Exception as exc:  # NB: an unusual tensor (symbolic shapes): recorded, uncounted, never fatal
+            inputs = []
             input_shapes, input_dtypes, output_shapes, non_contiguous = (), (), (), False
             cost = OpCost(None, None, cost.dtype, cost.math, f"{NO_FORMULA}: {type(exc).__name__}: {exc}")
+        index = len(self.records)
+        producers, params, layouts = self.dataflow(inputs)
+        self.produced(index, schema, out)
         self.records.append(
             OpRecord(
-                index=len(self.records),
+                index=index,
                 op=name,
                 module=path,
                 module_type=self.tracker.types.get(path, ""),
@@ -223,8 +239,68 @@ class _Recorder:
                 math=cost.math,
                 non_contiguous=non_contiguous,
                 note=cost.note,
+                input_producers=producers,
+                input_params=params,
+                input_layouts=layouts,
             )
         )
+
+    def dataflow(self, inputs: list[Any]) -> tuple[tuple[int | None, ...], tuple[bool, ...], tuple[str, ...]]:
+        """Per tensor input: the op that produced it, whether it is a parameter/buffer, its layout."""
+        producers: list[int | None] = []
+        params: list[bool] = []
+        layouts: list[str] = []
+        for t in inputs:
+            key = _storage_key(t)
+            producers.append(self.producers.get(key) if key is not None else None)
+            params.append(key is not None and key in self.params)
+            layouts.append(_layout(t))
+        return tuple(producers), tuple(params), tuple(layouts)
+
+    def produced(self, index: int, schema: Any, out: Any) -> None:
+        """Map the storages of the op's outputs to it: fresh and in-place outputs; views keep their producer."""
+        outputs = _tensors(out)
+        returns = list(getattr(schema, "returns", None) or [])
+        if len(returns) == 1 and len(outputs) > 1:  # Tensor(a)[]: one return for the whole list
+            returns = returns * len(outputs)
+        for i, t in enumerate(outputs):
+            alias = getattr(returns[i], "alias_info", None) if i < len(returns) else None
+            if alias is not None and not getattr(alias, "is_write", False):
+                continue  # a view: the tensor it views keeps its producer
+            key = _storage_key(t)
+            if key is not None and key not in self.params:
+                self.producers[key] = index
+
+
+def _storage_key(t: Any) -> tuple[str, int] | None:
+    """Which memory a tensor lives in: (device, storage data pointer); None for empty or storage-less tensors."""
+    try:
+        ptr = int(t.untyped_storage().data_ptr())
+    except Exception:  # NB: tensor subclasses, sparse or meta tensors: no storage to follow
+        return None
+    return (str(t.device), ptr) if ptr else None
+
+
+def _layout(t: Any) -> str:
+    import torch
+
+    try:
+        if t.is_contiguous():
+            return "contiguous"
+        if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
+            return "channels_last"
+    except Exception:  # NB: symbolic shapes
+        return ""
+    return "strided"
+
+
+def _param_keys(model: Any) -> set[tuple[str, int]]:
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return set()
+    keys = (_storage_key(t) for t in [*model.parameters(), *model.buffers()])
+    return {k for k in keys if k is not None}
 
 
 def _shape(t: Any) -> tuple[int, ...]:
@@ -253,12 +329,13 @@ def count_ops(
 ) -> list[OpRecord]:
     """Run ``model(*inputs, **kwargs)`` once through :func:`roofline.diagnose.execute.run_once` (inference: a
     forward under no_grad; training: forward + backward of the summed outputs) and return every aten op it
-    executed, in order, with its module, phase, shapes, dtypes and cost.
+    executed, in order, with its module, phase, shapes, dtypes, cost and dataflow (the op that produced each tensor
+    input, whether it is a parameter or buffer, its layout).
 
     An exception from the model propagates as run_once raises it (a UserCodeError); the hooks and the dispatch
     mode are removed in every case."""
     tracker = _ModuleTracker(model)
-    recorder = _Recorder(tracker, mode)
+    recorder = _Recorder(tracker, mode, _param_keys(model))
     try:
         tracker.install()
         with recorder.mode():

@@ -15,11 +15,21 @@ Rules and their thresholds (module constants below; docs/diagnose.md has the tab
   or on a GPU >= MIN_LAUNCH_OPS kernels with the GPU idle for at least IDLE_SHARE of the span. Short: bound
   'launch' (within LAUNCH_FACTOR of the launch floor), or a roofline time below one launch floor and a measured
   time within SHORT_FACTOR of it (a CPU op's dispatch, under the profiler, takes a few floors);
-- sequential-loop: the same op sequence (op + input shapes + module) repeating >= MIN_STEPS times in a row, the
-  ops small (mean time <= SMALL_OP_FACTOR x the per-op launch floor);
-- elementwise-chain: >= MIN_CHAIN consecutive element-wise/norm ops on the same number of elements;
+- sequential-loop: the same op sequence (op + input shapes + module) repeating >= MIN_STEPS times in a row, each
+  step reading the step before's output where producers are recorded (a recurrence, whatever the durations);
+  without producers, the ops small (mean time <= SMALL_OP_FACTOR x the per-op launch floor);
+- elementwise-chain: >= MIN_CHAIN consecutive element-wise/norm ops on the same number of elements (outside loops
+  and fusion groups), naming the fused op the chain computes;
+- fused-op / fusion-across-reduction: element-wise ops and reductions connected by producers
+  (roofline.findings.patterns.fusion_groups): a norm, softmax or activation written out, or another group;
+- kv-cache-cat: a cache grown by cat/stack (patterns.kv_cache_growth);
+- activation-matmul: memory-bound matmuls whose larger operand is an activation, not a parameter;
+- cheaper-algorithm: torch.diag(a) @ b (patterns.diag_matmuls);
+- conv-layout: NCHW convolutions where NHWC is preferred (bf16/fp16 on a GPU, the CPU), or layout copies around
+  them (patterns.conv_layouts);
 - naive-attention: matmul -> softmax -> matmul on a scores tensor of >= MIN_KEYS keys;
-- memory-bound-gemv: memory-bound matmuls whose largest operand is >= WEIGHT_SHARE of their bytes;
+- memory-bound-gemv: memory-bound matmuls whose largest operand is >= WEIGHT_SHARE of their bytes (and a parameter,
+  where recorded);
 - fp32-matmul: fp32 matmuls on a device with TF32 tensor cores (not those running faster than the fp32 roof);
 - compute-bound: compute-bound matmuls at efficiency >= NEAR_ROOF;
 - awkward-shapes: compute-bound matmuls at efficiency < FAR_BELOW with a dim >= ALIGN not a multiple of ALIGN,
@@ -28,7 +38,8 @@ Rules and their thresholds (module constants below; docs/diagnose.md has the tab
 - under-filled-gpu: ops (groups of identical ops) taking >= UNDERFILL_SHARE of the iteration whose evidence
   bound class (roofline.findings.bounds) is 'parallelism'; bound: their roofline time + launch floors.
 
-The last five leave out ops whose roofline time is below one launch floor (overhead-bound: the launch rule's).
+The matmul, layout and contiguity rules leave out ops whose roofline time is below one launch floor
+(overhead-bound: the launch rule's).
 Findings concerning less than MIN_FINDING_SHARE of the iteration are dropped.
 """
 
@@ -43,7 +54,9 @@ from typing import Any, TypeVar
 from pydantic import Field
 
 from roofline.device import Device
+from roofline.findings import patterns
 from roofline.findings.base import TILE_M, TILE_N, Finding, rank, scaled_time, trimmed_waves, wave_times
+from roofline.findings.patterns import MAX_PERIOD, MIN_STEPS, Carried, Dataflow, Fusion
 from roofline.ironlaw import memory_time, min_time, roofline_time
 from roofline.properties import Property
 from roofline.report.aggregate import aggregate_points, iteration_summary
@@ -58,6 +71,7 @@ from roofline.report.rows import (
     input_bytes,
     numel,
     output_bytes,
+    tensor_bytes,
 )
 from roofline.units import format_bytes, format_intensity, format_rate, format_time
 
@@ -65,8 +79,6 @@ MIN_LAUNCH_OPS = 16
 SHORT_FACTOR = 4.0  # an op doing less than one launch floor of work and taking at most this many floors is short
 LAUNCH_SHARE = 0.5
 IDLE_SHARE = 0.5
-MIN_STEPS = 8
-MAX_PERIOD = 64
 SMALL_OP_FACTOR = 20.0
 MIN_CHAIN = 3
 MIN_KEYS = 16
@@ -79,6 +91,7 @@ MIN_FINDING_SHARE = 0.01
 GATHER_DEPTH = 8  # ops looked ahead for the softmax and the second matmul of an attention
 QUANT_BITS = 4  # weight-only quantisation bound of the GEMV finding (int4)
 UNDERFILL_SHARE = 0.05  # an op (group) taking at least this share of the iteration with the GPU not filled
+NHWC_DTYPES = frozenset({"bf16", "fp16"})  # dtypes whose cuDNN convolutions run NHWC on tensor cores
 
 
 class ModelFinding(Finding):
@@ -103,6 +116,7 @@ class Loop:
     steps: int
     indices: tuple[int, ...]  # every op of the loop (steps x period), in order
     ops: tuple[str, ...]  # one step's op names
+    carried: Carried | None = None  # whether step t consumes step t-1's output (None: not looked at)
 
 
 @dataclass(frozen=True)
@@ -175,35 +189,6 @@ def _out_numel(point: OpPoint) -> int:
     return max((numel(s) for s in point.output_shapes), default=0)
 
 
-def _best_run(seq: Sequence[int], lo: int, hi: int) -> tuple[int, int, int] | None:
-    """(start, period, steps) of the run of seq[lo:hi] repeating a block of <= MAX_PERIOD items >= MIN_STEPS
-    times that covers the most items (the shortest period on a tie)."""
-    best: tuple[int, int, int, int] | None = None  # (coverage, -period, start, steps)
-    for period in range(1, min(MAX_PERIOD, (hi - lo) // MIN_STEPS) + 1):
-        run = 0
-        for i in range(lo, hi - period + 1):
-            if i < hi - period and seq[i] == seq[i + period]:
-                run += 1
-                continue
-            if run:
-                steps = run // period + 1
-                candidate = (steps * period, -period, i - run, steps)
-                if steps >= MIN_STEPS and (best is None or candidate[:2] > best[:2]):
-                    best = candidate
-            run = 0
-    return None if best is None else (best[2], -best[1], best[3])
-
-
-def _runs(seq: Sequence[int], lo: int, hi: int, out: list[tuple[int, int, int]]) -> None:
-    found = _best_run(seq, lo, hi)
-    if found is None:
-        return
-    start, period, steps = found
-    _runs(seq, lo, start, out)
-    out.append(found)
-    _runs(seq, start + period * steps, hi, out)
-
-
 def _common_module(modules: Iterable[str]) -> str:
     parts = [m.split(".") if m else [] for m in modules]
     common: list[str] = []
@@ -214,26 +199,33 @@ def _common_module(modules: Iterable[str]) -> str:
     return ".".join(common)
 
 
-def find_loops(points: Sequence[OpPoint], device: Device, device_kind: str) -> list[Loop]:
+def find_loops(points: Sequence[OpPoint], device: Device, device_kind: str, flow: Dataflow | None = None) -> list[Loop]:
     """Python loops over a time axis: per phase, runs of ops (op + input shapes + module, views left out) where one
-    block of <= MAX_PERIOD ops repeats >= MIN_STEPS times in a row, its ops small (mean time <= SMALL_OP_FACTOR x
-    the per-op launch floor). The loop's module is the innermost one holding all its ops. Layers of a stack are
-    different modules (layers.0, layers.1), so a stack is not a loop; a loop over a shared module is."""
+    block of <= MAX_PERIOD ops repeats >= MIN_STEPS times in a row (roofline.findings.patterns.repeats). Where the
+    counting pass recorded the producers of the ops' inputs, a run is a loop when its steps form a recurrence --
+    step t consumes an output of step t-1 (patterns.carried), whatever the ops' durations -- and not when its
+    steps are independent; without producers (older reports), when its ops are small (mean time <=
+    SMALL_OP_FACTOR x the per-op launch floor). The loop's module is the innermost one holding all its ops.
+    Layers of a stack are different modules (layers.0, layers.1), so a stack is not a loop; a loop over a shared
+    module is."""
+    flow = flow or Dataflow(points)
     loops = []
     for phase in dict.fromkeys(p.phase for p in points):
         members = [p for p in points if p.math != "none" and p.phase == phase]
         ids: dict[Any, int] = {}
         seq = [ids.setdefault((p.signature(), p.module), len(ids)) for p in members]
-        runs: list[tuple[int, int, int]] = []
-        _runs(seq, 0, len(seq), runs)
-        for start, period, steps in runs:
+        for start, period, steps in patterns.repeats(seq):
             loop_points = members[start : start + steps * period]
-            cpu_floor = device.launch_floor_s if device_kind == "cpu" else 0.0
-            per_op = [max(p.launch_floor_s, cpu_floor) for p in loop_points]
-            mean_floor = sum(per_op) / len(per_op)
-            mean_time = sum(p.time_s for p in loop_points) / len(loop_points)
-            if mean_floor > 0 and mean_time > SMALL_OP_FACTOR * mean_floor:
+            link = patterns.carried(loop_points, period, steps, flow)
+            if link.known and not link.recurrent:
                 continue
+            if not link.known:
+                cpu_floor = device.launch_floor_s if device_kind == "cpu" else 0.0
+                per_op = [max(p.launch_floor_s, cpu_floor) for p in loop_points]
+                mean_floor = sum(per_op) / len(per_op)
+                mean_time = sum(p.time_s for p in loop_points) / len(loop_points)
+                if mean_floor > 0 and mean_time > SMALL_OP_FACTOR * mean_floor:
+                    continue
             step = loop_points[:period]
             module = _common_module(p.module for p in step)
             module_type = next((p.module_type for p in step if p.module == module), "")
@@ -246,6 +238,7 @@ def find_loops(points: Sequence[OpPoint], device: Device, device_kind: str) -> l
                     steps=steps,
                     indices=tuple(p.index for p in loop_points),
                     ops=tuple(p.op for p in step),
+                    carried=link,
                 )
             )
     return sorted(loops, key=lambda loop: loop.indices[0])
@@ -329,6 +322,20 @@ def find_chains(points: Sequence[OpPoint], exclude: Iterable[int] = ()) -> list[
     return chains
 
 
+def find_fusions(
+    points: Sequence[OpPoint],
+    loops: Iterable[Loop] = (),
+    attention: Iterable[Attention] = (),
+    flow: Dataflow | None = None,
+) -> list[Fusion]:
+    """Written-out norms, softmax and activations (roofline.findings.patterns.fusion_groups) outside loops and
+    attention blocks, except those lying inside one element-wise chain (find_chains): the chain rule has them."""
+    exclude = {i for loop in loops for i in loop.indices} | {i for a in attention for i in a.indices}
+    chains = [set(c.indices) for c in find_chains(points, exclude)]
+    groups = patterns.fusion_groups(points, exclude, flow)
+    return [g for g in groups if not any(set(g.indices) <= c for c in chains)]
+
+
 # ------------------------------------------------------------------------------------------- context
 
 
@@ -345,6 +352,8 @@ class ModelContext:
     loops: tuple[Loop, ...] = ()
     attention: tuple[Attention, ...] = ()
     by_index: dict[int, OpPoint] = field(default_factory=dict)
+    fusions: tuple[Fusion, ...] = ()  # written-out norms, softmax, activations across reductions and broadcasts
+    flow: Dataflow | None = None
 
     @classmethod
     def of(
@@ -359,15 +368,20 @@ class ModelContext:
         """The context of placed ops (from :func:`roofline.diagnose.place.place`, or points built by hand)."""
         summary = placed.summary if placed is not None else iteration_summary(points, uncounted, timing, device)
         aggregates = placed.aggregates if placed is not None else aggregate_points(points, summary.op_time_s)
+        flow = Dataflow(points)
+        loops = tuple(find_loops(points, device, summary.device_kind, flow))
+        attention = tuple(find_attention(points))
         return cls(
             points=tuple(points),
             aggregates=aggregates,
             summary=summary,
             timing=timing,
             device=device,
-            loops=tuple(find_loops(points, device, summary.device_kind)),
-            attention=tuple(find_attention(points)),
+            loops=loops,
+            attention=attention,
             by_index={p.index: p for p in points},
+            fusions=tuple(find_fusions(points, loops, attention, flow)),
+            flow=flow,
         )
 
     @property
@@ -383,6 +397,12 @@ class ModelContext:
 
     def attention_indices(self) -> set[int]:
         return {i for a in self.attention for i in a.indices}
+
+    def fusion_indices(self) -> set[int]:
+        return {i for f in self.fusions for i in f.indices}
+
+    def dataflow(self) -> Dataflow:
+        return self.flow if self.flow is not None else Dataflow(self.points)
 
     def wall_time_of(self, points: Sequence[OpPoint]) -> float:
         """The iteration time these ops account for: their own time plus their share of the gaps between ops
@@ -577,6 +597,14 @@ def sequential_loop(ctx: ModelContext) -> list[ModelFinding]:
             f"{format_time(own / len(pts))} (launch floor {format_time(ctx.device.launch_floor_s)}); "
             f"roofline: {format_time(before)} step by step vs {format_time(after)} as one pass over all steps"
         )
+        link = loop.carried
+        if link is not None and link.recurrent and link.example is not None:
+            consumer, producer = link.example
+            evidence += (
+                f"; a recurrence: in {link.links} of {link.transitions} steps an op reads the step before's output "
+                f"(e.g. {_name(ctx.by_index[consumer].op)} #{consumer} reads "
+                f"{_name(ctx.by_index[producer].op) if producer in ctx.by_index else 'op'} #{producer})"
+            )
         technique = (
             "parallel scan over the time axis (associative recurrences: linear RNNs, SSMs, cumulative sums) or a "
             "chunked recurrence; at least hoist the non-recurrent work out of the loop (one GEMM for every step's "
@@ -602,7 +630,7 @@ def sequential_loop(ctx: ModelContext) -> list[ModelFinding]:
 
 def elementwise_chain(ctx: ModelContext) -> list[ModelFinding]:
     """Consecutive element-wise/norm ops each reading and writing the whole tensor: fuse them."""
-    chains = find_chains(ctx.points, ctx.attention_indices())
+    chains = find_chains(ctx.points, ctx.attention_indices() | ctx.loop_indices() | ctx.fusion_indices())
     items = []
     for chain in chains:
         pts = [ctx.by_index[i] for i in chain.indices]
@@ -628,6 +656,12 @@ def elementwise_chain(ctx: ModelContext) -> list[ModelFinding]:
             f"{format_time(before)} -> {format_time(after)} per chain"
         )
         technique = "fuse the chain into one kernel (torch.compile, a Triton kernel, or a fused op such as F.gelu)"
+        kind = patterns.fused_op(_name(p.op) for p in first_chain)
+        if kind is not None:
+            technique = (
+                f"use {patterns.FUSED_OPS[kind]}: the chain computes a {kind.replace('_', ' ')} (one kernel); or "
+                "fuse it (torch.compile, a Triton kernel)"
+            )
         findings.append(
             _finding(
                 ctx,
@@ -703,6 +737,8 @@ def memory_bound_gemv(ctx: ModelContext) -> ModelFinding | None:
         if dims is None:
             continue
         weight = max(input_bytes(p, [dims.a]), input_bytes(p, [dims.b]))
+        if patterns.large_operand_is_param(p, dims.a, dims.b) is False:
+            continue  # two activations: activation_matmul's
         if weight >= WEIGHT_SHARE * p.bytes:
             hits.append((p, dims, weight))
     if not hits:
@@ -953,15 +989,291 @@ def under_filled(ctx: ModelContext) -> list[ModelFinding]:
     return findings
 
 
+def _bounded(time_now: float, before: float, after: float) -> float | None:
+    """The measured time scaled by the roofline's gain, never below the roofline time after the technique."""
+    best = scaled_time(time_now, before, after)
+    if best is None:
+        return None
+    best = max(best, after)
+    return best if best < time_now else None
+
+
+def written_out_fusion(ctx: ModelContext) -> list[ModelFinding]:
+    """Norms, softmax and activations written out: element-wise ops and reductions connected by producers
+    (roofline.findings.patterns.fusion_groups), each op a round trip through memory; the fused op, or torch.compile
+    across the reduction."""
+    items = []
+    for fusion in ctx.fusions:
+        pts = [ctx.by_index[i] for i in fusion.indices]
+        items.append(((_signature(pts), fusion.kind), (fusion, pts)))
+    findings = []
+    bw = ctx.device.dram_bandwidth
+    for group in _groups(items):
+        fusion, pts = group[0]
+        compute = sum(p.compute_time_s for p in pts)
+        before = sum(p.roof_time_s + p.launch_floor_s for p in pts) * len(group)
+        after = (roofline_time(compute, memory_time(fusion.fused_bytes, bw)) + ctx.one_launch_s()) * len(group)
+        all_pts = [p for _, members in group for p in members]
+        time_now = sum(p.time_s for p in all_pts)
+        count = f"; x{len(group)} (the same ops {len(group)} times)" if len(group) > 1 else ""
+        across = []
+        if fusion.reductions:
+            across.append(f"{fusion.reductions} reduction{'s' if fusion.reductions > 1 else ''}")
+        if fusion.broadcasts:
+            across.append(f"{fusion.broadcasts} broadcast{'s' if fusion.broadcasts > 1 else ''}")
+        what = f" compute a {fusion.kind.replace('_', ' ')}" if fusion.kind else ""
+        ratio = fusion.unfused_bytes / fusion.fused_bytes if fusion.fused_bytes else math.inf
+        evidence = (
+            f"{len(pts)} ops written out ({_ops_text([p.op for p in pts], 8)}){what}, connected by their tensors "
+            f"across {' and '.join(across) or 'their inputs'}, each a round trip through memory: "
+            f"{format_bytes(fusion.unfused_bytes)} moved vs {format_bytes(fusion.fused_bytes)} fused (external inputs "
+            f"read once, outputs written once: {ratio:.3g}x fewer bytes){count}; roofline "
+            f"{format_time(before / len(group))} -> {format_time(after / len(group))} per group"
+        )
+        if fusion.fused_op:
+            rule = "fused-op"
+            technique = f"use {fusion.fused_op} (one fused kernel) instead of the written-out ops, or torch.compile"
+        else:
+            rule = "fusion-across-reduction"
+            technique = (
+                "fuse the ops across the reduction/broadcast into one kernel (torch.compile, a Triton kernel): the "
+                "inputs read once, the result written once"
+            )
+        findings.append(
+            _finding(
+                ctx,
+                rule,
+                (Property.LOCALITY,),
+                technique,
+                evidence,
+                time_now,
+                _bounded(time_now, before, after),
+                all_pts,
+            )
+        )
+    return findings
+
+
+def kv_cache_cat(ctx: ModelContext) -> ModelFinding | None:
+    """A cache grown by torch.cat/stack: every step copies the whole cache to append one slice."""
+    growth = patterns.kv_cache_growth(ctx.work(), ctx.dataflow())
+    if not growth:
+        return None
+    bw = ctx.device.dram_bandwidth
+    pts = [ctx.by_index[g.index] for g in growth]
+    before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+    after = sum(
+        roofline_time(p.compute_time_s, memory_time(2 * g.new_bytes, bw)) + p.launch_floor_s
+        for p, g in zip(pts, growth, strict=True)
+    )
+    time_now = sum(p.time_s for p in pts)
+    cache = sum(g.cache_bytes for g in growth)
+    new = sum(g.new_bytes for g in growth)
+    moved = sum(p.bytes for p in pts)
+    largest = max(growth, key=lambda g: g.cache_bytes)
+    shape = "x".join(str(d) for d in largest.out_shape)
+    evidence = (
+        f"{len(pts)} {_name(pts[0].op)} op{'s' if len(pts) > 1 else ''} grow a cache from outside the iteration or "
+        f"the previous {_name(pts[0].op)} (up to {shape}, along axis {largest.axis}): {format_bytes(cache)} of cache "
+        f"copied to append {format_bytes(new)}; {format_bytes(moved)} moved vs {format_bytes(2 * new)} writing only "
+        f"the new slices; roofline {format_time(before)} -> {format_time(after)}"
+    )
+    technique = (
+        "a preallocated static KV cache written in place (cache[:, :, pos] = k, index_copy_; transformers "
+        "StaticCache) or a paged KV cache (vLLM, FlashInfer): only the new slice is written each step"
+    )
+    return _finding(
+        ctx,
+        "kv-cache-cat",
+        (Property.REDUNDANCY,),
+        technique,
+        evidence,
+        time_now,
+        _bounded(time_now, before, after),
+        pts,
+        bottleneck="memory",
+    )
+
+
+def activation_matmul(ctx: ModelContext) -> ModelFinding | None:
+    """Memory-bound (skinny or batched) matmuls of two activations: no weights to batch or quantize."""
+    skip = ctx.attention_indices() | ctx.loop_indices()
+    skip |= {d.matmul for d in patterns.diag_matmuls(ctx.points, ctx.dataflow())}
+    hits: list[tuple[OpPoint, GemmDims]] = []
+    for p in ctx.work():
+        if p.index in skip or p.roofline_bound != "memory" or _tiny(p, ctx.device):
+            continue
+        dims = gemm_dims(p)
+        if dims is None or patterns.large_operand_is_param(p, dims.a, dims.b) is not False:
+            continue
+        hits.append((p, dims))
+    if not hits:
+        return None
+    pts = [p for p, _ in hits]
+    time_now = sum(p.time_s for p in pts)
+    best = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+    moved = sum(p.bytes for p in pts)
+    flops = sum(p.flops for p in pts)
+    intensity = flops / moved if moved else 0.0
+    ridge = max((p.ridge or 0.0) for p in pts)
+    example, dims = max(hits, key=lambda h: h[0].time_s)
+    roof = sum(p.roof_time_s for p in pts)
+    evidence = (
+        f"{len(pts)} memory-bound matmul{'s' if len(pts) > 1 else ''} of two activations (neither operand is a "
+        f"parameter: batching requests or quantizing weights does not apply), e.g. {_name(example.op)} "
+        f"batch={dims.batch} M={dims.m} N={dims.n} K={dims.k} in {example.module or '(model)'}; intensity "
+        f"{format_intensity(intensity)} FLOP/B vs ridge {format_intensity(ridge)}; at "
+        f"{_percent(_ratio(roof, time_now))} of the roofline"
+    )
+    technique = (
+        "fuse the product with the op that produces or consumes its large operand (torch.compile; q @ K^T -> "
+        "softmax -> @ V: F.scaled_dot_product_attention), batch independent products into one bmm, or restructure "
+        "the math (a diagonal or low-rank operand: a broadcasted multiply or two thin products)"
+    )
+    return _finding(
+        ctx,
+        "activation-matmul",
+        (Property.LOCALITY, Property.ASSOCIATIVITY),
+        technique,
+        evidence,
+        time_now,
+        best if best < time_now else None,
+        pts,
+        bottleneck="memory",
+    )
+
+
+def _vector_roof(ctx: ModelContext, dtype: str) -> float:
+    for candidate in (dtype or "fp32", "fp32"):
+        try:
+            return ctx.device.roof(candidate, "vector").flops_per_s  # type: ignore[arg-type]
+        except Exception:  # NB: UsageError: no such roof on this device
+            continue
+    return 0.0
+
+
+def cheaper_algorithm(ctx: ModelContext) -> ModelFinding | None:
+    """torch.diag(a) @ b: an O(n^2 m) matmul with a diagonal matrix built for it, for O(n m) work."""
+    hits = patterns.diag_matmuls(ctx.points, ctx.dataflow())
+    if not hits:
+        return None
+    bw = ctx.device.dram_bandwidth
+    covered: list[OpPoint] = []
+    before = after = 0.0
+    work = 0
+    for h in hits:
+        mm, diag = ctx.by_index[h.matmul], ctx.by_index[h.diag]
+        dims = gemm_dims(mm)
+        others = [i for i in range(min(len(mm.input_shapes), 2)) if i != h.position]
+        if dims is not None:
+            others = [dims.b if h.position == dims.a else dims.a]
+        elements = max((numel(s) for s in mm.output_shapes), default=0)
+        nbytes = tensor_bytes([h.n], mm.dtype) + input_bytes(mm, others) + output_bytes(mm)
+        peak = _vector_roof(ctx, mm.dtype)
+        compute = elements / peak if peak else 0.0
+        after += roofline_time(compute, memory_time(nbytes, bw)) + ctx.one_launch_s()
+        work += elements
+        for p in (diag, mm):
+            if p not in covered:
+                covered.append(p)
+                before += p.roof_time_s + p.launch_floor_s
+    time_now = sum(p.time_s for p in covered)
+    flops = sum(ctx.by_index[h.matmul].flops for h in hits)
+    n = max(h.n for h in hits)
+    evidence = (
+        f"{len(hits)} matmul{'s' if len(hits) > 1 else ''} multipl{'y' if len(hits) > 1 else 'ies'} by a diagonal "
+        f"matrix built by torch.diag (n = {n}: n^2 elements, n of them nonzero): {flops:,} FLOPs for {work:,} "
+        f"products of work; as a broadcasted multiply: roofline {format_time(before)} -> {format_time(after)}"
+    )
+    technique = (
+        "a cheaper algorithm: torch.diag(a) @ b is the broadcasted multiply a[:, None] * b (and b @ torch.diag(a) is "
+        "b * a): O(n m) FLOPs and bytes instead of O(n^2 m), no n x n matrix"
+    )
+    return _finding(
+        ctx,
+        "cheaper-algorithm",
+        (Property.SPARSITY,),
+        technique,
+        evidence,
+        time_now,
+        _bounded(time_now, before, after),
+        covered,
+    )
+
+
+def conv_layout(ctx: ModelContext) -> ModelFinding | None:
+    """Convolutions reading NCHW inputs where the library's fast kernels want NHWC (cuDNN with fp16/bf16 tensor
+    cores; oneDNN on the CPU), or with permute + contiguous copies around them."""
+    gpu = ctx.summary.device_kind == "cuda"
+    flow = ctx.dataflow()
+    convs: list[OpPoint] = []
+    copies: list[OpPoint] = []
+    layout_s = 0.0
+    example = None
+    for c in patterns.conv_layouts(ctx.points, flow):
+        p = ctx.by_index[c.conv]
+        if _tiny(p, ctx.device) or (gpu and p.dtype not in NHWC_DTYPES):
+            continue
+        conv_layout_s = float(getattr(p, "layout_time_s", 0.0) or 0.0)  # NB: from the kernels, where measured
+        slow = p.efficiency is not None and p.efficiency < FAR_BELOW
+        if conv_layout_s <= 0 and not slow and not c.copies:
+            continue
+        convs.append(p)
+        layout_s += conv_layout_s
+        copies += [ctx.by_index[i] for i in c.copies if ctx.by_index[i] not in copies]
+        example = example or c
+    if not convs or example is None:
+        return None
+    pts = convs + copies
+    time_now = sum(p.time_s for p in pts)
+    best = sum(p.roof_time_s + p.launch_floor_s for p in convs)  # the copies go
+    roof = sum(p.roof_time_s for p in convs)
+    conv_time = sum(p.time_s for p in convs)
+    shape = "x".join(str(d) for d in example.shape)
+    library = "cuDNN's tensor-core kernels want NHWC" if gpu else "oneDNN's convolutions run in NHWC/blocked layouts"
+    evidence = (
+        f"{len(convs)} convolution{'s' if len(convs) > 1 else ''} read NCHW {convs[0].dtype} inputs (e.g. {shape} in "
+        f"{ctx.by_index[example.conv].module or '(model)'}): {library} and convert the layout on every call; at "
+        f"{_percent(_ratio(roof, conv_time))} of the roofline"
+    )
+    if layout_s > 0:
+        evidence += f"; {format_time(layout_s)} of their time is in layout-conversion kernels"
+    if copies:
+        evidence += (
+            f"; {len(copies)} permute + contiguous cop{'ies' if len(copies) > 1 else 'y'} around them "
+            f"({format_time(sum(p.time_s for p in copies))})"
+        )
+    technique = (
+        "channels_last memory format: model.to(memory_format=torch.channels_last) and "
+        "x.to(memory_format=torch.channels_last), no permute/contiguous copies around the convolutions"
+    )
+    return _finding(
+        ctx,
+        "conv-layout",
+        (Property.LOCALITY,),
+        technique,
+        evidence,
+        time_now,
+        best if best < time_now else None,
+        pts,
+        bottleneck="layout" if layout_s > 0 else None,
+    )
+
+
 RULES: tuple[Rule, ...] = (
     launch_bound,
     sequential_loop,
     elementwise_chain,
+    written_out_fusion,
     naive_attention,
+    kv_cache_cat,
     memory_bound_gemv,
+    activation_matmul,
+    cheaper_algorithm,
     fp32_matmul,
     compute_bound,
     awkward_shapes,
+    conv_layout,
     non_contiguous,
     under_filled,
 )
@@ -980,6 +1292,8 @@ def diagnose(ctx: ModelContext, rules: Sequence[Rule] = RULES) -> list[ModelFind
 
 
 __all__ = [
+    "MAX_PERIOD",
+    "MIN_STEPS",
     "RULES",
     "Attention",
     "Chain",
@@ -988,20 +1302,26 @@ __all__ = [
     "ModelContext",
     "ModelFinding",
     "Rule",
+    "activation_matmul",
     "awkward_shapes",
+    "cheaper_algorithm",
     "compute_bound",
+    "conv_layout",
     "diagnose",
     "elementwise_chain",
     "find_attention",
     "find_chains",
+    "find_fusions",
     "find_loops",
     "fp32_matmul",
     "gemm_dims",
     "is_short",
+    "kv_cache_cat",
     "launch_bound",
     "memory_bound_gemv",
     "naive_attention",
     "non_contiguous",
     "sequential_loop",
     "under_filled",
+    "written_out_fusion",
 ]

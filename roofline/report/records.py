@@ -33,6 +33,12 @@ class OpRecord:
     math: Literal["tensor", "vector", "none"]  # 'none': moves no data and does no math (views, metadata)
     non_contiguous: bool = False  # some tensor input is strided/transposed (not contiguous)
     note: str = ""  # an assumption behind the count, or why it is uncounted
+    # dataflow, per tensor input (empty: unknown): the index of the op of this iteration that produced it (None: a
+    # model input, parameter/buffer, constant or a tensor from before the iteration); whether it is a parameter or
+    # buffer of the model; its layout ('contiguous' | 'channels_last' | 'strided', '' unknown)
+    input_producers: tuple[int | None, ...] = ()
+    input_params: tuple[bool, ...] = ()
+    input_layouts: tuple[str, ...] = ()
 
     @property
     def counted(self) -> bool:

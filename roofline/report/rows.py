@@ -202,6 +202,11 @@ class OpPoint(BaseModel):
     math: str
     non_contiguous: bool = False
     note: str = ""
+    # dataflow per tensor input (empty = unknown, as in older reports): the index of the op that produced it
+    # (None: model input, parameter/buffer, constant), whether it is a parameter/buffer, its layout
+    input_producers: list[int | None] = []
+    input_params: list[bool] = []
+    input_layouts: list[str] = []
     # measured
     timed: bool  # a timing was matched to this op
     time_s: float  # device time (GPU: its kernels; CPU: the op's self time), 0 when not timed

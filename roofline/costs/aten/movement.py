@@ -73,6 +73,7 @@ COPIES = (
     "as_strided_copy", "diagonal_copy", "unfold_copy", "unfold_backward", "slice_scatter", "select_scatter",
     "diagonal_scatter", "as_strided_scatter", "masked_select", "im2col", "col2im", "pixel_shuffle",
     "pixel_unshuffle", "channel_shuffle", "_pad_enum", "to_dense", "resolve_conj", "resolve_neg",
+    "diag", "diag_embed", "diagflat",
 )  # fmt: skip
 
 

@@ -1,0 +1,56 @@
+"""A decode loop that grows its KV cache with torch.cat: every generated token copies the whole cache.
+
+Bottleneck: redundancy. Each step appends one token's keys and values with ``torch.cat([cache, k], dim=2)``, which
+reads the whole cache and writes it again (with the new slice) to a fresh tensor; attention then reads it once
+more. A preallocated (static) or paged cache writes only the new slice, so the copies disappear.
+Expected finding: ``kv-cache-cat`` (redundancy: a preallocated static or paged KV cache), with the bytes of the
+new slices alone as the bound on the gain (attention on a one-token query also shows as ``naive-attention``).
+
+Sizes: ``ROOFLINE_MODEL_SIZE=small`` (default: 8 heads of 64, a 1024-token cache, 8 steps: well under a second on a
+laptop CPU) or ``large`` (32 heads of 128, a 4096-token cache, 32 steps), or
+``roofline diagnose kv_cache_cat.py -- --size large``.
+"""
+
+import math
+import os
+import sys
+
+import torch
+from torch import nn
+
+# small (default): well under a second on a laptop CPU; large: GPU-sized. Env ROOFLINE_MODEL_SIZE or `-- --size large`.
+SIZE = os.environ.get("ROOFLINE_MODEL_SIZE", "small")
+if "--size" in sys.argv[:-1]:
+    SIZE = sys.argv[sys.argv.index("--size") + 1]
+HEADS, HEAD_DIM, CACHE, STEPS = {"small": (8, 64, 1024, 8), "large": (32, 128, 4096, 32)}[SIZE]
+EXPECTED_FINDING = "kv-cache-cat"
+
+
+class Model(nn.Module):
+    def __init__(self, heads: int, head_dim: int, steps: int) -> None:
+        super().__init__()
+        self.heads, self.head_dim, self.steps = heads, head_dim, steps
+        hidden = heads * head_dim
+        self.qkv = nn.Linear(hidden, 3 * hidden, bias=False)
+        self.out = nn.Linear(hidden, hidden, bias=False)
+
+    def forward(self, x: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor) -> torch.Tensor:
+        # x: [batch, hidden] (one token); caches: [batch, heads, tokens, head_dim]
+        batch = x.shape[0]
+        for _ in range(self.steps):
+            q, k, v = self.qkv(x).view(batch, 3, self.heads, 1, self.head_dim).unbind(1)
+            k_cache = torch.cat([k_cache, k], dim=2)  # copies the whole cache to append one token
+            v_cache = torch.cat([v_cache, v], dim=2)
+            scores = q @ k_cache.transpose(-1, -2) / math.sqrt(self.head_dim)
+            attn = torch.softmax(scores, dim=-1) @ v_cache
+            x = x + self.out(attn.reshape(batch, -1))
+        return x
+
+
+def get_init_inputs():
+    return (HEADS, HEAD_DIM, STEPS)
+
+
+def get_inputs():
+    cache = (1, HEADS, CACHE, HEAD_DIM)
+    return (torch.randn(1, HEADS * HEAD_DIM), torch.randn(cache), torch.randn(cache))
