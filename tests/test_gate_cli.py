@@ -174,7 +174,7 @@ def test_exit_codes_and_json(cli, tmp_path):
         (["gate", "r.json", "-b", "b.json", "--force"], "--force goes with --update-baseline"),
         (["gate", "notes.txt", "-b", "b.json"], "'notes.txt': give a report (REPORT.json), a bench suite"),
         (["gate", "suite.yaml", "-b", "b.json", "--iters", "5"], "--iters: not an option for a bench suite"),
-        (["gate", "r.json", "-b", "b.json", "--confidence", "2"], "confidence 2.0: use a level between 0.5 and 1"),
+        (["gate", "r.json", "-b", "b.json", "--confidence", "2"], "--confidence 2.0: use a level between 0.5 and 1"),
         (["baseline", "save", "missing.json"], "missing.json: no such report file"),
         (["baseline", "save", "r.json", "-o", "corrupt.json"], "corrupt.json: corrupt baseline (not JSON"),
         (["baseline", "show", "r.json"], "r.json: not a roofline baseline"),
