@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 from roofline.errors import UsageError
 
@@ -16,33 +17,58 @@ _ATOM = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*(ki|mi|gi|k|m|g|t)?\s*$", re
 _POW = re.compile(r"^\s*(\d+)\s*\^\s*(\d+)\s*$")
 
 
-def _parse_atom(text: str, option: str) -> float:
+#: the largest size an option takes (elements, bytes, a product of sizes): 2^62, so that every count derived from
+#: sizes stays a finite number (a float holds it; a product of two never reaches infinity)
+MAX_SIZE = 2**62
+
+
+def _too_large(text: str, option: str) -> UsageError:
+    return UsageError(f"{option}: {text!r} is too large: a size is at most 2^62 (about 4.6e18)")
+
+
+def _parse_atom(text: str, option: str) -> Fraction:
+    """One factor, exactly (a Fraction: 9007199254740993 stays odd, 1e400 is no infinity)."""
     text = text.strip()
+    if len(text) > 100:  # Python refuses to read integers of over 4300 digits: say why before it does
+        raise _too_large(text[:20] + "...", option)
     pow_match = _POW.match(text)
     if pow_match:
-        return float(int(pow_match.group(1)) ** int(pow_match.group(2)))
+        base, exponent = int(pow_match.group(1)), int(pow_match.group(2))
+        if base > 1 and exponent * math.log2(base) > 62:  # checked before computing: 10^99999999 would take ages
+            raise _too_large(text, option)
+        return Fraction(base**exponent)
     match = _ATOM.match(text)
     if not match:
         raise UsageError(
             f"{option}: cannot read {text!r} as a size: use a number such as 4096, 4k, 2^12, 8.75e9 "
             "or a product such as 4096x4096"
         )
-    return float(match.group(1)) * _SUFFIX[(match.group(2) or "").lower()]
+    number = match.group(1)
+    if "e" in number.lower() and int(number.lower().partition("e")[2]) > 100:  # 1e99999999: not worth computing
+        raise _too_large(text, option)
+    value = Fraction(number) * _SUFFIX[(match.group(2) or "").lower()]
+    if value > MAX_SIZE:
+        raise _too_large(text, option)
+    return value
 
 
 def parse_size(text: str, option: str = "size", *, allow_zero: bool = False, integer: bool = True) -> float:
-    """One size: ``4096``, ``4k`` (=4000), ``4Ki`` (=4096), ``2^12``, ``8.75e9``, ``4096x4096`` (product)."""
+    """One size: ``4096``, ``4k`` (=4000), ``4Ki`` (=4096), ``2^12``, ``8.75e9``, ``4096x4096`` (product).
+
+    A size is finite and at most :data:`MAX_SIZE` (a product too): a UsageError naming ``option`` otherwise."""
     parts = re.split(r"\s*[x*]\s*", text.strip(), flags=re.IGNORECASE)
-    value = 1.0
+    value = Fraction(1)
     for part in parts:
         value *= _parse_atom(part, option)
-    if integer:
-        if value != int(value):
-            raise UsageError(f"{option}: {text!r} is not a whole number")
-        value = int(value)
+        if value > MAX_SIZE:
+            raise _too_large(text, option)
     if value < 0 or (value == 0 and not allow_zero):
         raise UsageError(f"{option}: {text!r} must be {'zero or more' if allow_zero else 'positive'}")
-    return value
+    if integer:
+        if value.denominator != 1:
+            raise UsageError(f"{option}: {text!r} is not a whole number")
+        return int(value)
+    return float(value)
 
 
 def split_list(text: str, option: str) -> list[str]:

@@ -262,7 +262,7 @@ sources: ["made up for a test"]
         (SHEET + "colour: red\n", "colour: unknown key"),
         (
             SHEET.replace("bandwidth_gb_per_s: 1000", "bandwidth_gb_per_s: -1000"),
-            "memory.dram.bandwidth_gb_per_s: Input should be greater than 0",
+            "memory.dram.bandwidth_gb_per_s: must be a finite number from 0.001 to 1e+09 GB/s",
         ),
     ],
 )

@@ -175,7 +175,7 @@ def test_exit_codes_and_json(cli, tmp_path):
         (["gate", "r.json", "-b", "b.json", "--markdown", "b.json"], "--markdown b.json: is the baseline this"),
         (["gate", "notes.txt", "-b", "b.json"], "'notes.txt': give a report (REPORT.json), a bench suite"),
         (["gate", "suite.yaml", "-b", "b.json", "--iters", "5"], "--iters: not an option for a bench suite"),
-        (["gate", "r.json", "-b", "b.json", "--confidence", "2"], "confidence 2.0: use a level between 0.5 and 1"),
+        (["gate", "r.json", "-b", "b.json", "--confidence", "2"], "--confidence 2.0: use a level between 0.5 and 1"),
         (["baseline", "save", "missing.json"], "missing.json: no such report file"),
         (
             ["baseline", "save", "r.json", "-o", "corrupt.json"],

@@ -6,6 +6,7 @@ sheet; the CPU: its measured roofs). torch is imported lazily, when a target is 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,8 +51,8 @@ def _import_torch() -> Any:
 def _rule(max_time_s: float | None) -> StoppingRule:
     if max_time_s is None:
         max_time_s = DEFAULT_MAX_TIME_S
-    if not max_time_s > 0:
-        raise UsageError(f"--max-time: {max_time_s!r} must be a positive number of seconds")
+    if not (math.isfinite(max_time_s) and max_time_s > 0):  # nan, inf, 0 and negatives
+        raise UsageError(f"--max-time: {max_time_s!r} must be a finite positive number of seconds, e.g. 1")
     base = StoppingRule()
     return StoppingRule(max_time_s=max_time_s, min_time_s=min(base.min_time_s, max_time_s))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,9 @@ def registry(spec_files: list[Path] | None):  # -> SpecRegistry
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, allow_nan=False, default=str) + "\n")
+    from roofline.yamlio import dumps_json
+
+    sys.stdout.write(dumps_json(data, indent=2, default=str) + "\n")
 
 
 def print_text(text: str) -> None:

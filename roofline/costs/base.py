@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from roofline import dtypes
 from roofline.errors import UsageError, WorkloadError
+from roofline.units import MAX_SIZE
 
 Math = Literal["tensor", "vector"]
 
@@ -133,10 +134,13 @@ class CostModel:
     def parse(self, values: dict[str, Any], source: str = "") -> Params:
         from roofline.yamlio import describe_validation_error
 
+        where = f"{source}: " if source else ""
+        for name, value in values.items():  # what a user gives; the formulas' own products may exceed it
+            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SIZE:
+                raise WorkloadError(f"{where}{self.kind}: {name}: too large: a size is at most 2^62 (about 4.6e18)")
         try:
             return self.params.model_validate(values)
         except ValidationError as exc:
-            where = f"{source}: " if source else ""
             raise WorkloadError(
                 f"{where}{self.kind}: {describe_validation_error(exc, 'docs/cost-models.md')}"
             ) from None

@@ -23,9 +23,10 @@ from roofline.costs.norms import NormParams, norm
 from roofline.dtypes import nbytes
 from roofline.errors import WorkloadError
 from roofline.resources import data_dir
+from roofline.units import MAX_SIZE
 from roofline.yamlio import load_yaml, validate
 
-Size = Annotated[int, Field(gt=0)]
+Size = Annotated[int, Field(gt=0, le=MAX_SIZE)]
 Count = Annotated[int, Field(ge=0)]
 
 

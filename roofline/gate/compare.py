@@ -27,7 +27,6 @@ The gate's verdict: regression if any check regressed, else inconclusive if any 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Literal
@@ -40,6 +39,7 @@ from roofline.gate.thresholds import COUNT_METRICS, Limit, Rules
 from roofline.report.baseline import Baseline, Identity, Point
 from roofline.report.machine import MachineInfo, differences
 from roofline.samples import median
+from roofline.yamlio import dumps_json
 
 Verdict = Literal["pass", "improvement", "inconclusive", "regression", "new", "vanished"]
 GateVerdict = Literal["pass", "inconclusive", "regression"]
@@ -105,7 +105,7 @@ class GateResult(BaseModel):
         """The result as JSON, the points' samples left out (the reports hold them)."""
         sides = {"baseline": {"samples_s"}, "current": {"samples_s"}}
         exclude = {"points": {"__all__": sides}, "new": {"__all__": sides}, "vanished": {"__all__": sides}}
-        return json.dumps(self.model_dump(mode="json", exclude=exclude), indent=2) + "\n"
+        return dumps_json(self.model_dump(mode="json", exclude=exclude), indent=2) + "\n"
 
     def count(self, verdict: str) -> int:
         return sum(1 for p in self.points if p.verdict == verdict)

@@ -169,7 +169,7 @@ def build_rules(
     rules = Rules(stats=stats)
     if confidence is not None:
         if not (isinstance(confidence, (int, float)) and 0.5 <= confidence < 1):
-            raise ThresholdError(f"confidence {confidence!r}: use a level between 0.5 and 1, e.g. 0.99")
+            raise ThresholdError(f"--confidence {confidence!r}: use a level between 0.5 and 1, e.g. 0.99")
         rules.confidence = float(confidence)
     everything = [("default", DEFAULT_RULES)] if defaults else []
     for source, texts in [*everything, *sources]:

@@ -36,6 +36,7 @@ from roofline.device import Device
 from roofline.errors import CalibrationError
 from roofline.fileio import atomic_write_text
 from roofline.specs.machine import Machine
+from roofline.yamlio import dumps_json
 
 SCHEMA = "roofline.calibration"
 VERSION = 1
@@ -158,7 +159,7 @@ class Calibration(_Model):
         return self.model_dump(mode="json", by_alias=True)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+        return dumps_json(self.to_dict(), indent=2) + "\n"
 
 
 def now_utc() -> datetime:

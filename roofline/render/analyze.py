@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich import box
-from rich.markup import escape
 
 from roofline.device import Device
 from roofline.render.base import Renderer, device_header, to_text
+from roofline.render.escape import console_text as escape
 from roofline.report.rows import Row
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 

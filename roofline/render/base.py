@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import sys
 from abc import ABC, abstractmethod
 from typing import Any
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 class Renderer(ABC):
@@ -15,10 +18,20 @@ class Renderer(ABC):
     def render(self, value: Any) -> str: ...
 
 
+#: the widest (and tallest) terminal size taken from $COLUMNS / $LINES: a larger value is read as this
+MAX_TERMINAL_SIZE = 10_000
+
+
 def terminal_size_env(name: str) -> int | None:
-    """``$COLUMNS`` or ``$LINES`` as a positive integer; None when unset, empty or not one ('', 'abc', '0')."""
+    """``$COLUMNS`` or ``$LINES`` as a positive integer, at most MAX_TERMINAL_SIZE (COLUMNS=99999999999 would
+    have rich pad lines to that width); None when unset, empty or not one ('', 'abc', '0', '-5', '12.5')."""
     value = os.environ.get(name, "").strip()
-    return int(value) if value.isascii() and value.isdigit() and int(value) > 0 else None
+    if not (value.isascii() and value.isdigit()):
+        return None
+    digits = value.lstrip("0")
+    if not digits:
+        return None
+    return min(int(digits), MAX_TERMINAL_SIZE) if len(digits) <= 9 else MAX_TERMINAL_SIZE
 
 
 def clean_terminal_size_env() -> None:
@@ -62,15 +75,15 @@ def to_text(*renderables: Any, color: bool | None = None) -> str:
     )
     for item in renderables:
         console.print(item)
-    return buffer.getvalue()
+    # a lone surrogate (from a report's JSON "\ud800") cannot be written to stdout: never a crash there
+    return _SURROGATES.sub("\ufffd", buffer.getvalue())
 
 
 def device_header(device: Any, roofs: Any) -> list[str]:
     """Two rich-markup lines naming a device and the roofs its rows were placed on.
 
     ``roofs``: (label, peak FLOP/s, ridge FLOP/B) triples, e.g. from the rows; shown sorted and once each."""
-    from rich.markup import escape
-
+    from roofline.render.escape import console_text as escape
     from roofline.units import format_intensity, format_rate, format_time
 
     source = "roofs from spec sheet" if device.roof_source == "spec" else "measured roofs (roofline calibrate)"

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich import box
-from rich.markup import escape
 
 from roofline.device import Device
 from roofline.dtypes import ops_unit
 from roofline.ironlaw import LAUNCH_FACTOR
 from roofline.render.analyze import BOUND_STYLE, split_labels
 from roofline.render.base import Renderer, device_header, to_text
+from roofline.render.escape import console_text as escape
 from roofline.units import format_intensity, format_rate, format_time
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
-from rich.markup import escape
 from rich.table import Table
 
 from roofline.measure.calibration import Calibration
 from roofline.render.base import Renderer, to_text
+from roofline.render.escape import console_text as escape
 from roofline.units import format_bandwidth, format_rate, format_time
 
 

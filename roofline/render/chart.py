@@ -14,9 +14,10 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from roofline.render.escape import plain_text
 from roofline.report.chart import ChartRoof, ChartSpec, Mark, Panel
 from roofline.units import format_rate
 
@@ -224,7 +225,32 @@ def _figure_class() -> type:
 
 
 def figure(spec: ChartSpec, *, size_px: tuple[int, int] = (1600, 1000)) -> Figure:
-    """The chart as a matplotlib Figure (Agg canvas), ``size_px`` pixels at 100 dpi."""
+    """The chart as a matplotlib Figure (Agg canvas), ``size_px`` pixels at 100 dpi.
+
+    Text is drawn as written: a ``$`` in a module name or a label is no TeX math (mathtext off); control
+    characters and lone surrogates are dropped (roofline.render.escape.plain_text)."""
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return _figure(_plain(spec), size_px)
+
+
+def _plain(value: Any) -> Any:
+    """The spec with every string made plain text (keys too, so that lookups by label still match)."""
+    if isinstance(value, str):
+        return plain_text(value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return replace(value, **{f.name: _plain(getattr(value, f.name)) for f in fields(value) if f.init})
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
+        return type(value)(*(_plain(item) for item in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(item) for item in value)
+    if isinstance(value, dict):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    return value
+
+
+def _figure(spec: ChartSpec, size_px: tuple[int, int]) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     width, height = size_px

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich import box
-from rich.markup import escape
 
 from roofline.ironlaw import LAUNCH_FACTOR, intensity
 from roofline.render.analyze import BOUND_STYLE
 from roofline.render.base import Renderer, device_header, to_text
+from roofline.render.escape import console_text as escape
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 # the evidence bound classes (roofline.findings.bounds) beside the iron law's

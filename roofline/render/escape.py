@@ -13,6 +13,8 @@ from typing import Any
 
 # XML 1.0 allows tab, newline, carriage return and U+0020 up, less the surrogates and U+FFFE/U+FFFF.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# Terminals and charts: also no escape sequences (ESC, the C1 controls, DEL); tab and newline stay.
+_NOT_PLAIN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 _MARKDOWN = str.maketrans({"\\": "\\\\", "`": "\\`", "|": "\\|", "&": "&amp;", "<": "&lt;", "\r": " ", "\n": " "})
 _BACKTICKS = re.compile("`+")
 
@@ -43,9 +45,23 @@ def xml_text(text: Any) -> str:
     return _XML_ILLEGAL.sub("", str(text))
 
 
+def plain_text(text: Any) -> str:
+    """``text`` without control characters (tab and newline kept), escape sequences' ESC, lone surrogates and
+    U+FFFE/U+FFFF: for a terminal (a module named ``\x1b[2J`` must not clear it) and for chart labels."""
+    return _NOT_PLAIN.sub("", str(text))
+
+
+def console_text(text: Any) -> str:
+    """``text`` for rich console markup: :func:`plain_text`, then rich's markup escaped (``[bold]`` stays text).
+    Every console renderer uses this (as ``escape``) for text that is not ours."""
+    from rich.markup import escape
+
+    return escape(plain_text(text))
+
+
 def xml_escape(text: Any) -> str:
     """``text`` escaped for XML or HTML written by hand (element text and quoted attribute values)."""
     return html.escape(xml_text(text), quote=True)
 
 
-__all__ = ["markdown_code", "markdown_text", "xml_escape", "xml_text"]
+__all__ = ["console_text", "markdown_code", "markdown_text", "plain_text", "xml_escape", "xml_text"]

@@ -10,10 +10,10 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from rich import box
-from rich.markup import escape
 
 from roofline.gate.compare import SEVERITY, Check, GateResult, PointResult, amount, change_text, interval_text
 from roofline.render.base import Renderer, to_text
+from roofline.render.escape import console_text as escape
 from roofline.render.escape import markdown_text as _md
 from roofline.render.escape import xml_text
 from roofline.report.machine import summary
@@ -331,11 +331,12 @@ def baseline_text(baseline: Any, color: bool | None = None) -> str:
 
     header = [
         f"[bold]baseline of {escape(baseline.identity.describe())}[/] · {len(baseline.points)} points",
-        f"  saved {baseline.created_utc} · roofline {baseline.tool_version} · commit {baseline.commit or 'none'}",
+        f"  saved {escape(baseline.created_utc)} · roofline {escape(baseline.tool_version)} · commit "
+        f"{escape(baseline.commit or 'none')}",
         f"  machine: {escape(summary(baseline.machine))}",
     ]
     for ref in baseline.reports:
-        header.append(f"  run: {escape(ref.command or ref.path or '?')} ({ref.created_utc})")
+        header.append(f"  run: {escape(ref.command or ref.path or '?')} ({escape(ref.created_utc)})")
     table = Table(header_style="bold", box=box.SIMPLE_HEAD)
     table.add_column("point", overflow="fold", min_width=24)
     for name in ("efficiency", "time", "runs", "drift", "n", "FLOPs", "bytes", "kernels"):

@@ -157,7 +157,7 @@ class MarkdownReportRenderer(Renderer):
         self.findings = findings
 
     def render(self, doc: ReportDocument) -> str:
-        lines = [f"## roofline {doc.source} report: {_cell(doc.name)}", ""]
+        lines = [f"## roofline {_cell(doc.source)} report: {_cell(doc.name)}", ""]
         if doc.command:
             lines += [
                 f"{markdown_code(doc.command)} · {_cell(doc.created_utc)} · roofline {_cell(doc.tool_version)}",

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from rich import box
-from rich.markup import escape
 from rich.table import Table
 
 from roofline.render.base import Renderer, to_text
+from roofline.render.escape import console_text as escape
 from roofline.roofs import sheet_roofs
 from roofline.specs.schema import SpecSheet
 from roofline.specs.summary import sheet_summary
@@ -61,7 +61,7 @@ class SpecShowRenderer(Renderer):
 
     def render(self, sheet: SpecSheet) -> str:
         items: list[Any] = [
-            f"[bold]{escape(sheet.display_name)}[/] ({sheet.name}) · {sheet.vendor} {sheet.architecture}"
+            f"[bold]{escape(sheet.display_name)}[/] ({sheet.name}) · {sheet.vendor} {escape(sheet.architecture)}"
             f" · {sheet.compute_units} {sheet.compute_unit_name}s"
             + (f" · boost {sheet.boost_clock_mhz:g} MHz" if sheet.boost_clock_mhz else "")
             + (f" · TDP {sheet.tdp_w:g} W" if sheet.tdp_w else "")
@@ -85,13 +85,13 @@ class SpecShowRenderer(Renderer):
         for column in ("level", "capacity", "bandwidth"):
             memory.add_column(column)
         memory.add_row(
-            f"DRAM ({mem.dram.type})",
+            f"DRAM ({escape(mem.dram.type)})",
             f"{mem.dram.capacity_gb:g} GB",
             f"{mem.dram.bandwidth_gb_per_s:,.0f} GB/s",
         )
         for label, cache in (("L2", mem.l2), ("LLC", mem.llc)):
             if cache is not None:
-                scope = f" {cache.scope}" if cache.scope else ""
+                scope = f" {escape(cache.scope)}" if cache.scope else ""
                 bandwidth = f"{cache.bandwidth_gb_per_s:,.0f} GB/s" if cache.bandwidth_gb_per_s else "-"
                 memory.add_row(label, f"{cache.capacity_mib:g} MiB{scope}", bandwidth)
         if mem.smem is not None:

@@ -36,6 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from roofline import __version__, ironlaw
 from roofline.errors import RooflineError
 from roofline.report.machine import MachineInfo, machine_of
+from roofline.report.rows import finite_number, positive_number
+from roofline.yamlio import dumps_json
 
 SCHEMA = "roofline.baseline"
 VERSION = 1
@@ -121,7 +123,7 @@ class Baseline(_Stored):
     points: list[Point]
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2, allow_nan=False) + "\n"
+        return dumps_json(self.model_dump(mode="json", by_alias=True), indent=2) + "\n"
 
 
 # ------------------------------------------------------------------------------------------ from a report
@@ -151,7 +153,14 @@ def _shape_text(shapes: Any) -> str:
 
 
 def _positive(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+    return positive_number(value)
+
+
+def _samples(values: Any) -> list[float]:
+    """A row's samples as floats; nulls (a NaN the report held) and anything not a finite number left out."""
+    if not isinstance(values, list):
+        return []
+    return [number for value in values if (number := finite_number(value)) is not None]
 
 
 def _bench_point(row: dict[str, Any]) -> Point:
@@ -165,7 +174,7 @@ def _bench_point(row: dict[str, Any]) -> Point:
         time_s=_positive(row.get("median_s")),
         roof_time_s=row.get("roof_time_s"),
         efficiency=row.get("efficiency"),
-        samples_s=[float(s) for s in row.get("samples_s") or []],
+        samples_s=_samples(row.get("samples_s")),
         bound=row.get("bound"),
     )
 
@@ -199,7 +208,7 @@ def _diagnose_points(rows: list[dict[str, Any]]) -> list[Point]:
                 time_s=_positive(row.get("time_s")) if timed else None,
                 roof_time_s=row.get("roof_time_s"),
                 efficiency=row.get("efficiency") if timed else None,
-                samples_s=[float(s) for s in row.get("samples_s") or []] if timed else [],
+                samples_s=_samples(row.get("samples_s")) if timed else [],
                 bound=row.get("bound"),
             )
         )

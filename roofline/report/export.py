@@ -9,11 +9,14 @@ field of the row: nested dicts flattened with dots (``params.m``), lists and dic
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
 from roofline.report.points import Point, report_points
+from roofline.yamlio import dumps_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,6 +37,7 @@ POINT_COLUMNS = (
     "point.flags",
 )
 PREFIX = "point."
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class MissingDependencyError(RooflineError):
@@ -48,7 +52,7 @@ def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(value, Mapping) and value:
             flat.update(flatten(value, f"{name}."))
         elif isinstance(value, (list, tuple, Mapping)):
-            flat[name] = json.dumps(value, allow_nan=False, default=str)
+            flat[name] = dumps_json(value, default=str)  # a NaN or infinity as null, never invalid JSON
         else:
             flat[name] = value
     return flat
@@ -104,21 +108,45 @@ def records(report: Any, name: str = "") -> list[dict[str, Any]]:
     return [{**_point_columns(p), **flatten(row)} for p, row in zip(points, report.rows, strict=True)]
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _cell(value: Any) -> Any:
+    """A NaN or infinity as missing; lone surrogates (which UTF-8 cannot encode) as U+FFFD."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, str) and _SURROGATES.search(value):
+        return _SURROGATES.sub("\ufffd", value)
+    return value
+
+
+def _column(values: list[Any]) -> Any:
+    """One column's values as pandas should hold them: integers (with gaps) as nullable Int64, counts past 2^63 as
+    floats, text mixed with numbers as JSON text, a NaN or infinity as a missing value (empty in CSV, null in
+    Parquet)."""
+    import pandas as pd
+
+    values = [_cell(v) for v in values]
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        if all(_INT64_MIN <= v <= _INT64_MAX for v in present):
+            return pd.array(values, dtype="Int64")
+        return [None if v is None else float(v) for v in values]  # Parquet has no wider integer
+    if present and any(isinstance(v, str) for v in present) and not all(isinstance(v, str) for v in present):
+        # mixed text and numbers in one column (Parquet needs one type): all as JSON text
+        return [v if v is None or isinstance(v, str) else dumps_json(v) for v in values]
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return [float("nan") if v is None else float(v) for v in values]
+    return values
+
+
 def points_frame(report: Any, name: str = "") -> pd.DataFrame:
     """A DataFrame of :func:`records`. Integer columns with gaps stay integers (pandas' nullable Int64)."""
     import pandas as pd
 
     rows = records(report, name)
     columns = list(dict.fromkeys([*POINT_COLUMNS, *(key for row in rows for key in row)]))
-    frame = pd.DataFrame.from_records(rows, columns=columns)
-    for column in frame.columns:
-        values = [v for v in frame[column] if v is not None and not (isinstance(v, float) and v != v)]
-        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            frame[column] = frame[column].astype("Int64")
-        elif values and any(isinstance(v, str) for v in values) and not all(isinstance(v, str) for v in values):
-            # mixed text and numbers in one column (Parquet needs one type): all as JSON text
-            frame[column] = [v if v is None or isinstance(v, str) else json.dumps(v) for v in frame[column]]
-    return frame
+    return pd.DataFrame({column: _column([row.get(column) for row in rows]) for column in columns}, columns=columns)
 
 
 def to_csv(report: Any, name: str = "") -> str:

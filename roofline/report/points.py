@@ -31,13 +31,15 @@ UNTIMED = "untimed"  # no measured time (diagnose ops the profiler did not see, 
 UNCOUNTED = "uncounted"  # no cost formula: FLOPs unknown
 NO_FLOPS = "no-flops"  # counted, but does no arithmetic (views, copies, cat): not on a FLOP/s chart
 NO_BYTES = "no-bytes"  # moves no bytes: intensity is infinite
+NO_INTENSITY = "no-intensity"  # counted, but its stored intensity is null (a NaN or Infinity in the report)
 
-SKIP_FLAGS = (UNTIMED, UNCOUNTED, NO_FLOPS, NO_BYTES)
+SKIP_FLAGS = (UNTIMED, UNCOUNTED, NO_FLOPS, NO_BYTES, NO_INTENSITY)
 SKIP_REASONS = {
     UNTIMED: "not timed (no measured time)",
     UNCOUNTED: "uncounted (no cost formula: FLOPs unknown)",
     NO_FLOPS: "no FLOPs (views, copies, data movement only)",
     NO_BYTES: "no bytes moved (intensity infinite)",
+    NO_INTENSITY: "no stored intensity (null in the report)",
 }
 # Labels on charts stay readable; the full label is kept in Point.label and in every table and export.
 SHORT_LABEL_CHARS = 44
@@ -206,6 +208,9 @@ def _point(
     if not time_s or time_s <= 0 or row.get("timed") is False:
         flags.append(UNTIMED)
         time_s = None if not time_s or time_s <= 0 else time_s
+    intensity = finite_number(stored.intensity)
+    if intensity is None and not any(f in SKIP_FLAGS for f in flags):
+        flags.append(NO_INTENSITY)
     efficiency = finite_number(stored.efficiency)
     if efficiency is not None and efficiency > 1.0 and not any(f in SKIP_FLAGS for f in flags):
         flags.append(ABOVE_ROOF)
@@ -220,7 +225,7 @@ def _point(
         roof=str(row.get("roof") or ""),
         flops=flops,
         bytes=nbytes,
-        intensity=finite_number(stored.intensity),
+        intensity=intensity,
         throughput=flops / time_s if flops and time_s else None,
         attainable=finite_number(stored.attainable_flops_per_s),
         time_s=time_s,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import platform
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from roofline import __version__
 from roofline.errors import ReportError
 from roofline.fileio import atomic_write_text
 from roofline.report.rows import parse_rows, upgrade_rows
+from roofline.yamlio import dumps_json, null_nonfinite
 
 SCHEMA = "roofline.report"
 VERSION = 2
@@ -66,7 +68,7 @@ class Report(BaseModel):
     def to_json(self) -> str:
         data = self.model_dump(mode="json")
         data = {"schema": data.pop("schema_"), **data}
-        return json.dumps(data, indent=2, allow_nan=False, default=str) + "\n"
+        return dumps_json(data, indent=2, default=str) + "\n"
 
 
 def device_info(device: Any) -> DeviceInfo:
@@ -95,7 +97,23 @@ def write_report(report: Report, path: Path) -> None:
     atomic_write_text(Path(path), report.to_json())
 
 
-def read_report(path: Path) -> Report:
+def nonfinite_note(source: object, paths: list[str], shown: int = 3) -> str:
+    """'r.json: 3 non-finite values (NaN or Infinity) read as null: rows[0].median_s, ...'."""
+    listed = ", ".join(paths[:shown]) + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
+    plural = "s" if len(paths) > 1 else ""
+    return f"{source}: {len(paths)} non-finite value{plural} (NaN or Infinity) read as null: {listed}"
+
+
+def _stderr_note(text: str) -> None:
+    import sys
+
+    sys.stderr.write(f"note: {text}\n")
+
+
+def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -> Report:
+    """The report in ``path`` (version 1 upgraded). NaN and Infinity, which Python's json reads but no strict
+    JSON reader does, are read as null (a missing value) and ``note`` is told once where they were (by default
+    one line ``note: ...`` on stderr); every other problem is a ReportError."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -112,6 +130,9 @@ def read_report(path: Path) -> Report:
             f"{path}: report version {data.get('version')!r} is not supported by roofline {__version__} "
             f"(reads versions {', '.join(map(str, READS))}): upgrade roofline"
         )
+    data, nonfinite = null_nonfinite(data)
+    if nonfinite and note is not None:
+        note(nonfinite_note(path, nonfinite))
     data["schema_"] = data.pop("schema")
     try:
         return Report.model_validate(data)

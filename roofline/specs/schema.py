@@ -6,12 +6,43 @@ dropping a roof. Integer formats (int8, int4) are in tera-operations/s (TOPS) un
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-Positive = Annotated[float, Field(gt=0)]
-PositiveInt = Annotated[int, Field(gt=0)]
+
+def _within(low: float, high: float, unit: str, meaning: str = "") -> AfterValidator:
+    """A finite number from ``low`` to ``high`` (the sane physical range): a .inf, a .nan, 1e400 or a bandwidth of
+    1e-300 is a typo, rejected with the range instead of dividing by it later."""
+
+    def check(value: Any) -> Any:
+        if not math.isfinite(value) or not low <= value <= high:
+            raise ValueError(f"must be a finite number from {low:g} to {high:g} {unit}{meaning}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _not_bool(value: Any) -> Any:
+    """``fp32: true`` is no 1 TFLOP/s."""
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not true/false")
+    return value
+
+
+_NUMBER = BeforeValidator(_not_bool)
+
+
+#: peaks in TFLOP/s (TOPS): 1e6 FLOP/s to 1e18 FLOP/s
+Peak = Annotated[float, _NUMBER, _within(1e-6, 1e6, "TFLOP/s", " (1 MFLOP/s to 1 EFLOP/s)")]
+#: bandwidths in GB/s: 1e6 B/s to 1e18 B/s
+Bandwidth = Annotated[float, _NUMBER, _within(1e-3, 1e9, "GB/s", " (1 MB/s to 1 EB/s)")]
+Capacity = Annotated[float, _NUMBER, _within(1e-6, 1e9, "(in the unit the key names)")]
+Clock = Annotated[float, _NUMBER, _within(1, 1e6, "MHz")]
+Watts = Annotated[float, _NUMBER, _within(1e-3, 1e6, "W")]
+LaunchFloor = Annotated[float, _NUMBER, _within(1e-3, 1e6, "us", " (1 ns to 1 s)")]
+PositiveInt = Annotated[int, _NUMBER, Field(gt=0, le=10**7)]
 
 
 class _Strict(BaseModel):
@@ -21,24 +52,24 @@ class _Strict(BaseModel):
 class VectorPeaks(_Strict):
     """Non-tensor (CUDA-core / SIMD) dense peaks in TFLOP/s."""
 
-    fp64: Positive | None = None
-    fp32: Positive
-    fp16: Positive | None = None
-    bf16: Positive | None = None
+    fp64: Peak | None = None
+    fp32: Peak
+    fp16: Peak | None = None
+    bf16: Peak | None = None
 
 
 class TensorPeaks(_Strict):
     """Tensor-core / matrix-core dense peaks in TFLOP/s (TOPS for int8/int4). Never the 2:4-sparse figure."""
 
-    fp64: Positive | None = None
-    fp32: Positive | None = None  # matrix fp32 (AMD); NVIDIA has none: fp32 matmul uses CUDA cores or TF32
-    tf32: Positive | None = None
-    fp16: Positive | None = None
-    bf16: Positive | None = None
-    fp8: Positive | None = None
-    int8: Positive | None = None
-    int4: Positive | None = None
-    fp4: Positive | None = None
+    fp64: Peak | None = None
+    fp32: Peak | None = None  # matrix fp32 (AMD); NVIDIA has none: fp32 matmul uses CUDA cores or TF32
+    tf32: Peak | None = None
+    fp16: Peak | None = None
+    bf16: Peak | None = None
+    fp8: Peak | None = None
+    int8: Peak | None = None
+    int4: Peak | None = None
+    fp4: Peak | None = None
 
 
 class ComputePeaks(_Strict):
@@ -48,20 +79,20 @@ class ComputePeaks(_Strict):
 
 class DramLevel(_Strict):
     type: str = Field(description="HBM3, HBM2e, GDDR6X, ...")
-    capacity_gb: Positive
-    bandwidth_gb_per_s: Positive
+    capacity_gb: Capacity
+    bandwidth_gb_per_s: Bandwidth
 
 
 class CacheLevel(_Strict):
-    capacity_mib: Positive
-    bandwidth_gb_per_s: Positive | None = None
+    capacity_mib: Capacity
+    bandwidth_gb_per_s: Bandwidth | None = None
     scope: str | None = Field(None, description="e.g. 'per XCD' when the capacity is not chip-wide")
 
 
 class SharedMemory(_Strict):
-    per_sm_kib: Positive
-    per_block_kib: Positive | None = None
-    bandwidth_gb_per_s: Positive | None = None
+    per_sm_kib: Capacity
+    per_block_kib: Capacity | None = None
+    bandwidth_gb_per_s: Bandwidth | None = None
 
 
 class Memory(_Strict):
@@ -72,9 +103,9 @@ class Memory(_Strict):
 
 
 class Interconnect(_Strict):
-    nvlink_gb_per_s: Positive | None = None
-    infinity_fabric_gb_per_s: Positive | None = None
-    pcie_gb_per_s: Positive | None = None
+    nvlink_gb_per_s: Bandwidth | None = None
+    infinity_fabric_gb_per_s: Bandwidth | None = None
+    pcie_gb_per_s: Bandwidth | None = None
 
 
 class SpecSheet(_Strict):
@@ -88,13 +119,13 @@ class SpecSheet(_Strict):
     aliases: list[str] = Field(default_factory=list, description="names the device reports, e.g. via NVML")
     compute_units: PositiveInt
     compute_unit_name: Literal["SM", "CU", "core"] = "SM"
-    boost_clock_mhz: Positive | None = None
-    tensor_clock_mhz: Positive | None = None
+    boost_clock_mhz: Clock | None = None
+    tensor_clock_mhz: Clock | None = None
     compute_dense_tflops: ComputePeaks
     memory: Memory
     interconnect: Interconnect | None = None
-    tdp_w: Positive | None = None
-    launch_floor_us: Positive = Field(description="default per-kernel launch floor; calibrate measures it")
+    tdp_w: Watts | None = None
+    launch_floor_us: LaunchFloor = Field(description="default per-kernel launch floor; calibrate measures it")
     unconfirmed: list[str] = Field(default_factory=list, description="fields whose values are not confirmed")
     notes: list[str] = Field(default_factory=list)
     sources: list[str] = Field(min_length=1)
