@@ -162,7 +162,6 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("analyze-suite-kind", ["analyze", "suite", "{d}/suite_kind.yaml", "-d", "h100-sxm"], 2, "fft"),
     ("analyze-suite-size", ["analyze", "suite", "{d}/suite_size.yaml", "-d", "h100-sxm"], 2, "suite_size.yaml"),
     ("analyze-suite-binary", ["analyze", "suite", "{d}/suite_binary.yaml", "-d", "h100-sxm"], 2, "suite_binary"),
-    ("analyze-output-extension", [*GEMM, "-m", "8", "-o", "{d}/r.xyz"], 2, "r.xyz"),
     ("analyze-output-empty", [*GEMM, "-m", "8", "-o", ""], 2, "-o"),
     ("analyze-output-directory", [*GEMM, "-m", "8", "-o", "{d}/adir"], 2, "adir"),
     ("analyze-output-no-parent", [*GEMM, "-m", "8", "-o", "{d}/model_ok.py/r.json"], 2, "-o"),
