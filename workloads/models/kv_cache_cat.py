@@ -47,6 +47,31 @@ class Model(nn.Module):
         return x
 
 
+
+class ModelFixed(Model):
+    """The fix the finding names (benchmarks/diagnose_fixes_gpu.py times it beside Model): a preallocated static
+    cache with room for the steps, filled with the given cache once (the prefill), then written in place one slice
+    per step; attention reads the filled part."""
+
+    def forward(self, x: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor) -> torch.Tensor:
+        batch, _, tokens, _ = k_cache.shape
+        if getattr(self, "_static", None) is None or self._static[0].shape[2] != tokens + self.steps:
+            shape = (batch, self.heads, tokens + self.steps, self.head_dim)
+            self._static = tuple(c.new_empty(shape) for c in (k_cache, v_cache))
+            self._static[0][:, :, :tokens].copy_(k_cache)
+            self._static[1][:, :, :tokens].copy_(v_cache)
+        k_all, v_all = self._static
+        for step in range(self.steps):
+            q, k, v = self.qkv(x).view(batch, 3, self.heads, 1, self.head_dim).unbind(1)
+            pos = tokens + step
+            k_all[:, :, pos : pos + 1].copy_(k)  # only the new slice is written
+            v_all[:, :, pos : pos + 1].copy_(v)
+            scores = q @ k_all[:, :, : pos + 1].transpose(-1, -2) / math.sqrt(self.head_dim)
+            attn = torch.softmax(scores, dim=-1) @ v_all[:, :, : pos + 1]
+            x = x + self.out(attn.reshape(batch, -1))
+        return x
+
+
 def get_init_inputs():
     return (HEADS, HEAD_DIM, STEPS)
 

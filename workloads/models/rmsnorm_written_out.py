@@ -36,6 +36,19 @@ class Model(nn.Module):
         return x * torch.rsqrt(variance + self.eps) * self.weight
 
 
+
+class ModelFixed(nn.Module):
+    """The fix the finding names (benchmarks/diagnose_fixes_gpu.py times it beside Model): the fused op."""
+
+    def __init__(self, hidden: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(hidden))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+
+
 def get_init_inputs():
     return (HIDDEN,)
 

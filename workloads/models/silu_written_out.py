@@ -28,6 +28,14 @@ class Model(nn.Module):
         return x * torch.sigmoid(x)
 
 
+
+class ModelFixed(nn.Module):
+    """The fix the finding names (benchmarks/diagnose_fixes_gpu.py times it beside Model): the fused op."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.silu(x)
+
+
 def get_init_inputs():
     return ()
 

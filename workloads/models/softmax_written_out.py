@@ -30,6 +30,14 @@ class Model(nn.Module):
         return e / e.sum(dim=-1, keepdim=True)
 
 
+
+class ModelFixed(nn.Module):
+    """The fix the finding names (benchmarks/diagnose_fixes_gpu.py times it beside Model): the fused op."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x, dim=-1)
+
+
 def get_init_inputs():
     return ()
 
