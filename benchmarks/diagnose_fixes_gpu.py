@@ -356,9 +356,9 @@ def main(argv: list[str]) -> int:
                 case["class_agrees"] = ncu["class"] == ours
         results.append(case)
         print(line(case), flush=True)
-    summary = summarise(results)
-    (args.out / "summary.json").write_text(json.dumps({"cases": results, "summary": summary}, indent=2) + "\n")
-    print(json.dumps(summary, indent=2))
+        summary = summarise(results)  # after every case: a run cut short keeps what it measured
+        (args.out / "summary.json").write_text(json.dumps({"cases": results, "summary": summary}, indent=2) + "\n")
+    print(json.dumps(summarise(results), indent=2))
     return 0
 
 
