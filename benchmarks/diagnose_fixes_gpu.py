@@ -255,7 +255,7 @@ with torch.no_grad():
 def kernel_base_name(name: str) -> str:
     """ncu's default kernel-name base ('function'): the demangled name without return type, namespace, templates or
     parameters: 'void at::native::vectorized_elementwise_kernel<4, ...>(...)' -> 'vectorized_elementwise_kernel'."""
-    text = re.sub(r"^void\s+", "", name.strip())
+    text = re.sub(r"^void\s+", "", name.strip()).replace("(anonymous namespace)::", "")
     depth, cut = 0, len(text)
     for i, ch in enumerate(text):  # the first '<' or '(' at depth 0 ends the qualified name
         if ch in "<(" and depth == 0:
@@ -281,15 +281,22 @@ def parse_sol(text: str) -> dict[str, float]:
 
 
 def sol_class(values: dict[str, float]) -> str | None:
+    """compute | memory | both (each at least SOL_HIGH: either of ours agrees) | neither."""
     sm = values.get("Compute (SM) Throughput")
     memory = max(values.get("Memory Throughput", 0.0), values.get("DRAM Throughput", 0.0))
     if sm is None:
         return None
-    if sm >= SOL_HIGH and sm >= memory:
+    if sm >= SOL_HIGH and memory >= SOL_HIGH:
+        return "both"
+    if sm >= SOL_HIGH:
         return "compute"
     if memory >= SOL_HIGH:
         return "memory"
     return "neither"
+
+
+def agrees(ncu_class: str, ours: str) -> bool:
+    return ncu_class == ours or (ncu_class == "both" and ours in ("compute", "memory"))
 
 
 def ours_class(limiter: str | None) -> str | None:
@@ -353,7 +360,7 @@ def main(argv: list[str]) -> int:
             case["ncu"] = ncu
             ours = ours_class(d["dominant"]["limiter"])
             if ncu.get("class") and ours:
-                case["class_agrees"] = ncu["class"] == ours
+                case["class_agrees"] = agrees(ncu["class"], ours)
         results.append(case)
         print(line(case), flush=True)
         summary = summarise(results)  # after every case: a run cut short keeps what it measured

@@ -231,3 +231,17 @@ def test_cuda_layer_norm_over_16_rows_is_parallelism_bound():
     norm = max((p for p in placed.points if "layer_norm" in p.op), key=lambda p: p.time_s)
     assert norm.kernel_facts and norm.kernel_facts[0].grid is not None, timing.notes
     assert norm.limiter == "parallelism", norm.limiter_evidence
+
+
+def test_instruction_bound_generic_elementwise_and_depthwise_kernels():
+    # the H100 case: a broadcast div in PyTorch's generic element-wise kernel at 43% of DRAM, SM busy with offsets
+    generic = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::Div>>(int)"
+    full = dict(grid=[262144, 1, 1], block=[128, 1, 1], occupancy=1.0, active_blocks_per_sm=16)
+    p = point(kernel_facts=(kernel(generic, 24e-3, **full),))
+    assert p.limiter == "compute" and "instruction-bound" in p.limiter_evidence
+    depthwise = "void at::native::conv_depthwise2d_forward_kernel<3, c10::BFloat16, int>(...)"
+    assert point(kernel_facts=(kernel(depthwise, 24e-3, **full),)).limiter == "compute"
+    # the vectorized kernel of the same op is not: filled and slow is latency
+    vectorized = "void at::native::vectorized_elementwise_kernel<8, at::native::BinaryFunctor<float>>(int)"
+    assert point(kernel_facts=(kernel(vectorized, 24e-3, **full),)).limiter == "latency"
+    assert bounds.is_instruction_bound_kernel(generic) and not bounds.is_instruction_bound_kernel(vectorized)

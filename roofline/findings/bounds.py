@@ -17,6 +17,8 @@ The classes, in the order they are decided (thresholds are the module constants;
 - parallelism (GPU): neither near and the dominant kernel leaves the GPU unfilled (:func:`under_filled`): fewer
   blocks than SMs, a partial last wave leaving at least TAIL_IDLE of the SM slots idle, or (element-wise and
   reduction kernels) an estimated occupancy below LOW_OCCUPANCY;
+- compute (instruction issue): neither near, the GPU filled, and the dominant kernel of a family that spends its
+  issue slots on index arithmetic (:func:`is_instruction_bound_kernel`);
 - latency: neither near and the GPU filled, or no launch facts to tell (the evidence says which).
 """
 
@@ -53,8 +55,18 @@ LAYOUT_MARKERS = (
     "addpadding",
     "reformat",
 )
+# Kernel families whose time goes to instruction issue, not FLOPs or bytes, when neither roof is near on a filled
+# GPU: PyTorch's generic (non-vectorized) element-wise kernel computes every element's offsets (broadcast or
+# strided inputs), its direct depthwise convolution indexes every tap. NB: Nsight Compute shows them with high SM
+# throughput and DRAM well below its peak (H100: a broadcast div at 73% SM / 43% memory); matched in the name.
+INSTRUCTION_BOUND_MARKERS = ("at::native::elementwise_kernel<", "conv_depthwise2d")
 # ... unless the kernel is a GEMM or convolution that merely carries such a word in its template arguments
 NOT_LAYOUT_MARKERS = ("gemm", "conv", "fprop", "dgrad", "wgrad", "xmma", "mma")
+
+
+def is_instruction_bound_kernel(name: str) -> bool:
+    """A kernel family that is instruction-bound when neither roof is near (INSTRUCTION_BOUND_MARKERS)."""
+    return any(marker in name for marker in INSTRUCTION_BOUND_MARKERS)
 
 
 def is_layout_kernel(name: str) -> bool:
@@ -204,6 +216,12 @@ def classify(point: OpPoint, device: Device, device_kind: str | None = None) -> 
     reason = under_filled(facts, device, point.math)
     if reason is not None:
         return "parallelism", f"neither roof near ({roofs}); {shape}: {reason}"
+    if is_instruction_bound_kernel(facts.name):
+        return "compute", (
+            f"neither roof near ({roofs}) with the GPU filled ({shape}); its kernel ({_short(facts.name)}) spends "
+            "its issue slots on index arithmetic (a generic element-wise or direct depthwise kernel), not FLOPs: "
+            "instruction-bound"
+        )
     return "latency", (
         f"neither roof near ({roofs}) with the GPU filled ({shape}): latency (a dependency chain or instruction "
         "issue); Nsight Compute's warp-state section would tell"
@@ -216,6 +234,7 @@ def _short(name: str, limit: int = 48) -> str:
 
 __all__ = [
     "HOST_FACTOR",
+    "INSTRUCTION_BOUND_MARKERS",
     "LAYOUT_MARKERS",
     "LAYOUT_SHARE",
     "LOW_OCCUPANCY",
@@ -224,6 +243,7 @@ __all__ = [
     "classify",
     "describe",
     "dominant_kernel",
+    "is_instruction_bound_kernel",
     "is_layout_kernel",
     "sm_count",
     "under_filled",
