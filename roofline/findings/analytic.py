@@ -2,7 +2,9 @@
 
 Each rule is a small pure function of the row's context returning a Finding or None; ``advise`` runs
 them in order and ranks the findings by the time they could save. Gains are upper bounds from the
-roofline: a what-if cost (another dtype, the fused variant) placed on the same device.
+roofline: a what-if cost (another dtype, the fused variant) placed on the same device. That placement's time is also
+the finding's ``floor_s`` (the roofline time after the technique): the row's time is itself a roofline time, so
+the best time is the floor.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from roofline.costs.base import Cost, Params, get_model
 from roofline.device import Device
 from roofline.errors import RooflineError
-from roofline.findings.base import TILE_M, TILE_N, Finding, rank, trimmed_waves, wave_times
+from roofline.findings.base import TILE_M, TILE_N, Finding, at_floor, rank, trimmed_waves, wave_times
 from roofline.ironlaw import Placement, place_cost
 from roofline.properties import Property
 from roofline.units import format_bytes, format_time
@@ -47,6 +49,8 @@ Rule = Callable[[AnalyticContext], "Finding | None"]
 def _finding(
     ctx: AnalyticContext, rule: str, props: tuple[Property, ...], technique: str, evidence: str, best: float | None
 ) -> Finding:
+    """``best``: the roofline time after the technique (the floor; the best time when below the row's time)."""
+    best, floor = at_floor(ctx.placement.time_s, best) if best is not None else (None, None)
     return Finding(
         rule=rule,
         bottleneck=ctx.placement.bound,
@@ -55,6 +59,7 @@ def _finding(
         evidence=evidence,
         time_s=ctx.placement.time_s,
         best_time_s=best,
+        floor_s=floor,
     )
 
 
@@ -156,6 +161,10 @@ def wave_quantization(ctx: AnalyticContext) -> Finding | None:
     # The trimmed GEMM is bounded the same way, so its time is never below its own roofline time.
     now_s, after_s = wave_times(p.roof_time_s, waves)
     launch = p.time_s - p.roof_time_s
+    # NB: padding or trimming is a shape fix: the same work is never done below its own roofline time
+    best, floor = at_floor(now_s + launch, max(after_s, p.roof_time_s) + launch)
+    if best is None:
+        return None
     unit = ctx.device.unit_name
     evidence = (
         f"with {TILE_M}x{TILE_N} tiles: {waves.tiles} tiles on {sms} {unit}s = {waves.waves} waves, the last one "
@@ -174,7 +183,8 @@ def wave_quantization(ctx: AnalyticContext) -> Finding | None:
         technique=technique,
         evidence=evidence,
         time_s=now_s + launch,
-        best_time_s=after_s + launch,
+        best_time_s=best,
+        floor_s=floor,
     )
 
 

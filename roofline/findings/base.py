@@ -6,6 +6,10 @@ symmetry) that a technique exploits, the technique, the evidence (numbers), the 
 time after the technique. The gain is ``time_s / best_time_s`` and the saving ``time_s - best_time_s``; findings are
 ranked by their saving (:func:`rank`). Where the bound comes from the roofline alone (a what-if placement), the best
 time is that placement's time; where a measured time is scaled by the roofline, it is :func:`scaled_time`.
+
+Gains are bounds: every finding records ``floor_s``, the roofline time (launch floors included where launches
+remain) of the ops it covers as they would be after its technique, and its best time is never below it
+(:func:`bounded`, used by every rule).
 """
 
 from __future__ import annotations
@@ -27,6 +31,30 @@ def scaled_time(time_s: float, before_s: float, after_s: float) -> float | None:
     if before_s <= 0 or after_s <= 0 or after_s >= before_s:
         return None
     return time_s * after_s / before_s
+
+
+def bounded(
+    time_now: float, before: float, after: float, *, measured: float | None = None
+) -> tuple[float | None, float | None]:
+    """(best, floor) of a technique whose roofline time (launch floors included) goes from ``before`` to ``after``:
+    the floor is ``after``, the ops' roofline time after the technique; the best time is the measured time
+    (``measured``, default ``time_now``) scaled by the roofline's gain (:func:`scaled_time`), never below the floor,
+    and None when it would not be below ``time_now`` (nothing saved). Pass ``before=time_now`` where the technique
+    closes the gap to the ``after`` roofline time (a layout or occupancy fix): the best time is the floor. The floor
+    is None only when unknown (``after`` not positive or not finite)."""
+    if not (after > 0 and math.isfinite(after)):
+        return None, None
+    scaled = scaled_time(time_now if measured is None else measured, before, after)
+    if scaled is None:
+        return None, after
+    best = max(scaled, after)
+    return (best if best < time_now else None), after
+
+
+def at_floor(time_now: float, floor: float) -> tuple[float | None, float | None]:
+    """(best, floor) where the technique reaches the ops' roofline time ``floor``: the best time is the floor
+    itself when it is below ``time_now``."""
+    return bounded(time_now, time_now, floor)
 
 
 F = TypeVar("F", bound=Finding)
@@ -94,4 +122,15 @@ def trimmed_waves(m: int, n: int, batch: int, units: int) -> Waves | None:
     return Waves(tiles, now, m2, n2, tiles2, better, units, m, n)
 
 
-__all__ = ["TILE_M", "TILE_N", "Finding", "Waves", "rank", "scaled_time", "trimmed_waves", "wave_times"]
+__all__ = [
+    "TILE_M",
+    "TILE_N",
+    "Finding",
+    "Waves",
+    "at_floor",
+    "bounded",
+    "rank",
+    "scaled_time",
+    "trimmed_waves",
+    "wave_times",
+]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from roofline.findings.base import at_floor, bounded
 from roofline.findings.model import ModelContext, ModelFinding
 from roofline.properties import Property
 from roofline.report.rows import OpPoint
@@ -98,7 +99,7 @@ def _label(points: Sequence[OpPoint]) -> str:
 def not_explained(ctx: ModelContext, points: Sequence[OpPoint], share: float, efficiency: float) -> ModelFinding:
     limiter, evidence = _limiter(points)
     time_s = sum(p.time_s for p in points)
-    floor = sum(p.roof_time_s + p.launch_floor_s for p in points)
+    best, floor = at_floor(time_s, sum(p.roof_time_s + p.launch_floor_s for p in points))
     rates = _rates(points)
     text = (
         f"{_label(points)}: {100 * share:.0f}% of the time at {100 * efficiency:.0f}% of the roofline; "
@@ -116,7 +117,8 @@ def not_explained(ctx: ModelContext, points: Sequence[OpPoint], share: float, ef
         technique=technique,
         evidence=text,
         time_s=time_s,
-        best_time_s=floor if floor < time_s else None,
+        best_time_s=best,
+        floor_s=floor,
         where=", ".join(dict.fromkeys(p.module or "(model)" for p in points[:3])),
         ops=sorted(p.index for p in points),
         share=share,
@@ -144,9 +146,7 @@ def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, effici
         # NB: the what-if of 2:4 sparsity (half the FLOPs at the same roof), the memory term unchanged
         after = sum(max(p.compute_time_s / 2, p.memory_time_s) for p in points) + launch
     before = sum(p.roof_time_s for p in points) + launch
-    best = time_s * after / before if 0 < after < before else None
-    if best is not None:
-        best = max(best, after)
+    best, floor = bounded(time_s, before, after)
     evidence = (
         f"{_label(points)}: {100 * share:.0f}% of the time at {100 * efficiency:.0f}% of the roofline "
         f"({format_time(time_s)} vs {format_time(before - launch)}): near the {bottleneck} roof, only less "
@@ -160,6 +160,7 @@ def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, effici
         evidence=evidence,
         time_s=time_s,
         best_time_s=best,
+        floor_s=floor,
         where=", ".join(dict.fromkeys(p.module or "(model)" for p in points[:3])),
         ops=sorted(p.index for p in points),
         share=share,

@@ -6,7 +6,8 @@ sparsity, redundancy, symmetry), the technique and an upper bound on the gain th
 is the ratio of the roofline times (launch floors included) before and after the technique -- fewer bytes for a
 fusion, a higher roof for TF32, fewer launches for a CUDA graph -- and the measured time is divided by it:
 ``T -> T / gain``. Where a technique closes the gap to an unchanged roofline (contiguous layout, padded shapes),
-the bound is the roofline time itself (:func:`roofline.findings.base.scaled_time`). Findings extend
+the bound is the roofline time itself. Either way the best time is never below ``floor_s``, the roofline time of
+the ops after the technique, which every finding records (:func:`roofline.findings.base.bounded`). Findings extend
 :class:`roofline.findings.base.Finding`.
 
 Rules and their thresholds (module constants below; docs/diagnose.md has the table):
@@ -55,7 +56,7 @@ from pydantic import Field
 
 from roofline.device import Device
 from roofline.findings import patterns
-from roofline.findings.base import TILE_M, TILE_N, Finding, rank, scaled_time, trimmed_waves, wave_times
+from roofline.findings.base import TILE_M, TILE_N, Finding, at_floor, bounded, rank, trimmed_waves, wave_times
 from roofline.findings.patterns import MAX_PERIOD, MIN_STEPS, Carried, Dataflow, Fusion
 from roofline.ironlaw import memory_time, min_time, roofline_time
 from roofline.properties import Property
@@ -455,12 +456,14 @@ def _finding(
     technique: str,
     evidence: str,
     time_s: float,
-    best: float | None,
+    bound: tuple[float | None, float | None],
     points: Sequence[OpPoint],
     *,
     bottleneck: str | None = None,
     where: str | None = None,
 ) -> ModelFinding:
+    """``bound``: (best time, floor) from :func:`roofline.findings.base.bounded` (or ``at_floor``)."""
+    best, floor = bound
     return ModelFinding(
         rule=rule,
         bottleneck=bottleneck or _dominant_bound(points),
@@ -469,6 +472,7 @@ def _finding(
         evidence=evidence,
         time_s=time_s,
         best_time_s=best,
+        floor_s=floor,
         where=_where(points) if where is None else where,
         ops=sorted(p.index for p in points),
         share=time_s / ctx.total_time_s if ctx.total_time_s > 0 else 0.0,
@@ -536,8 +540,7 @@ def launch_bound(ctx: ModelContext) -> ModelFinding | None:
     device_time = sum(p.time_s for p in timed)  # the ops without the gaps between them
     # NB: a bound: the measured device time scaled by the roofline's gain, never below the roofline time of the
     # same ops as one graph / fused kernel (their work plus one launch)
-    scaled = scaled_time(device_time, before, after)
-    best = max(scaled, after) if scaled is not None and after < time_now else None
+    bound = bounded(time_now, before, after, measured=device_time)
     floor = ctx.device.launch_floor_s
     typical = median(p.time_s for p in timed)
     parts = [
@@ -572,7 +575,7 @@ def launch_bound(ctx: ModelContext) -> ModelFinding | None:
         technique,
         "; ".join(parts),
         time_now,
-        best,
+        bound,
         timed,
         bottleneck="launch",
         where=f"{len(timed)} ops in {len({p.module for p in timed})} modules",
@@ -619,7 +622,7 @@ def sequential_loop(ctx: ModelContext) -> list[ModelFinding]:
                 technique,
                 evidence,
                 time_now,
-                scaled_time(time_now, before, after),
+                bounded(time_now, before, after),
                 pts,
                 where=where,
                 bottleneck="launch" if short >= len(pts) / 2 else None,
@@ -670,7 +673,7 @@ def elementwise_chain(ctx: ModelContext) -> list[ModelFinding]:
                 technique,
                 evidence,
                 time_now,
-                scaled_time(time_now, before, after),
+                bounded(time_now, before * len(group), after * len(group)),  # every chain of the group
                 all_pts,
             )
         )
@@ -719,7 +722,7 @@ def naive_attention(ctx: ModelContext) -> list[ModelFinding]:
                 technique,
                 evidence,
                 time_now,
-                scaled_time(time_now, before, after),
+                bounded(time_now, before * len(group), after * len(group)),  # every attention of the group
                 all_pts,
             )
         )
@@ -770,9 +773,16 @@ def memory_bound_gemv(ctx: ModelContext) -> ModelFinding | None:
         "batch requests or tokens (intensity grows with M), quantize weights/KV (int8/int4/fp8), keep a KV cache, "
         "speculative decoding"
     )
-    best = scaled_time(time_now, before, after)
     return _finding(
-        ctx, "memory-bound-gemv", (Property.REDUNDANCY,), technique, evidence, time_now, best, pts, bottleneck="memory"
+        ctx,
+        "memory-bound-gemv",
+        (Property.REDUNDANCY,),
+        technique,
+        evidence,
+        time_now,
+        bounded(time_now, before, after),
+        pts,
+        bottleneck="memory",
     )
 
 
@@ -810,11 +820,11 @@ def fp32_matmul(ctx: ModelContext) -> ModelFinding | None:
         "TF32 (torch.set_float32_matmul_precision('high') / torch.backends.cuda.matmul.allow_tf32 = True) or "
         "bf16 autocast (torch.autocast('cuda', torch.bfloat16))"
     )
-    best = scaled_time(time_now, before, after)
-    if best is None:
+    bound = bounded(time_now, before, after)
+    if bound[0] is None:
         return None
     return _finding(
-        ctx, "fp32-matmul", (Property.REDUNDANCY,), technique, evidence, time_now, best, pts, bottleneck="compute"
+        ctx, "fp32-matmul", (Property.REDUNDANCY,), technique, evidence, time_now, bound, pts, bottleneck="compute"
     )
 
 
@@ -843,11 +853,11 @@ def compute_bound(ctx: ModelContext) -> ModelFinding | None:
         f"of the {', '.join(labels)} roof ({format_rate(flops / time_now if time_now else 0)} achieved); intensity "
         f"above the ridge, so neither fusion nor layout helps: only fewer FLOPs or a higher roof"
     )
-    best = None
+    bound: tuple[float | None, float | None] = (None, None)  # no FLOP-saving technique with a known roofline
     if dev.vendor == "nvidia" and ("tf32", "tensor") in dev.compute and all(p.roof.endswith("tensor") for p in pts):
         before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
         after = sum(max(p.compute_time_s / 2, p.memory_time_s) + p.launch_floor_s for p in pts)
-        best = scaled_time(time_now, before, after)
+        bound = bounded(time_now, before, after)
         evidence += "; 2:4 structured sparsity doubles the tensor roof"
     technique = "do fewer FLOPs: 2:4 structured sparsity, MoE, low-rank factorisation, weight sharing / FFT"
     return _finding(
@@ -857,7 +867,7 @@ def compute_bound(ctx: ModelContext) -> ModelFinding | None:
         technique,
         evidence,
         time_now,
-        best,
+        bound,
         pts,
         bottleneck="compute",
     )
@@ -866,6 +876,7 @@ def compute_bound(ctx: ModelContext) -> ModelFinding | None:
 def awkward_shapes(ctx: ModelContext) -> ModelFinding | None:
     """Compute-bound matmuls far below their roof with dims off the tile grid."""
     hits: list[tuple[OpPoint, float, str]] = []
+    # NB: padding or trimming is a shape fix: the same work (M x N x K) is never done below its own roofline time
     for p in ctx.work():
         if p.roofline_bound != "compute" or _tiny(p, ctx.device) or p.efficiency is None or p.efficiency >= FAR_BELOW:
             continue
@@ -885,13 +896,13 @@ def awkward_shapes(ctx: ModelContext) -> ModelFinding | None:
             tiles, now, m2, n2, _, better = waves[:6]
             # NB: fewer waves shorten the measured time at most in proportion, and never below the trimmed GEMM's
             # own wave-quantized roofline time
-            floor = wave_times(p.roof_time_s, waves)[1] + p.launch_floor_s
+            floor = max(wave_times(p.roof_time_s, waves)[1], p.roof_time_s) + p.launch_floor_s
             best = min(best, max(p.time_s * better / now, floor))
             text += (
                 f" ({tiles} {TILE_M}x{TILE_N} tiles = {now} waves on {ctx.device.compute_units} "
                 f"{ctx.device.unit_name}s; m={m2} n={n2}: {better})"
             )
-        hits.append((p, min(best, p.time_s), text))
+        hits.append((p, max(min(best, p.time_s), p.roof_time_s + p.launch_floor_s), text))
     if not hits:
         return None
     pts = [p for p, _, _ in hits]
@@ -906,9 +917,17 @@ def awkward_shapes(ctx: ModelContext) -> ModelFinding | None:
     if len(examples) > 240:
         evidence = evidence[:237] + "..."
     technique = f"pad (or trim) M, N, K to multiples of {ALIGN} (128 for large GEMMs) so whole tiles and waves are used"
-    bound = best if best < time_now else None
+    floor = sum(p.roof_time_s + p.launch_floor_s for p in pts)  # every op's best is at least this
     return _finding(
-        ctx, "awkward-shapes", (Property.LOCALITY,), technique, evidence, time_now, bound, pts, bottleneck="compute"
+        ctx,
+        "awkward-shapes",
+        (Property.LOCALITY,),
+        technique,
+        evidence,
+        time_now,
+        (best if best < time_now else None, floor),
+        pts,
+        bottleneck="compute",
     )
 
 
@@ -942,9 +961,16 @@ def non_contiguous(ctx: ModelContext) -> ModelFinding | None:
         "keep tensors contiguous in the layout the consumer reads (transpose once, .contiguous() before a chain, "
         "channels_last for convolutions), so accesses are coalesced"
     )
-    bound = best if best < time_now else None
     return _finding(
-        ctx, "non-contiguous", (Property.LOCALITY,), technique, evidence, time_now, bound, pts, bottleneck="memory"
+        ctx,
+        "non-contiguous",
+        (Property.LOCALITY,),
+        technique,
+        evidence,
+        time_now,
+        at_floor(time_now, best),
+        pts,
+        bottleneck="memory",
     )
 
 
@@ -981,21 +1007,12 @@ def under_filled(ctx: ModelContext) -> list[ModelFinding]:
                 technique,
                 evidence,
                 time_now,
-                floor if floor < time_now else None,
+                at_floor(time_now, floor),
                 pts,
                 bottleneck="parallelism",
             )
         )
     return findings
-
-
-def _bounded(time_now: float, before: float, after: float) -> float | None:
-    """The measured time scaled by the roofline's gain, never below the roofline time after the technique."""
-    best = scaled_time(time_now, before, after)
-    if best is None:
-        return None
-    best = max(best, after)
-    return best if best < time_now else None
 
 
 def written_out_fusion(ctx: ModelContext) -> list[ModelFinding]:
@@ -1047,7 +1064,7 @@ def written_out_fusion(ctx: ModelContext) -> list[ModelFinding]:
                 technique,
                 evidence,
                 time_now,
-                _bounded(time_now, before, after),
+                bounded(time_now, before, after),
                 all_pts,
             )
         )
@@ -1089,7 +1106,7 @@ def kv_cache_cat(ctx: ModelContext) -> ModelFinding | None:
         technique,
         evidence,
         time_now,
-        _bounded(time_now, before, after),
+        bounded(time_now, before, after),
         pts,
         bottleneck="memory",
     )
@@ -1137,7 +1154,7 @@ def activation_matmul(ctx: ModelContext) -> ModelFinding | None:
         technique,
         evidence,
         time_now,
-        best if best < time_now else None,
+        at_floor(time_now, best),
         pts,
         bottleneck="memory",
     )
@@ -1196,7 +1213,7 @@ def cheaper_algorithm(ctx: ModelContext) -> ModelFinding | None:
         technique,
         evidence,
         time_now,
-        _bounded(time_now, before, after),
+        bounded(time_now, before, after),
         covered,
     )
 
@@ -1254,7 +1271,7 @@ def conv_layout(ctx: ModelContext) -> ModelFinding | None:
         technique,
         evidence,
         time_now,
-        best if best < time_now else None,
+        at_floor(time_now, best),
         pts,
         bottleneck="layout" if layout_s > 0 else None,
     )

@@ -46,6 +46,9 @@ class Finding(BaseModel):
     evidence: str
     time_s: float  # the row's minimum time now
     best_time_s: float | None = None  # minimum time after the technique (None: no bound known)
+    # the roofline time (launch floors included where launches remain) of the ops the finding covers, after its
+    # technique: best_time_s is never below it (None: unknown; reports written before it read fine)
+    floor_s: float | None = None
 
     @property
     def gain(self) -> float | None:
