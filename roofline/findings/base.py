@@ -36,19 +36,21 @@ def scaled_time(time_s: float, before_s: float, after_s: float) -> float | None:
 def bounded(
     time_now: float, before: float, after: float, *, measured: float | None = None
 ) -> tuple[float | None, float | None]:
-    """(best, floor) of a technique whose roofline time (launch floors included) goes from ``before`` to ``after``:
-    the floor is ``after``, the ops' roofline time after the technique; the best time is the measured time
-    (``measured``, default ``time_now``) scaled by the roofline's gain (:func:`scaled_time`), never below the floor,
-    and None when it would not be below ``time_now`` (nothing saved). Pass ``before=time_now`` where the technique
-    closes the gap to the ``after`` roofline time (a layout or occupancy fix): the best time is the floor. The floor
-    is None only when unknown (``after`` not positive or not finite)."""
+    """(best, floor) of a technique whose roofline time (launch floors included) goes from ``before`` to ``after``.
+
+    The floor is ``after``: the ops' roofline time after the technique. The best time is the floor itself -- the
+    most the roofline allows -- and None when the technique gains nothing on the roofline (``after >= before``) or
+    the ops already run at or below it (nothing saved). NB: not the measured time scaled by the roofline's gain:
+    an op far below its roof before the technique may run far nearer it after (a fused kernel, a graph replay), so
+    a scaled time is an estimate and can promise less than the fix delivers; the bound never does. ``measured`` is
+    accepted for the callers that pass it and does not change the bound. The floor is None only when unknown
+    (``after`` not positive or not finite)."""
+    del measured
     if not (after > 0 and math.isfinite(after)):
         return None, None
-    scaled = scaled_time(time_now if measured is None else measured, before, after)
-    if scaled is None:
+    if after >= before or after >= time_now:
         return None, after
-    best = max(scaled, after)
-    return (best if best < time_now else None), after
+    return after, after
 
 
 def at_floor(time_now: float, floor: float) -> tuple[float | None, float | None]:

@@ -2,13 +2,11 @@
 findings, ranked by the time they could save.
 
 Every finding names the bottleneck, the evidence (numbers), the property (associativity, separability, locality,
-sparsity, redundancy, symmetry), the technique and an upper bound on the gain that the roofline allows. The gain
-is the ratio of the roofline times (launch floors included) before and after the technique -- fewer bytes for a
-fusion, a higher roof for TF32, fewer launches for a CUDA graph -- and the measured time is divided by it:
-``T -> T / gain``. Where a technique closes the gap to an unchanged roofline (contiguous layout, padded shapes),
-the bound is the roofline time itself. Either way the best time is never below ``floor_s``, the roofline time of
-the ops after the technique, which every finding records (:func:`roofline.findings.base.bounded`). Findings extend
-:class:`roofline.findings.base.Finding`.
+sparsity, redundancy, symmetry), the technique and an upper bound on the gain that the roofline allows: the best
+time is ``floor_s``, the roofline time (launch floors included where launches remain) of the ops after the
+technique -- fewer bytes for a fusion, a higher roof for TF32, fewer launches for a CUDA graph, the ops' own
+roofline for a layout or shape fix -- which every finding records (:func:`roofline.findings.base.bounded`).
+Findings extend :class:`roofline.findings.base.Finding`.
 
 Rules and their thresholds (module constants below; docs/diagnose.md has the table):
 
@@ -538,8 +536,7 @@ def launch_bound(ctx: ModelContext) -> ModelFinding | None:
     before = sum(p.roof_time_s + p.launch_floor_s for p in timed)
     after = sum(p.roof_time_s for p in timed) + ctx.one_launch_s()
     device_time = sum(p.time_s for p in timed)  # the ops without the gaps between them
-    # NB: a bound: the measured device time scaled by the roofline's gain, never below the roofline time of the
-    # same ops as one graph / fused kernel (their work plus one launch)
+    # NB: a bound: the roofline time of the same ops as one graph / fused kernel (their work plus one launch)
     bound = bounded(time_now, before, after, measured=device_time)
     floor = ctx.device.launch_floor_s
     typical = median(p.time_s for p in timed)
