@@ -108,7 +108,7 @@ def test_launch_bound_many_short_kernels():
     assert f.time_s == pytest.approx(400e-6)
     # roofline with 24 launches vs one graph, applied to the ops' device time
     roof = sum(p.roof_time_s for p in ctx.points)
-    before, after = roof + 24 * 4e-6, roof + 4e-6
+    after = roof + 4e-6  # one graph launch instead of 24
     assert f.best_time_s == f.floor_s == pytest.approx(after)  # the roofline after: the most it allows
     assert f.gain > 20
 
@@ -164,7 +164,7 @@ def test_sequential_loop_over_time_steps():
     assert "runs the same 4 ops (addmm, mm, add, tanh) 12 times in a row" in f.evidence
     assert f.time_s == pytest.approx(800e-6)  # its ops (480 us) and the gaps between them: the whole wall here
     roof = sum(p.roof_time_s for p in ctx.points)
-    before, after = roof + 48 * 3e-6, roof + 4 * 3e-6  # one dispatch per op of one step
+    after = roof + 4 * 3e-6  # one dispatch per op of one step
     assert f.best_time_s == f.floor_s == pytest.approx(after)
     assert rules.launch_bound(ctx) is None  # the loop's small ops are the loop's finding
 
@@ -209,7 +209,6 @@ def test_elementwise_chain_fusion_bound():
     assert f"{unfused / 1e6:.4g} MB moved vs {fused / 1e6:.4g} MB fused" in f.evidence
     assert "4 element-wise/norm ops in a row" in f.evidence
     pts = [p for p in ctx.points if p.math == "vector"]
-    before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
     after = max(sum(p.compute_time_s for p in pts), fused / 2e12) + 4e-6
     assert f.time_s == pytest.approx(115e-6)
     assert f.best_time_s == f.floor_s == pytest.approx(after)

@@ -28,7 +28,6 @@ class Model(nn.Module):
         return torch.diag(a) @ b
 
 
-
 class ModelFixed(nn.Module):
     """The fix the finding names (benchmarks/diagnose_fixes_gpu.py times it beside Model): diag(a) @ b scales the
     rows of b, a broadcast multiply (O(n m) instead of O(n^2 m))."""

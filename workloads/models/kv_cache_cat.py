@@ -47,7 +47,6 @@ class Model(nn.Module):
         return x
 
 
-
 class ModelFixed(Model):
     """The fix the finding names (benchmarks/diagnose_fixes_gpu.py times it beside Model): a preallocated static
     cache with room for the steps, filled with the given cache once (the prefill), then written in place one slice

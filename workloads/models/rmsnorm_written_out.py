@@ -36,7 +36,6 @@ class Model(nn.Module):
         return x * torch.rsqrt(variance + self.eps) * self.weight
 
 
-
 class ModelFixed(nn.Module):
     """The fix the finding names (benchmarks/diagnose_fixes_gpu.py times it beside Model): the fused op."""
 

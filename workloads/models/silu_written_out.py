@@ -28,7 +28,6 @@ class Model(nn.Module):
         return x * torch.sigmoid(x)
 
 
-
 class ModelFixed(nn.Module):
     """The fix the finding names (benchmarks/diagnose_fixes_gpu.py times it beside Model): the fused op."""
 

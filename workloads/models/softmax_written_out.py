@@ -30,7 +30,6 @@ class Model(nn.Module):
         return e / e.sum(dim=-1, keepdim=True)
 
 
-
 class ModelFixed(nn.Module):
     """The fix the finding names (benchmarks/diagnose_fixes_gpu.py times it beside Model): the fused op."""
 
