@@ -91,7 +91,12 @@ def diagnose(model: Path, out: Path, dtype: str, device: str, size: str) -> dict
     saving = top.get("saving_s", 0.0) if top else 0.0
     bound = iteration / (iteration - saving) if top and iteration > saving > 0 else None
     rows = [r for r in report["rows"] if r.get("timed")]
-    dominant = max(rows, key=lambda r: r.get("time_s", 0.0)) if rows else None
+    groups: dict[Any, list[dict[str, Any]]] = {}  # identical ops (op, shapes) together: a loop's small ops count
+    for r in rows:
+        groups.setdefault((r.get("op"), json.dumps(r.get("input_shapes"))), []).append(r)
+    top_group = max(groups.values(), key=lambda g: sum(r.get("time_s", 0.0) for r in g)) if groups else None
+    dominant = max(top_group, key=lambda r: r.get("time_s", 0.0)) if top_group else None
+    group_time = sum(r.get("time_s", 0.0) for r in top_group) if top_group else 0.0
     kernel = ""
     if dominant and dominant.get("kernel_facts"):
         kernel = max(dominant["kernel_facts"], key=lambda k: k.get("time_s", 0.0)).get("name", "")
@@ -104,7 +109,8 @@ def diagnose(model: Path, out: Path, dtype: str, device: str, size: str) -> dict
         "iteration_s": iteration,
         "dominant": {
             "op": dominant.get("op") if dominant else None,
-            "share": (dominant.get("time_s", 0.0) / iteration) if dominant and iteration else None,
+            "share": group_time / iteration if iteration else None,
+            "count": len(top_group) if top_group else 0,
             "limiter": (dominant.get("limiter") or dominant.get("bound")) if dominant else None,
             "evidence": dominant.get("limiter_evidence", "") if dominant else "",
             "efficiency": dominant.get("efficiency") if dominant else None,

@@ -57,9 +57,11 @@ LAYOUT_MARKERS = (
 )
 # Kernel families whose time goes to instruction issue, not FLOPs or bytes, when neither roof is near on a filled
 # GPU: PyTorch's generic (non-vectorized) element-wise kernel computes every element's offsets (broadcast or
-# strided inputs), its direct depthwise convolution indexes every tap. NB: Nsight Compute shows them with high SM
-# throughput and DRAM well below its peak (H100: a broadcast div at 73% SM / 43% memory); matched in the name.
-INSTRUCTION_BOUND_MARKERS = ("at::native::elementwise_kernel<", "conv_depthwise2d")
+# strided inputs), its direct depthwise convolution indexes every tap, its softmax kernels spend theirs on the
+# row reductions and an exp per element. NB: Nsight Compute shows them with high SM throughput and DRAM well below
+# its peak (H100, 2026-11-23: a broadcast div 73% SM / 43% memory, a depthwise conv and a bf16 softmax 77% SM /
+# 39% memory); matched in the kernel name.
+INSTRUCTION_BOUND_MARKERS = ("at::native::elementwise_kernel<", "conv_depthwise2d", "SoftMaxForward")
 # ... unless the kernel is a GEMM or convolution that merely carries such a word in its template arguments
 NOT_LAYOUT_MARKERS = ("gemm", "conv", "fprop", "dgrad", "wgrad", "xmma", "mma")
 
