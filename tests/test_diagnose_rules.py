@@ -439,3 +439,10 @@ def test_findings_ranked_by_saving_and_small_ones_dropped():
     assert found[0].saving_s >= found[1].saving_s
     assert all(f.share >= rules.MIN_FINDING_SHARE for f in found)
     assert diagnose(ctx_of([(elementwise(0, 64), 5e-6, 1)])) == []
+
+
+def test_no_launch_bound_finding_when_the_gpu_keeps_up():
+    # the VGG case: many short kernels but the GPU idle 4.7% of the span: the host keeps up, a graph saves little
+    ops = [(elementwise(i, 64, module=f"layers.{i}"), 5e-6, 1) for i in range(24)]
+    assert rules.launch_bound(ctx_of(ops, wall_s=130e-6, busy_s=120e-6, idle_s=6e-6)) is None
+    assert rules.launch_bound(ctx_of(ops, wall_s=400e-6, busy_s=120e-6, idle_s=250e-6)) is not None

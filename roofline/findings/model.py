@@ -78,6 +78,7 @@ MIN_LAUNCH_OPS = 16
 SHORT_FACTOR = 4.0  # an op doing less than one launch floor of work and taking at most this many floors is short
 LAUNCH_SHARE = 0.5
 IDLE_SHARE = 0.5
+BUSY_GPU_IDLE = 0.2  # a GPU idle less than this share of the span keeps up with its launches: not launch-bound
 SMALL_OP_FACTOR = 20.0
 MIN_CHAIN = 3
 MIN_KEYS = 16
@@ -527,6 +528,8 @@ def launch_bound(ctx: ModelContext) -> ModelFinding | None:
     gpu = s.device_kind == "cuda"
     idle = s.gpu_idle_share or 0.0
     many = len(launch) >= MIN_LAUNCH_OPS and len(launch) >= LAUNCH_SHARE * len(timed)
+    if gpu and s.gpu_idle_share is not None and idle < BUSY_GPU_IDLE:
+        many = False  # NB: short kernels back to back: the host keeps up, a graph would not shorten the span
     # NB: with a loop of small ops, the GPU's idle time is the loop's (its Python steps): the loop's finding
     kernels = sum(p.kernels for p in timed)
     idle_bound = gpu and kernels >= MIN_LAUNCH_OPS and idle >= IDLE_SHARE and len(in_loops) < len(work)
