@@ -171,3 +171,19 @@ def test_kwargs_and_non_contiguous_inputs():
     assert clone.non_contiguous and clone.input_shapes == ((6, 4),)
     mul = next(r for r in records if r.op == "aten::mul")
     assert not mul.non_contiguous
+
+
+def test_input_ids_tell_one_tensor_read_twice_from_two_tensors():
+    import torch
+
+    from roofline.diagnose.count import count_ops
+
+    class M(torch.nn.Module):
+        def forward(self, x, y):
+            return (x * x + y) * x
+
+    mul, add, mul2 = count_ops(M(), (torch.randn(8), torch.randn(8)), {})
+    assert mul.input_ids[0] == mul.input_ids[1]  # x * x: one storage
+    assert add.input_ids[1] not in mul.input_ids  # y: another, of the same shape
+    assert mul2.input_ids[1] == mul.input_ids[0]  # x again
+    assert add.input_ids[0] != mul.input_ids[0]  # the product: a fresh tensor

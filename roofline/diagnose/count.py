@@ -178,6 +178,8 @@ class _Recorder:
         self.records: list[OpRecord] = []
         self.params: set[tuple[str, int]] = params or set()  # storage keys of the model's parameters and buffers
         self.producers: dict[tuple[str, int], int] = {}  # storage key -> index of the op that produced it
+        self.storages: dict[tuple[str, int], int] = {}  # storage key -> its number, in order of first use
+        self.next_id = 0
 
     def mode(self) -> Any:
         import torch
@@ -222,6 +224,7 @@ class _Recorder:
             cost = OpCost(None, None, cost.dtype, cost.math, f"{NO_FORMULA}: {type(exc).__name__}: {exc}")
         index = len(self.records)
         producers, params, layouts = self.dataflow(inputs)
+        ids = tuple(self.storage_id(t) for t in inputs)
         self.produced(index, schema, out)
         self.records.append(
             OpRecord(
@@ -242,8 +245,18 @@ class _Recorder:
                 input_producers=producers,
                 input_params=params,
                 input_layouts=layouts,
+                input_ids=ids,
             )
         )
+
+    def storage_id(self, t: Any) -> int | None:
+        key = _storage_key(t)
+        if key is None:
+            return None
+        if key not in self.storages:
+            self.storages[key] = self.next_id
+            self.next_id += 1
+        return self.storages[key]
 
     def dataflow(self, inputs: list[Any]) -> tuple[tuple[int | None, ...], tuple[bool, ...], tuple[str, ...]]:
         """Per tensor input: the op that produced it, whether it is a parameter/buffer, its layout."""
@@ -270,6 +283,9 @@ class _Recorder:
             key = _storage_key(t)
             if key is not None and key not in self.params:
                 self.producers[key] = index
+                if alias is None:  # a fresh output (maybe in memory the allocator reused): a new tensor
+                    self.storages[key] = self.next_id
+                    self.next_id += 1
 
 
 def _storage_key(t: Any) -> tuple[str, int] | None:

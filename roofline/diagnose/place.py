@@ -102,6 +102,7 @@ def place_op(record: OpRecord, timing: Any | None, device: Device, device_kind: 
         input_producers=list(record.input_producers),
         input_params=list(record.input_params),
         input_layouts=list(record.input_layouts),
+        input_ids=list(record.input_ids),
         timed=timing is not None,
         time_s=time_s,
         kernels=kernels,

@@ -251,9 +251,11 @@ def _ext_key(p: OpPoint, i: int, source: int | None) -> tuple[Any, ...]:
     shape = tuple(p.input_shapes[i])
     if source is not None:
         return ("op", source, shape)
+    if i < len(p.input_ids) and p.input_ids[i] is not None:  # the storage itself: exact
+        return ("storage", p.input_ids[i], shape)
     param = i < len(p.input_params) and p.input_params[i]
-    # NB: two distinct model inputs of the same shape read by one group would be counted once (producers do not
-    # tell them apart); parameters of the same shape likewise
+    # NB: without input_ids (older reports), two distinct model inputs of the same shape read by one group would be
+    # counted once (producers do not tell them apart); parameters of the same shape likewise
     return ("ext", shape, param)
 
 

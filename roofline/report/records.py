@@ -39,6 +39,9 @@ class OpRecord:
     input_producers: tuple[int | None, ...] = ()
     input_params: tuple[bool, ...] = ()
     input_layouts: tuple[str, ...] = ()
+    # the storage each tensor input reads, numbered in the iteration's order of first use (the same number: the
+    # same storage, e.g. x in x * x; None unknown): tells one tensor read twice from two tensors of one shape
+    input_ids: tuple[int | None, ...] = ()
 
     @property
     def counted(self) -> bool:

@@ -210,6 +210,7 @@ class OpPoint(BaseModel):
     input_producers: list[int | None] = []
     input_params: list[bool] = []
     input_layouts: list[str] = []
+    input_ids: list[int | None] = []  # the storage each input reads, numbered by first use (same number: same tensor)
     # measured
     timed: bool  # a timing was matched to this op
     time_s: float  # device time (GPU: its kernels; CPU: the op's self time), 0 when not timed
@@ -260,10 +261,17 @@ def tensor_bytes(shape: Sequence[int], dtype: str, fallback: str = "fp32") -> in
 
 
 def input_bytes(point: OpPoint, which: Iterable[int] | None = None) -> int:
-    """Bytes of the point's tensor inputs (all, or the positions in ``which``), each read once."""
+    """Bytes of the point's tensor inputs (all, or the positions in ``which``), each read once: an input that reads
+    the same storage as an earlier one (``input_ids``: x in x * x) is not counted again."""
     positions = range(len(point.input_shapes)) if which is None else which
     total = 0
+    seen: set[int] = set()
     for i in positions:
+        same = point.input_ids[i] if i < len(point.input_ids) else None
+        if same is not None:
+            if same in seen:
+                continue
+            seen.add(same)
         if 0 <= i < len(point.input_shapes):
             dtype = point.input_dtypes[i] if i < len(point.input_dtypes) else point.dtype
             total += tensor_bytes(point.input_shapes[i], dtype or point.dtype, point.dtype)
