@@ -7,7 +7,8 @@ of the dominant kernel agrees with its Speed Of Light section.
 
 Per case (a model file in workloads/models, with EXPECTED_FINDING, and the fix in FIXES below):
 1. `roofline diagnose MODEL --device D --dtype T -o DIR/diag-NAME.json`: the top finding (expected?), the bound
-   it claims for the whole forward (iteration time / (iteration time - its saving)), the dominant op's limiter;
+   the findings claim for the whole forward (the report's combined bound, each op counted once; the top finding's
+   alone: iteration time / (iteration time - its saving)), the dominant group of identical ops and its limiter;
 2. the fix (torch.compile, CUDA graphs, channels_last, the fused op or static cache of the file's ModelFixed, TF32,
    SDPA) timed beside the model in this process (CUDA events around the forward, median of ROUNDS alternating
    rounds): measured speedup; the check: measured <= bound x (1 + NOISE);
@@ -89,7 +90,9 @@ def diagnose(model: Path, out: Path, dtype: str, device: str, size: str) -> dict
     findings = report.get("findings") or []
     top = findings[0] if findings else None
     saving = top.get("saving_s", 0.0) if top else 0.0
-    bound = iteration / (iteration - saving) if top and iteration > saving > 0 else None
+    bound_top = iteration / (iteration - saving) if top and iteration > saving > 0 else None
+    combined = report.get("combined") or {}
+    bound = combined.get("gain") or bound_top  # every finding together, each op once: the model's bound
     rows = [r for r in report["rows"] if r.get("timed")]
     groups: dict[Any, list[dict[str, Any]]] = {}  # identical ops (op, shapes) together: a loop's small ops count
     for r in rows:
@@ -106,6 +109,7 @@ def diagnose(model: Path, out: Path, dtype: str, device: str, size: str) -> dict
         "rules": [f["rule"] for f in findings],
         "top_gain": top.get("gain") if top else None,
         "bound": bound,
+        "bound_top": bound_top,
         "iteration_s": iteration,
         "dominant": {
             "op": dominant.get("op") if dominant else None,
