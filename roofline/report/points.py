@@ -266,7 +266,7 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "timed": timed,
                 "kernels": 0,
                 "count": 0,
-                "modules": [],
+                "modules": {},  # an ordered set: a list's `in` made grouping quadratic in a group's modules
             }
             members[key] = []
         time_s = positive_number(row.get("time_s")) or 0.0
@@ -275,12 +275,11 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         )
         group["kernels"] += int(finite_number(row.get("kernels")) or 0)
         group["count"] += 1
-        module = str(row.get("module") or "") or "(model)"
-        if module not in group["modules"]:
-            group["modules"].append(module)
+        group["modules"][str(row.get("module") or "") or "(model)"] = None
     for key, group in groups.items():
         law = ironlaw.group(members[key])
         group.update(
+            modules=list(group["modules"]),
             flops=law.flops,
             bytes=law.bytes,
             time_s=law.time_s,
