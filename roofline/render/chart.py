@@ -39,6 +39,7 @@ MAX_NOTE_LINES = 7
 LEFT_PX = 130  # tick labels with units ('100 GFLOP/s') and the axis title fit left of the data
 LEGEND_PX = 300
 MIN_SIZE_PX = (480, 300)
+RASTER_MARKS = 5000  # points in a panel beyond which SVG/PDF draw the markers as one bitmap
 # A light halo behind every label: where one must cross a roof line, the text stays readable.
 HALO = {"boxstyle": "square,pad=0.12", "facecolor": "white", "edgecolor": "none", "alpha": 0.8}
 
@@ -317,6 +318,10 @@ def _size(share: float | None, font: float = 10.0) -> float:
 
 
 def _draw_marks(ax: Axes, marks: Sequence[Mark], font: float) -> None:
+    """One scatter per (series, bound, above roof): one artist per group, never one per point. Beyond
+    RASTER_MARKS points the markers are drawn as one embedded bitmap in SVG and PDF (the text and lines stay
+    vector): a vector path per marker made an SVG of 100,000 points tens of MB."""
+    rasterized = len(marks) > RASTER_MARKS
     groups: dict[tuple[int, str, bool], list[Mark]] = {}
     for mark in sorted(marks, key=lambda m: -(m.share or 0.0)):
         groups.setdefault((mark.series, mark.bound, mark.above_roof), []).append(mark)
@@ -332,6 +337,7 @@ def _draw_marks(ax: Axes, marks: Sequence[Mark], font: float) -> None:
             linewidths=1.2 if above else 0.6,
             alpha=0.9,
             zorder=4,
+            rasterized=rasterized,
         )
 
 

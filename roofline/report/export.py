@@ -40,12 +40,17 @@ class MissingDependencyError(RooflineError):
     """An optional package this output needs is not installed."""
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """{'params': {'m': 1}, 'samples_s': [1, 2]} -> {'params.m': 1, 'samples_s': '[1, 2]'}."""
     flat: dict[str, Any] = {}
     for key, value in row.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
+        if type(value) in _SCALARS:  # most values: no isinstance against the Mapping ABC (slow, once per cell)
+            flat[name] = value
+        elif isinstance(value, Mapping) and value:
             flat.update(flatten(value, f"{name}."))
         elif isinstance(value, (list, tuple, Mapping)):
             flat[name] = json.dumps(value, allow_nan=False, default=str)
@@ -112,6 +117,12 @@ def points_frame(report: Any, name: str = "") -> pd.DataFrame:
     columns = list(dict.fromkeys([*POINT_COLUMNS, *(key for row in rows for key in row)]))
     frame = pd.DataFrame.from_records(rows, columns=columns)
     for column in frame.columns:
+        dtype = frame[column].dtype
+        if getattr(dtype, "kind", "?") in ("i", "u"):  # integers, no gap: the nullable Int64 as with gaps
+            frame[column] = frame[column].astype("Int64")
+            continue
+        if str(dtype) != "object":  # floats, booleans or text pandas typed already: nothing to convert
+            continue
         values = [v for v in frame[column] if v is not None and not (isinstance(v, float) and v != v)]
         if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             frame[column] = frame[column].astype("Int64")
