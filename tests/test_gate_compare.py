@@ -21,6 +21,12 @@ def _gate(before_rows, after_rows, rules=None, **kwargs):
     return check(bench_report(after_rows, **kwargs), baseline, rules=rules)
 
 
+def _gate2(before_rows, after_rows, rules=None, **kwargs):
+    """Against a baseline of two runs that agreed (no drift): the limits as written, no one-run noise."""
+    baseline = from_reports([bench_report(before_rows)] * 2, commit="c0ffee")
+    return check(bench_report(after_rows, **kwargs), baseline, rules=rules)
+
+
 def _only(result):
     (point,) = result.points
     return point
@@ -43,7 +49,13 @@ def test_a_real_regression_fails_with_its_reason():
     assert failed.change == pytest.approx(1 / 1.2 - 1, abs=1e-9)  # the shift of identical shapes is exact
     assert failed.low < failed.change < failed.high < -0.05
     assert failed.reason.startswith("efficiency -16.7% (99% CI -")
-    assert failed.reason.endswith("), beyond efficiency:-5%")
+    # one run: the limit is widened by the run-to-run noise it cannot know (10%; these samples spread +-1.4%)
+    assert failed.reason.endswith("), beyond -13.6% (efficiency:-5% + one-run noise 10.0%)")
+    assert failed.noise == pytest.approx(0.10) and failed.drift is None
+    (again,) = _only(
+        _gate2([bench_row("m=1", spread(BASE, 50, 0.02))], [bench_row("m=1", spread(BASE, 50, 0.02, 0.20))])
+    ).failed
+    assert again.reason.endswith("), beyond efficiency:-5%") and again.noise is None
 
 
 def test_an_improvement_is_reported_not_failed():
@@ -61,7 +73,7 @@ def test_a_small_change_within_the_limit_passes():
 
 
 def test_too_noisy_to_decide_is_inconclusive():
-    result = _gate([bench_row("m=1", spread(BASE, 10, 0.15))], [bench_row("m=1", spread(BASE, 10, 0.15, 0.12))])
+    result = _gate2([bench_row("m=1", spread(BASE, 10, 0.15))], [bench_row("m=1", spread(BASE, 10, 0.15, 0.12))])
     efficiency = _only(result).checks[-1]
     assert result.verdict == "inconclusive" and result.exit_code == 3
     assert efficiency.verdict == "inconclusive" and efficiency.low < -0.05 < efficiency.high
@@ -103,8 +115,8 @@ def test_a_rise_only_count_rule_reports_a_fall_as_an_improvement():
 def test_time_rule_with_an_absolute_limit():
     before = [bench_row("m=1", spread(1e-4, 40, 0.01))]
     after = [bench_row("m=1", spread(1e-4, 40, 0.01, 0.08))]  # +8 us
-    assert _gate(before, after, rules=["time:+10us", "efficiency:off"]).verdict == "pass"
-    result = _gate(before, after, rules=["time:+5us", "efficiency:off"])
+    assert _gate2(before, after, rules=["time:+10us", "efficiency:off"]).verdict == "pass"
+    result = _gate2(before, after, rules=["time:+5us", "efficiency:off"])
     (failed,) = _only(result).failed
     assert failed.metric == "time" and not failed.relative
     assert failed.change == pytest.approx(8e-6, rel=1e-6)
@@ -173,7 +185,7 @@ def test_efficiency_carries_across_gpus_and_the_machine_change_is_a_warning():
 def test_a_machine_wide_shift_is_named():
     rows = [bench_row(f"m={i}", spread(BASE, 10, 0.15)) for i in range(4)]
     slower = [bench_row(f"m={i}", spread(BASE, 10, 0.15, 0.12)) for i in range(4)]
-    result = _gate(rows, slower)
+    result = _gate2(rows, slower)
     assert result.warnings == [
         "4 of 4 points are slower (median +12.0% in time): a change of the whole machine (clocks, load, another job) "
         "is likelier than of the code; measure the baseline on this runner, in the same job if you can"
@@ -197,16 +209,17 @@ def test_another_suite_or_no_common_point_is_an_error():
 # ------------------------------------------------------------------------------------------ false failures
 
 
-def _point(samples: list[float]) -> Point:
+def _point(samples: list[float], runs: int = 1) -> Point:
     median = sorted(samples)[len(samples) // 2]
     return Point(key="k", label="k", flops=1, bytes=1, kernels=1, time_s=median, roof_time_s=1e-5,
-                 efficiency=1e-5 / median, samples_s=samples)  # fmt: skip
+                 efficiency=1e-5 / median, samples_s=samples, run_medians_s=[median] * runs)  # fmt: skip
 
 
-def _draws(seed: int, shift: float, draws: int) -> dict[str, int]:
+def _draws(seed: int, shift: float, draws: int, runs: int = 2) -> dict[str, int]:
     """Verdicts of ``draws`` comparisons of one point: each draw picks the noise (log-normal sigma 3-10%, 2%
     slow outliers), the sample counts (10-200 each), a kernel time (10 us - 10 ms) and a run-to-run drift of the
-    whole current run (normal, sigma 1%), then a true change ``shift``."""
+    whole current run (normal, sigma 1%), then a true change ``shift``. The baseline has ``runs`` runs (2: runs
+    that agreed, so the limit is as written; 1: widened by the noise one run cannot know)."""
     rng = random.Random(seed)
     rules = build_rules()
     counts: dict[str, int] = {}
@@ -216,7 +229,7 @@ def _draws(seed: int, shift: float, draws: int) -> dict[str, int]:
         drift = rng.gauss(0.0, 0.01)
         before = noisy(rng, median, rng.randint(10, 200), sigma, outliers=0.02)
         after = noisy(rng, median * (1 + drift) * (1 + shift), rng.randint(10, 200), sigma, outliers=0.02)
-        verdict = compare_points(_point(before), _point(after), rules).verdict
+        verdict = compare_points(_point(before, runs), _point(after), rules).verdict
         counts[verdict] = counts.get(verdict, 0) + 1
     return counts
 
@@ -238,11 +251,52 @@ def test_a_fifteen_percent_slowdown_is_caught():
     assert counts == {"regression": 294, "inconclusive": 6}  # 98% caught, the rest too noisy: none passed
 
 
+def test_against_a_one_run_baseline_a_change_within_its_noise_is_not_failed_but_none_passes():
+    # a one-run baseline cannot know the run-to-run drift: the limit is widened by 10% (or the points' spread)
+    assert _draws(seed=2024, shift=0.0, draws=2000, runs=1) == {"pass": 1991, "inconclusive": 9}
+    assert _draws(seed=7, shift=0.15, draws=300, runs=1) == {"inconclusive": 297, "regression": 3}
+    assert _draws(seed=7, shift=0.30, draws=300, runs=1) == {"regression": 298, "inconclusive": 2}
+
+
+def test_one_run_baseline_a_noisy_point_21_percent_slower_is_inconclusive_a_tight_one_twice_as_slow_fails():
+    # the false regression seen on a machine: an identical run seconds later, 21% slower on a point whose samples
+    # spread about as much within the run (sigma 0.2: p20-p80 is -16% .. +18%); enough samples that the shift's
+    # interval lies wholly beyond the 5% limit
+    noisy_before, noisy_after = spread(BASE, 200, 0.2), spread(BASE, 200, 0.2, 0.21)
+    tight_before, tight_after = spread(BASE, 40, 0.01), spread(BASE, 40, 0.01, 1.0)
+    before = [bench_row("noisy", noisy_before), bench_row("tight", tight_before)]
+    result = _gate(before, [bench_row("noisy", noisy_after), bench_row("tight", tight_after)])
+    noisy, tight = result.points
+    assert noisy.verdict == "inconclusive" and tight.verdict == "regression" and result.verdict == "regression"
+    efficiency = noisy.checks[-1]
+    assert efficiency.change == pytest.approx(1 / 1.21 - 1, abs=1e-9) and efficiency.high < -0.05
+    assert efficiency.noise == pytest.approx(0.182, abs=0.002)  # the samples' spread: wider than the 10% floor
+    assert efficiency.reason.startswith("efficiency -17.4% (99% CI -")
+    assert "), beyond -5% but within the run-to-run noise of a one-run baseline (18.2%): too noisy" in efficiency.reason
+    assert efficiency.reason.endswith(
+        "save a baseline of two or more runs: roofline baseline save run1.json run2.json -o BASELINE.json"
+    )
+    (failed,) = tight.failed
+    assert failed.reason.endswith("beyond -13.6% (efficiency:-5% + one-run noise 10.0%)")
+    (warning,) = result.warnings
+    assert warning.startswith("the baseline has one run, so it cannot know the run-to-run noise: 1 point(s) changed")
+    # the noisy point alone: inconclusive (exit 3), not a regression
+    alone = _gate([bench_row("noisy", noisy_before)], [bench_row("noisy", noisy_after)])
+    assert alone.verdict == "inconclusive" and alone.exit_code == 3
+    # a baseline of two runs that agreed knows the drift is small: the same change is a regression there
+    runs = [bench_report([bench_row("noisy", spread(BASE, n, 0.2))]) for n in (200, 201)]
+    two = check(bench_report([bench_row("noisy", noisy_after)]), from_reports(runs, commit=""))
+    assert two.verdict == "regression" and two.warnings == []
+    # --no-stats (a machine known to be quiet) compares the medians with the limit as written
+    strict = check(bench_report([bench_row("noisy", noisy_after)]), from_report(runs[0], commit=""), stats=False)
+    assert strict.verdict == "regression" and strict.points[0].checks[-1].noise is None
+
+
 def test_a_baseline_of_several_runs_widens_each_limit_by_its_drift():
     runs = [bench_report([bench_row("m=1", spread(BASE, 30, 0.01, shift))]) for shift in (0.0, 0.06, -0.03)]
     single, pooled = from_report(runs[0], commit=""), from_reports(runs, commit="")
     slower = bench_report([bench_row("m=1", spread(BASE, 30, 0.01, 0.08))])  # 8% slower: within this drift
-    assert check(slower, single).verdict == "regression"
+    assert check(slower, single).verdict == "inconclusive"  # one run: within the noise it cannot know
     result = check(slower, pooled)
     assert result.verdict == "pass"
     efficiency = _only(result).checks[-1]

@@ -12,7 +12,10 @@ Per matched point (same key, see roofline.report.baseline), every limit in force
     improvement   the whole interval lies beyond the mirrored limit, the other way (time -9.1% for time:+10%)
     pass          otherwise
   A baseline pooling several runs widens each point's limit by how far its runs drifted from their median
-  (run-to-run drift shifts every sample of a run alike: no test on one run's samples can see it).
+  (run-to-run drift shifts every sample of a run alike: no test on one run's samples can see it). A baseline of
+  one run cannot know that drift: its limits are widened by an assumed noise (:func:`one_run_noise`: at least
+  ONE_RUN_NOISE, more for points whose samples spread more), and a change beyond the limit but within that noise
+  is inconclusive, not a regression (the verdict says the baseline has one run).
   Without samples on either side, a change beyond the limit is inconclusive ("no samples"): one number does
   not tell a change from noise. With ``stats`` off (--no-stats) the single numbers (bench: medians; diagnose:
   means per iteration) are compared directly and a change beyond the limit is a regression.
@@ -47,6 +50,11 @@ Method = Literal["exact", "samples", "no samples", "single numbers"]
 
 SEVERITY = {"pass": 0, "new": 0, "vanished": 0, "improvement": 1, "inconclusive": 2, "regression": 3}
 EXIT_CODES = {"pass": 0, "regression": 1, "inconclusive": 3}
+#: The run-to-run noise a baseline of one run is assumed to have, at least (a time ratio): on the lent H100 the
+#: median of one 8192^3 bf16 GEMM ranged over 1.40-1.61 ms (15%) between runs of the same suite, and identical
+#: runs seconds apart moved noisy points by 21% (docs/ci.md). A baseline of two or more runs measures it instead.
+ONE_RUN_NOISE = 0.10
+ONE_RUN_ADVICE = "save a baseline of two or more runs: roofline baseline save run1.json run2.json -o BASELINE.json"
 
 
 class Check(BaseModel):
@@ -61,6 +69,7 @@ class Check(BaseModel):
     low: float | None = None  # confidence interval of the change, in the same form (None: no interval)
     high: float | None = None
     drift: float | None = None  # the baseline's run-to-run drift added to the limit (2+ runs), in the same form
+    noise: float | None = None  # one-run baseline: the run-to-run noise assumed and added to the limit, same form
     method: Method
     verdict: Verdict
     reason: str = ""
@@ -247,6 +256,38 @@ def _drift(point: Point, metric: str, relative: bool) -> float:
     return max(abs(v - middle) for v in values)
 
 
+def _log_spread(samples: Sequence[float]) -> float:
+    """Half the p20-p80 range of the samples as a log ratio, log(p80 / p20) / 2: the '±' of the bench table
+    (0 with fewer than 5 samples, or any not above 0)."""
+    from roofline.samples import quantile
+
+    if len(samples) < 5 or any(not (s > 0 and math.isfinite(s)) for s in samples):
+        return 0.0
+    return math.log(quantile(samples, 0.8) / quantile(samples, 0.2)) / 2
+
+
+def one_run_noise(before: Point, after: Point) -> float:
+    """The run-to-run noise assumed for a point of a one-run baseline, as a log time ratio: ONE_RUN_NOISE, or the
+    spread of either run's samples (half their p20-p80 range) where wider: a point whose samples spread ±20%
+    within a run can land 20% off from one run to the next, and one run cannot tell."""
+    return max(math.log1p(ONE_RUN_NOISE), _log_spread(before.samples_s), _log_spread(after.samples_s))
+
+
+def one_run(point: Point) -> bool:
+    """A baseline point measured in one run (or saved before baselines kept each run's median)."""
+    return len([m for m in point.run_medians_s if m > 0]) < 2
+
+
+def _in_units(log_ratio: float, metric: str, relative: bool, base_value: float) -> float:
+    """A log time ratio as a widening of a limit in its own units: a log ratio (relative), or the time (or
+    efficiency) that ratio moves ``base_value`` by."""
+    if relative:
+        return log_ratio
+    if metric == "time":
+        return base_value * math.expm1(log_ratio)
+    return base_value * -math.expm1(-log_ratio)  # efficiency = roof / time: it falls by 1 - 1/ratio
+
+
 def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Check | None:
     metric = limit.metric
     base_value, cur_value = _value(before, metric), _value(after, metric)
@@ -260,15 +301,18 @@ def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Che
     # Everything is decided in "shift" units: log ratio (relative) or difference (absolute). A baseline of several
     # runs widens the limit by how far this point drifted between them: a run can land that far off unchanged.
     drift = _drift(before, metric, limit.relative)
-    bound = (limit.log_bound if limit.relative else bad * limit.value) + bad * drift
+    # A one-run baseline cannot know the drift: an assumed noise widens the limit for a regression, and a change
+    # beyond the limit itself but within that noise is inconclusive (judged with the samples only: --no-stats
+    # compares single numbers on machines known to be quiet).
+    noise = 0.0
+    if rules.stats and one_run(before):
+        noise = _in_units(one_run_noise(before, after), metric, limit.relative, base_value)
+    runs = len(before.run_medians_s)
+    known = (limit.log_bound if limit.relative else bad * limit.value) + bad * drift  # the limit, drift included
+    bound = known + bad * noise  # and the one-run noise: what a regression must pass
     mirror = -bound
-    if drift:
-        runs = len(before.run_medians_s)
-        allowance = percent(math.expm1(drift)).lstrip("+") if limit.relative else amount(metric, drift)
-        limit_text = f"{_signed(shown(bound), limit)} ({limit.text} + run-to-run drift {allowance} over {runs} runs)"
-        limit_value = limit_text
-    else:
-        limit_text, limit_value = limit.text, _limit_value(limit)
+    limit_text, _ = _limit_texts(limit, bound, drift, noise, runs)
+    _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
     x = _samples(before, metric, limit.relative) if rules.stats else None
     y = _samples(after, metric, limit.relative) if rules.stats else None
     common = {
@@ -278,6 +322,7 @@ def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Che
         "baseline": base_value,
         "current": cur_value,
         "drift": shown(drift) if drift else None,
+        "noise": shown(noise) if noise else None,
     }
     if x and y:
         result = shift(x, y, rules.confidence)
@@ -287,13 +332,20 @@ def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Che
         if min(bad * low, bad * high) > bad * bound:  # the whole interval beyond the limit
             verdict: Verdict = "regression"
             reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval}), beyond {limit_text}"
-        elif bad * est > bad * bound:
+        elif min(bad * low, bad * high) > bad * known:  # beyond the limit, within the noise one run cannot know
+            verdict = "inconclusive"
+            reason = (
+                f"{metric} {_signed(shown(est), limit)} ({level} {interval}), beyond {known_value} but within "
+                f"the run-to-run noise of a one-run baseline ({_noise_text(noise, metric, limit.relative)}): too "
+                f"noisy to decide; {ONE_RUN_ADVICE}"
+            )
+        elif bad * est > bad * known:
             verdict = "inconclusive"
             if result.bounded:
-                reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval}) straddles {limit_value}"
+                reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval}) straddles {known_value}"
             else:
                 reason = (
-                    f"{metric} {_signed(shown(est), limit)} beyond {limit_value}, but too few samples "
+                    f"{metric} {_signed(shown(est), limit)} beyond {known_value}, but too few samples "
                     f"({result.n_baseline} and {result.n_current}) for a {level}"
                 )
             reason += ": too noisy to decide"
@@ -312,13 +364,17 @@ def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Che
             verdict=verdict,
             reason=reason,
         )
-    # Single numbers: the medians (bench) or means (diagnose) themselves.
+    # Single numbers: the medians (bench) or means (diagnose) themselves (never a regression with stats on, so the
+    # one-run noise does not apply: a change beyond the limit is inconclusive).
     est = math.log(cur_value / base_value) if limit.relative else cur_value - base_value
     method: Method = "single numbers" if not rules.stats else "no samples"
+    bound, mirror = known, -known
+    common["noise"] = None
+    limit_text, _ = _limit_texts(limit, bound, drift, 0.0, runs)
     if bad * est > bad * bound:
         if rules.stats:
             verdict = "inconclusive"
-            reason = f"{metric} {_signed(shown(est), limit)} beyond {limit_value}, but no samples to tell it from noise"
+            reason = f"{metric} {_signed(shown(est), limit)} beyond {known_value}, but no samples to tell it from noise"
         else:
             verdict, reason = "regression", f"{metric} {_signed(shown(est), limit)} beyond {limit_text} (--no-stats)"
     elif bad * est < bad * mirror:
@@ -326,6 +382,28 @@ def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Che
     else:
         verdict, reason = "pass", ""
     return Check(**common, change=shown(est), method=method, verdict=verdict, reason=reason)
+
+
+def _limit_texts(limit: Limit, bound: float, drift: float, noise: float, runs: int) -> tuple[str, str]:
+    """The limit in force as a reason names it: (the rule as written, its value) or, widened by a baseline's drift
+    or a one-run baseline's noise, the widened value with why, twice: '-10.4% (efficiency:-5% + run-to-run drift
+    6.0% over 3 runs)'."""
+    shown = math.expm1(bound) if limit.relative else bound
+    if drift:
+        allowance = percent(math.expm1(drift)).lstrip("+") if limit.relative else amount(limit.metric, drift)
+        text = f"{_signed(shown, limit)} ({limit.text} + run-to-run drift {allowance} over {runs} runs)"
+        return text, text
+    if noise:
+        text = (
+            f"{_signed(shown, limit)} ({limit.text} + one-run noise {_noise_text(noise, limit.metric, limit.relative)})"
+        )
+        return text, text
+    return limit.text, _limit_value(limit)
+
+
+def _noise_text(noise: float, metric: str, relative: bool) -> str:
+    """The one-run noise as shown: '10.0%' (relative limits), '12 us' or '3.2 pt' (absolute ones)."""
+    return percent(math.expm1(noise)).lstrip("+") if relative else amount(metric, noise, signed=True).lstrip("+")
 
 
 def _signed(value: float, limit: Limit) -> str:
@@ -369,6 +447,9 @@ def _total(points: Sequence[Point], per_iteration: bool) -> Point:
     lengths = {len(p.samples_s) for p in points}
     if per_iteration and len(lengths) == 1 and 0 not in lengths:
         samples = [sum(column) for column in zip(*(p.samples_s for p in points), strict=True)]
+    runs: list[float] = []  # each run's total, when every point has a median of every run
+    if len({len(p.run_medians_s) for p in points}) == 1:
+        runs = [sum(column) for column in zip(*(p.run_medians_s for p in points), strict=True)]
     time_s, roof = add("time_s"), add("roof_time_s")
     return Point(
         key="(total)",
@@ -380,6 +461,7 @@ def _total(points: Sequence[Point], per_iteration: bool) -> Point:
         roof_time_s=roof,
         efficiency=ironlaw.row_efficiency(roof, time_s) if roof is not None and time_s is not None else None,
         samples_s=samples,
+        run_medians_s=runs,
     )
 
 
@@ -427,6 +509,11 @@ def _limit_value_of(rule: str) -> str:
     return rule.partition(":")[2].strip().lstrip("+-").rstrip("%") or "0"
 
 
+def _within_one_run_noise(check: Check) -> bool:
+    """Inconclusive only because the baseline has one run (beyond the limit, within the noise it assumes)."""
+    return check.verdict == "inconclusive" and check.noise is not None and ONE_RUN_ADVICE in check.reason
+
+
 def compare(
     baseline: Baseline,
     points: Sequence[Point],
@@ -465,6 +552,15 @@ def compare(
     common = common_mode(matched)
     if common:
         warnings.append(common)
+    noisy = [p for p in matched if any(_within_one_run_noise(c) for c in p.checks)]
+    noisy_totals = [c for c in totals if _within_one_run_noise(c)]
+    if noisy or noisy_totals:
+        what = f"{len(noisy)} point(s)" + (" and the totals" if noisy_totals else "") if noisy else "the totals"
+        warnings.append(
+            f"the baseline has one run, so it cannot know the run-to-run noise: {what} changed beyond the limit by "
+            f"less than the noise assumed (at least {percent(ONE_RUN_NOISE).lstrip('+')}, more for points whose "
+            f"samples spread more) and are inconclusive, not regressions; {ONE_RUN_ADVICE}"
+        )
     return GateResult(
         verdict=verdict,
         source=identity.source,

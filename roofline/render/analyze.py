@@ -21,12 +21,23 @@ def _bound(text: str) -> str:
 
 
 def split_labels(rows: Sequence[Row]) -> tuple[str, dict[int, str]]:
-    """Common part of the rows' labels (shown once) and each row's varying part (shown in its cell)."""
+    """Common part of the rows' labels (shown once) and each row's varying part (shown in its cell).
+
+    Linear in the rows: which parameters vary within a kind, and which tokens every row shares, are found once
+    (a row's parameter is shown when some row of its kind has another value for it)."""
+    by_kind: dict[str, list[Row]] = {}
+    for row in rows:
+        by_kind.setdefault(row.kind, []).append(row)
+    varies: set[tuple[str, str]] = set()
+    for kind, kin in by_kind.items():
+        for key in dict.fromkeys(k for row in kin for k in row.params):
+            first = kin[0].params.get(key)
+            if any(row.params.get(key) != first for row in kin):
+                varies.add((kind, key))
 
     def tokens(row: Row) -> list[str]:
         items = row.label.split()
         named = {item.split("=", 1)[0] for item in items} | set(items)
-        kin = [other for other in rows if other.kind == row.kind]
         extra = [
             f"{k}={v}"
             for k, v in row.params.items()
@@ -34,13 +45,14 @@ def split_labels(rows: Sequence[Row]) -> tuple[str, dict[int, str]]:
             and str(v) not in named
             and isinstance(v, (str, int, float))
             and not isinstance(v, bool)
-            and any(other.params.get(k) != v for other in kin)
+            and (row.kind, k) in varies
         ]
         return [row.kind, *items, *extra]
 
     per_row = [tokens(row) for row in rows]
-    common = [t for t in per_row[0] if all(t in other for other in per_row)] if per_row else []
-    labels = {i: " ".join(t for t in toks if t not in common) or toks[0] for i, toks in enumerate(per_row)}
+    shared = set(per_row[0]).intersection(*per_row[1:]) if per_row else set()
+    common = [t for t in per_row[0] if t in shared] if per_row else []
+    labels = {i: " ".join(t for t in toks if t not in shared) or toks[0] for i, toks in enumerate(per_row)}
     return " ".join(common), labels
 
 

@@ -12,6 +12,23 @@ from typing import Any
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
+#: Console tables show at most this many rows (a report of 100,000 rows stays readable, and rich's layout time
+#: bounded); a line says how many more there are and where every row is (the report, its CSV or JSON).
+MAX_TABLE_ROWS = 100
+
+
+def shown_rows(count: int, severity: Any = None, limit: int = MAX_TABLE_ROWS) -> tuple[list[int], int]:
+    """The indices of the rows a console table shows, in their order, and how many it leaves out.
+
+    All of them up to ``limit``; beyond it the ``limit`` rows of highest ``severity(index)`` (ties: the first),
+    else the first ``limit``."""
+    if count <= limit:
+        return list(range(count)), 0
+    if severity is None:
+        return list(range(limit)), count - limit
+    ranked = sorted(range(count), key=lambda i: (-severity(i), i))[: max(limit, 0)]
+    return sorted(ranked), count - len(ranked)
+
 
 class Renderer(ABC):
     @abstractmethod

@@ -11,7 +11,7 @@ from roofline.device import Device
 from roofline.dtypes import ops_unit
 from roofline.ironlaw import LAUNCH_FACTOR
 from roofline.render.analyze import BOUND_STYLE, split_labels
-from roofline.render.base import Renderer, device_header, to_text
+from roofline.render.base import MAX_TABLE_ROWS, Renderer, device_header, shown_rows, to_text
 from roofline.render.escape import console_text as escape
 from roofline.units import format_intensity, format_rate, format_time
 
@@ -42,6 +42,7 @@ class BenchRenderer(Renderer):
         interrupted: bool = False,
         total: int = 0,
         color: bool | None = None,
+        max_rows: int = MAX_TABLE_ROWS,
     ) -> None:
         self.device = device
         self.timing = timing
@@ -51,11 +52,17 @@ class BenchRenderer(Renderer):
         self.interrupted = interrupted
         self.total = total
         self.color = color
+        self.max_rows = max_rows
 
     def render(self, rows: Sequence[Any]) -> str:
         parts: list[Any] = self._header(rows)
         if rows:
             parts.append(self._table(rows))
+            if len(rows) > self.max_rows:
+                parts.append(
+                    f"… {len(rows) - self.max_rows:,} more rows not shown: every row is in the report "
+                    "(roofline report REPORT.json -o rows.csv)"
+                )
         else:
             parts.append("\nNo workload was measured.")
         parts += self._footer(rows)
@@ -75,7 +82,9 @@ class BenchRenderer(Renderer):
         for header in ("median", "±", "achieved", "bandwidth", "intensity\nFLOP/B", "attainable", "eff."):
             table.add_column(header, justify="right", no_wrap=True)
         table.add_column("bound", no_wrap=True)
-        for index, row in enumerate(rows):
+        shown, _ = shown_rows(len(rows), limit=self.max_rows)
+        for index in shown:
+            row = rows[index]
             unit = f"{ops_unit(row.dtype)}/s"
             mark = "*" if row.throttled_count else ""
             style = BOUND_STYLE.get(row.bound, "")

@@ -40,6 +40,7 @@ MAX_NOTE_LINES = 7
 LEFT_PX = 130  # tick labels with units ('100 GFLOP/s') and the axis title fit left of the data
 LEGEND_PX = 300
 MIN_SIZE_PX = (480, 300)
+RASTER_MARKS = 5000  # points in a panel beyond which SVG/PDF draw the markers as one bitmap
 # A light halo behind every label: where one must cross a roof line, the text stays readable.
 HALO = {"boxstyle": "square,pad=0.12", "facecolor": "white", "edgecolor": "none", "alpha": 0.8}
 
@@ -135,9 +136,12 @@ def _crossings(start: tuple[float, float], end: tuple[float, float], boxes: Any,
     return int((hit.any(axis=0) & ~around).sum())
 
 
-def _array(boxes: Sequence[Box]) -> Any:
+def _array(boxes: Any) -> Any:
+    """Boxes as an (n, 4) array of (x0, y0, x1, y1); an array is returned as it is."""
     import numpy as np
 
+    if isinstance(boxes, np.ndarray):
+        return boxes.reshape(-1, 4)
     return np.array([(b.x0, b.y0, b.x1, b.y1) for b in boxes], dtype=float).reshape(-1, 4)
 
 
@@ -147,11 +151,12 @@ def place_label(
     *,
     area: Box,
     taken: Sequence[Box],
-    dots: Sequence[Box],
+    dots: Sequence[Box] | Any,
     base_gap: float,
     leaders: Sequence[Box] = (),
 ) -> tuple[Box, bool] | None:
-    """Greedy placement: the first candidate box inside ``area`` that overlaps nothing in ``taken`` or ``dots``;
+    """Greedy placement: the first candidate box inside ``area`` that overlaps nothing in ``taken`` or ``dots``
+    (boxes, or an (n, 4) array of them);
     if none is free, the one with the least overlap with points (covering a leader line of another label, or
     drawing a leader across a label, only as a last resort). Returns (box, needs a leader line), or None when
     every spot overlaps a label already placed: that label is left out rather than drawn over another."""
@@ -339,6 +344,10 @@ def _size(share: float | None, font: float = 10.0) -> float:
 
 
 def _draw_marks(ax: Axes, marks: Sequence[Mark], font: float) -> None:
+    """One scatter per (series, bound, above roof): one artist per group, never one per point. Beyond
+    RASTER_MARKS points the markers are drawn as one embedded bitmap in SVG and PDF (the text and lines stay
+    vector): a vector path per marker made an SVG of 100,000 points tens of MB."""
+    rasterized = len(marks) > RASTER_MARKS
     groups: dict[tuple[int, str, bool], list[Mark]] = {}
     for mark in sorted(marks, key=lambda m: -(m.share or 0.0)):
         groups.setdefault((mark.series, mark.bound, mark.above_roof), []).append(mark)
@@ -354,6 +363,7 @@ def _draw_marks(ax: Axes, marks: Sequence[Mark], font: float) -> None:
             linewidths=1.2 if above else 0.6,
             alpha=0.9,
             zorder=4,
+            rasterized=rasterized,
         )
 
 
@@ -368,7 +378,7 @@ def _text_size(fig: Figure, text: str, font: float, renderer: Any) -> tuple[floa
 class _Obstacles:
     area: Box  # labels stay inside the axes
     taken: list[Box]  # labels placed so far: never overlap them
-    dots: list[Box]  # the points: avoid hiding them
+    dots: Any  # the points, an (n, 4) array of boxes (x0, y0, x1, y1): avoid hiding them
     lines: list[Box]  # samples along the roof lines: avoid writing over them where possible
     leaders: list[Box] = field(default_factory=list)  # samples along the leader lines drawn so far
 
@@ -376,7 +386,7 @@ class _Obstacles:
         """Index of the first candidate (each a few boxes) that is inside and overlaps nothing; else the first
         that spares labels and points; else labels only; else 0."""
         inside = [i for i, boxes in enumerate(candidates) if all(b.inside(self.area) for b in boxes)]
-        taken, dots, lines = _array(self.taken), _array(self.dots), _array(self.lines)
+        taken, dots, lines = _array(self.taken), self.dots, _array(self.lines)
         for layers in ((taken, dots, lines), (taken, dots), (taken,)):
             for i in inside:
                 if not any(_areas(b, layer).any() for b in candidates[i] for layer in layers):
@@ -407,11 +417,11 @@ def _place_labels(fig: Figure, ax: Axes, panel: Panel, font: float) -> None:
     to_display = ax.transData.transform
     small = font * 0.82
     xy = to_display(np.array([[m.x, m.y] for m in panel.marks])) if panel.marks else np.zeros((0, 2))
-    radii = [math.sqrt(_size(m.share, font)) * 0.7 for m in panel.marks]
+    radii = np.array([math.sqrt(_size(m.share, font)) * 0.7 for m in panel.marks], dtype=float)
     room = _Obstacles(
         area=Box(bbox.x0 + 2, bbox.y0 + 2, bbox.x1 - 2, bbox.y1 - 2),
         taken=[],
-        dots=[Box(x - r, y - r, x + r, y + r) for (x, y), r in zip(xy, radii, strict=True)],
+        dots=np.column_stack([xy[:, 0] - radii, xy[:, 1] - radii, xy[:, 0] + radii, xy[:, 1] + radii]),
         lines=_line_boxes(ax, panel),
     )
     for roof in panel.roofs:
@@ -442,14 +452,26 @@ def _place_labels(fig: Figure, ax: Axes, panel: Panel, font: float) -> None:
         _put(fig, ax, panel.band.label, box, small, BOUND_COLORS["launch"])
         room.taken.append(box)
     labelled = sorted((i for i, m in enumerate(panel.marks) if m.label), key=lambda i: -(panel.marks[i].share or 0.0))
+    padded = room.dots + np.array([-14.0, -14.0, 14.0, 14.0])  # a label hugging another point would seem to name it
+    lines = _array(room.lines)
     for i in labelled:
         mark = panel.marks[i]
         anchor = (float(xy[i][0]), float(xy[i][1]))
         size = _text_size(fig, mark.label or "", small, renderer)
-        # other points padded: a label hugging another point would seem to name it
-        others = [d.pad(14) for j, d in enumerate(room.dots) if j != i] + room.lines
+        base_gap = float(radii[i]) + 4
+        # only the points a candidate spot can reach matter: a window around the anchor, so that labelling the
+        # top N of n points costs N vectorised passes over the points, not N x n boxes
+        reach = base_gap * _RINGS[-1] + size[0] + size[1]
+        near = (
+            (padded[:, 2] > anchor[0] - reach)
+            & (padded[:, 0] < anchor[0] + reach)
+            & (padded[:, 3] > anchor[1] - reach)
+            & (padded[:, 1] < anchor[1] + reach)
+        )
+        near[i] = False
+        others = np.concatenate([padded[near], lines])
         placed = place_label(
-            anchor, size, area=room.area, taken=room.taken, dots=others, base_gap=radii[i] + 4, leaders=room.leaders
+            anchor, size, area=room.area, taken=room.taken, dots=others, base_gap=base_gap, leaders=room.leaders
         )
         if placed is None:  # no free spot: better no label than one over another
             continue
@@ -464,7 +486,13 @@ def _place_labels(fig: Figure, ax: Axes, panel: Panel, font: float) -> None:
                 xycoords="figure fraction",
                 xytext=_frac(fig, *end),
                 textcoords="figure fraction",
-                arrowprops={"arrowstyle": "-", "color": "#777", "linewidth": 0.7, "shrinkA": 0, "shrinkB": radii[i]},
+                arrowprops={
+                    "arrowstyle": "-",
+                    "color": "#777",
+                    "linewidth": 0.7,
+                    "shrinkA": 0,
+                    "shrinkB": float(radii[i]),
+                },
                 zorder=5,
             )
             room.leaders += _segment_boxes(anchor, end)  # later labels keep off this leader line

@@ -12,7 +12,7 @@ from xml.etree import ElementTree as ET
 from rich import box
 
 from roofline.gate.compare import SEVERITY, Check, GateResult, PointResult, amount, change_text, interval_text
-from roofline.render.base import Renderer, to_text
+from roofline.render.base import Renderer, shown_rows, to_text
 from roofline.render.escape import console_text as escape
 from roofline.render.escape import markdown_text as _md
 from roofline.render.escape import xml_text
@@ -92,6 +92,15 @@ def _rules_line(result: GateResult) -> str:
     return f"rules: {' '.join(result.rules)} · {method}"
 
 
+def _table_points(result: GateResult) -> tuple[list[PointResult], str]:
+    """The points a table shows (every one up to MAX_TABLE_ROWS, else the worst verdicts first, in report order)
+    and a line saying how many it leaves out ('' when none)."""
+    points = result.points
+    shown, hidden = shown_rows(len(points), lambda i: SEVERITY[points[i].verdict])
+    note = f"… {hidden:,} more points not shown (the least severe verdicts): --format json lists every one"
+    return [points[i] for i in shown], note if hidden else ""
+
+
 def _total_name(check: Check) -> str:
     return f"total {check.metric}"
 
@@ -143,7 +152,8 @@ class GateRenderer(Renderer):
             table.add_column(_level(result), justify="right", no_wrap=True)
             table.add_column("n", justify="right", no_wrap=True)
             table.add_column("verdict", no_wrap=True)
-            for point in result.points:
+            points, more = _table_points(result)
+            for point in points:
                 check = _timed(point)
                 verdict = point.verdict
                 table.add_row(
@@ -156,6 +166,8 @@ class GateRenderer(Renderer):
                     _styled(verdict, verdict),
                 )
             parts.append(table)
+            if more:
+                parts.append(f"  {escape(more)}")
         if result.totals:
             parts.append(self._totals(result))
         parts += self._lists(result)
@@ -223,7 +235,8 @@ def markdown(result: GateResult) -> str:
             f"| point | efficiency | time | change | {_level(result)} | n | verdict |",
             "|---|---:|---:|---:|---:|---:|---|",
         ]
-        for point in result.points:
+        points, more = _table_points(result)
+        for point in points:
             check = _timed(point)
             verdict = point.verdict if point.verdict in ("pass", "improvement") else f"**{point.verdict}**"
             cells = [
@@ -236,6 +249,8 @@ def markdown(result: GateResult) -> str:
                 verdict,
             ]
             lines.append("| " + " | ".join(cells) + " |")
+        if more:
+            lines += ["", _md(more)]
     if result.totals:
         lines += ["", "| total | baseline | current | change | verdict |", "|---|---:|---:|---:|---|"]
         for check in result.totals:
@@ -341,7 +356,8 @@ def baseline_text(baseline: Any, color: bool | None = None) -> str:
     table.add_column("point", overflow="fold", min_width=24)
     for name in ("efficiency", "time", "runs", "drift", "n", "FLOPs", "bytes", "kernels"):
         table.add_column(name, justify="right", no_wrap=True)
-    for point in baseline.points:
+    shown, hidden = shown_rows(len(baseline.points))
+    for point in (baseline.points[i] for i in shown):
         medians = point.run_medians_s
         drift = max(abs(m / point.time_s - 1) for m in medians) if len(medians) > 1 and point.time_s else None
         table.add_row(
@@ -355,4 +371,5 @@ def baseline_text(baseline: Any, color: bool | None = None) -> str:
             amount("bytes", point.bytes) if point.bytes is not None else "-",
             str(point.kernels) if point.kernels is not None else "-",
         )
-    return to_text(*header, table, color=color)
+    more = [f"… {hidden:,} more points not shown: the baseline file lists every one"] if hidden else []
+    return to_text(*header, table, *more, color=color)

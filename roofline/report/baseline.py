@@ -364,8 +364,11 @@ def from_reports(
 
 
 def parse(text: str, source: str) -> Baseline:
+    from roofline.report.schema import paused_gc
+
     try:
-        data = json.loads(text)
+        with paused_gc():
+            data = json.loads(text)
     except ValueError as exc:
         raise BaselineError(f"{source}: corrupt baseline (not JSON: {exc})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
@@ -378,7 +381,8 @@ def parse(text: str, source: str) -> Baseline:
             f"(reads version {VERSION}): save it again with this version"
         )
     try:
-        return Baseline.model_validate(data)
+        with paused_gc():
+            return Baseline.model_validate(data)
     except ValidationError as exc:
         from roofline.yamlio import describe_validation_error
 

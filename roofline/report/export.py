@@ -44,12 +44,17 @@ class MissingDependencyError(RooflineError):
     """An optional package this output needs is not installed."""
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """{'params': {'m': 1}, 'samples_s': [1, 2]} -> {'params.m': 1, 'samples_s': '[1, 2]'}."""
     flat: dict[str, Any] = {}
     for key, value in row.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
+        if type(value) in _SCALARS:  # most values: no isinstance against the Mapping ABC (slow, once per cell)
+            flat[name] = value
+        elif isinstance(value, Mapping) and value:
             flat.update(flatten(value, f"{name}."))
         elif isinstance(value, (list, tuple, Mapping)):
             flat[name] = dumps_json(value, default=str)  # a NaN or infinity as null, never invalid JSON
