@@ -245,3 +245,12 @@ def test_instruction_bound_generic_elementwise_and_depthwise_kernels():
     vectorized = "void at::native::vectorized_elementwise_kernel<8, at::native::BinaryFunctor<float>>(int)"
     assert point(kernel_facts=(kernel(vectorized, 24e-3, **full),)).limiter == "latency"
     assert bounds.is_instruction_bound_kernel(generic) and not bounds.is_instruction_bound_kernel(vectorized)
+
+
+def test_cpu_threads_tell_parallelism_from_latency():
+    slow = rec(4, "aten::add", [(2**20,), (2**20,)], [(2**20,)], 2**20, 3 * 2**22, dtype="fp32", math="vector")
+    p = point(slow, 5e-3, kernels=0, device=CPU, kind="cpu")
+    assert classify(p, CPU, "cpu", threads=(1, 8))[0] == "parallelism"
+    limiter, evidence = classify(p, CPU, "cpu", threads=(8, 8))
+    assert limiter == "latency" and "all 8 cores" in evidence
+    assert classify(p, CPU, "cpu")[0] == "latency"  # threads unknown (an older report)

@@ -62,7 +62,9 @@ def per_op_floor(device: Device, kernels: int, device_kind: str) -> float:
     return device.launch_floor_s * kernels
 
 
-def place_op(record: OpRecord, timing: Any | None, device: Device, device_kind: str) -> tuple[OpPoint, str]:
+def place_op(
+    record: OpRecord, timing: Any | None, device: Device, device_kind: str, *, threads: tuple[int, int] = (0, 0)
+) -> tuple[OpPoint, str]:
     """One counted record with its timing (an OpTiming or None) on ``device``: the point and a note ('' if none)."""
     assert record.flops is not None and record.bytes is not None
     flops, nbytes = int(record.flops), int(record.bytes)
@@ -127,7 +129,7 @@ def place_op(record: OpRecord, timing: Any | None, device: Device, device_kind: 
         kernel_facts=list(getattr(timing, "kernel_facts", ()) or ()) if timing is not None else [],
         layout_time_s=float(getattr(timing, "layout_time_s", 0.0) or 0.0) if timing is not None else 0.0,
     )
-    limiter, evidence = classify(point, device, device_kind)
+    limiter, evidence = classify(point, device, device_kind, threads=threads)
     return point.model_copy(update={"limiter": limiter, "limiter_evidence": evidence}), note
 
 
@@ -176,7 +178,7 @@ def place(records: Sequence[OpRecord], timing: Timing, device: Device) -> Placed
         if not record.counted:
             uncounted.append(record)
             continue
-        point, note = place_op(record, by_index.get(record.index), device, kind)
+        point, note = place_op(record, by_index.get(record.index), device, kind, threads=(timing.threads, timing.cores))
         points.append(point)
         if note and note not in notes:
             notes.append(note)

@@ -322,6 +322,11 @@ def time_model(
         device="cuda" if cuda else "cpu",
         wall_s=wall_s,
     )
+    if not cuda:  # what the CPU has to tell an unfilled CPU from a slow one (roofline.findings.bounds)
+        import torch
+
+        timing.threads = int(torch.get_num_threads())
+        timing.cores = _cores()
     if cuda and timing.gpu_busy_s > 0:
         # The profiler's per-op overhead delays launches and so stretches the gaps between kernels: the idle time
         # is at most what the uninstrumented iteration leaves beside the kernels.
@@ -373,3 +378,16 @@ __all__ = [
     "torch_profile",
     "trace_facts",
 ]
+
+
+def _cores() -> int:
+    """The CPUs this process may run on (its affinity where the OS tells it), else os.cpu_count()."""
+    import os
+
+    getter = getattr(os, "sched_getaffinity", None)
+    if getter is not None:
+        try:
+            return len(getter(0))
+        except OSError:
+            pass
+    return os.cpu_count() or 0

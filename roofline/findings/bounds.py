@@ -19,6 +19,7 @@ The classes, in the order they are decided (thresholds are the module constants;
   reduction kernels) an estimated occupancy below LOW_OCCUPANCY;
 - compute (instruction issue): neither near, the GPU filled, and the dominant kernel of a family that spends its
   issue slots on index arithmetic (:func:`is_instruction_bound_kernel`);
+- parallelism (CPU): neither near and torch runs ops on fewer threads than the cores the process may use;
 - latency: neither near and the GPU filled, or no launch facts to tell (the evidence says which).
 """
 
@@ -158,9 +159,12 @@ def _roofs_text(point: OpPoint) -> str:
     return "; ".join(parts) or "no roof"
 
 
-def classify(point: OpPoint, device: Device, device_kind: str | None = None) -> tuple[str, str]:
+def classify(
+    point: OpPoint, device: Device, device_kind: str | None = None, *, threads: tuple[int, int] = (0, 0)
+) -> tuple[str, str]:
     """(limiter, evidence) of one placed op: see the module docstring. ``device_kind`` 'cuda' | 'cpu' (default:
-    'cuda' when the op launched kernels)."""
+    'cuda' when the op launched kernels). ``threads``: on the CPU, torch's intra-op threads and the cores the
+    process may use ((0, 0): unknown)."""
     kind = device_kind or ("cuda" if point.kernels else "cpu")
     gpu = kind == "cuda"
     time_s = point.time_s
@@ -204,9 +208,16 @@ def classify(point: OpPoint, device: Device, device_kind: str | None = None) -> 
         limiter = "compute" if compute_share >= memory_share else "memory"
         return limiter, f"achieved {roofs} (at least {_percent(NEAR)} of a roof: {limiter})"
     if not gpu:
+        used, cores = threads
+        if 0 < used < cores:
+            return "parallelism", (
+                f"neither roof near ({roofs}); torch runs ops on {used} of the {cores} cores this process may use "
+                "(torch.get_num_threads()): the roofs assume them all"
+            )
+        busy = f"torch uses all {cores} cores" if used and used >= cores else "threads unknown"
         return "latency", (
-            f"neither roof near ({roofs}): latency or too few busy threads (a dependency chain, instruction "
-            "issue); no kernel launch facts on the CPU"
+            f"neither roof near ({roofs}) ({busy}): latency or too few busy threads for this op's size (a "
+            "dependency chain, instruction issue, a serial kernel); no kernel launch facts on the CPU"
         )
     facts = dominant_kernel(point)
     if facts is None:

@@ -107,4 +107,6 @@ class Timing:
     gpu_busy_s: float = 0.0  # union of kernel intervals (0 on the CPU)
     gpu_idle_s: float = 0.0  # span of the kernels minus busy
     unmatched_time_s: float = 0.0  # device time of kernels/ops no counted op could be matched to
+    threads: int = 0  # CPU: torch's intra-op threads during the timing (torch.get_num_threads()); 0 unknown
+    cores: int = 0  # CPU: the cores this process may run on; 0 unknown
     notes: list[str] = field(default_factory=list)
