@@ -191,8 +191,8 @@ class DiagnoseRenderer(Renderer):
     def _findings(self, findings: Sequence[Any]) -> list[str]:
         if not findings:
             return [
-                "\n[bold]Findings[/]: none: no rule fired and no group of identical ops takes 5% of the iteration "
-                "(the time is spread thin: the tables above show the largest)"
+                "\n[bold]Findings[/]: no group of identical ops takes 5% of the iteration and no rule fired: the "
+                "time is spread thin (the tables above show the largest)"
             ]
         lines = [
             "\n[bold]Findings[/] (bottleneck → property: technique; roofline bound on the gain), largest saving first"

@@ -129,7 +129,10 @@ class HtmlReportRenderer(Renderer):
     def _findings(self, findings: Sequence[FindingView]) -> list[str]:
         parts = ["<h2>Findings</h2>"]
         if not findings:
-            return [*parts, "<p>None: no rule fired.</p>"]
+            return [
+                *parts,
+                "<p>No finding: no rule fired (in a diagnose report, no group of identical ops takes 5% of the iteration).</p>",
+            ]
         parts.append("<p>Bottleneck → property: technique; the roofline's bound on the gain. Largest saving first.</p>")
         parts.append('<ol class="findings">')
         for f in findings[: self.findings]:
