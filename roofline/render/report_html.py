@@ -131,7 +131,8 @@ class HtmlReportRenderer(Renderer):
         if not findings:
             return [
                 *parts,
-                "<p>No finding: no rule fired (in a diagnose report, no group of identical ops takes 5% of the iteration).</p>",
+                "<p>No finding: no rule fired (in a diagnose report, no group of identical ops takes 5% of the "
+                "iteration).</p>",
             ]
         parts.append("<p>Bottleneck → property: technique; the roofline's bound on the gain. Largest saving first.</p>")
         parts.append('<ol class="findings">')

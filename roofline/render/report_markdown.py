@@ -196,7 +196,8 @@ class MarkdownReportRenderer(Renderer):
         if not findings:
             return [
                 *lines,
-                "No finding: no rule fired (in a diagnose report, no group of identical ops takes 5% of the iteration).",
+                "No finding: no rule fired (in a diagnose report, no group of identical ops takes 5% of the "
+                "iteration).",
                 "",
             ]
         lines.append("Bottleneck → property: technique; the roofline's bound on the gain. Largest saving first.")
