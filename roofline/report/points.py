@@ -134,6 +134,17 @@ def _is_setting(word: str) -> bool:
     return "=" in word
 
 
+def _common_words(kin: Sequence[Sequence[str]]) -> set[str]:
+    """The words every member of a family has: one set narrowed in C by each member's words, stopping once empty
+    (no set built per member)."""
+    common = set(kin[0])
+    for words in kin[1:]:
+        if not common:
+            break
+        common.intersection_update(words)
+    return common
+
+
 def _workload_labels(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """(full, short) labels of analytic/bench rows.
 
@@ -159,8 +170,7 @@ def _workload_labels(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]
     # NB: the words a family shares are computed once per family (every member is in it, so this is each member's
     # intersection with its kin): linear in the rows, where a per-row intersection was quadratic.
     shared = {
-        family: set.intersection(*(set(words) for words in kin)) - set(family[1]) if len(kin) > 1 else set()
-        for family, kin in families.items()
+        family: _common_words(kin) - set(family[1]) if len(kin) > 1 else set() for family, kin in families.items()
     }
     return [(full, _shorten(" ".join(w for w in short if w not in shared[family]))) for full, short, family in parsed]
 

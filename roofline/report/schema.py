@@ -25,7 +25,7 @@ from roofline import __version__
 from roofline.errors import ReportError
 from roofline.fileio import atomic_write_text
 from roofline.report.rows import parse_rows, upgrade_rows
-from roofline.yamlio import dumps_json, null_nonfinite
+from roofline.yamlio import dumps_json, may_hold_nonfinite, null_nonfinite
 
 SCHEMA = "roofline.report"
 VERSION = 2
@@ -132,8 +132,9 @@ def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -
     one line ``note: ...`` on stderr); every other problem is a ReportError."""
     path = Path(path)
     try:
+        text = path.read_text(encoding="utf-8")
         with paused_gc():
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(text)
     except FileNotFoundError:
         raise ReportError(f"{path}: no such report file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -147,7 +148,8 @@ def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -
             f"{path}: report version {data.get('version')!r} is not supported by roofline {__version__} "
             f"(reads versions {', '.join(map(str, READS))}): upgrade roofline"
         )
-    data, nonfinite = null_nonfinite(data)
+    data, nonfinite = null_nonfinite(data) if may_hold_nonfinite(text) else (data, [])
+    del text
     if nonfinite and note is not None:
         note(nonfinite_note(path, nonfinite))
     data["schema_"] = data.pop("schema")
