@@ -69,6 +69,12 @@ def diagnose(
         DEFAULT_OUTPUT, "--output", "-o", help="Report JSON, written atomically (read by plot and gate)."
     ),
     plot: Path | None = plot_option(),
+    verify: bool = typer.Option(
+        False,
+        "--verify",
+        help="After the diagnosis, apply each finding's mechanical technique (torch.compile, CUDA graphs, "
+        "channels_last, TF32/bf16 autocast) to a fresh copy of the model, check its outputs and measure the gain.",
+    ),
     force: bool = force_option(),
     timeout: float | None = timeout_option("says which stage was running, writes no report, exit 124"),
 ) -> None:
@@ -78,7 +84,8 @@ def diagnose(
     torch.profiler): device time per op, kernels, GPU idle. Each op, op type and module is placed on this device's
     roofline (GPU: spec sheet, or measured roofs when calibrated; CPU: measured roofs); the findings name the
     bottleneck, the property to exploit, the technique and the most the roofline lets you gain. Arguments after
-    `--` go to the script. --timeout bounds the run's wall-clock time. See docs/diagnose.md.
+    `--` go to the script. --verify measures what each finding's technique gains. --timeout bounds the run's
+    wall-clock time. See docs/diagnose.md.
     """
     from roofline.diagnose.pipeline import diagnose as run
     from roofline.errors import UsageError
@@ -103,6 +110,7 @@ def diagnose(
             spec_files=spec or [],
             roofs=roofs,
             argv=script_args or [],
+            verify=verify,
             progress=progress,
         )
     report = result.report(command_line())

@@ -47,6 +47,12 @@ def _time(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], records: 
     return time_model(model, inputs, kwargs, records, **kw)
 
 
+def _verify(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], findings: Sequence[Any], **kw: Any):
+    from roofline.diagnose.verify import verify
+
+    return verify(model, inputs, kwargs, findings, **kw)
+
+
 def _resolve(device: str | None) -> str:
     return roof_resolver.torch_device(device)  # looked up per call (tests patch roofline.roofs)
 
@@ -65,6 +71,8 @@ class Stages:
     count: Callable[..., list[OpRecord]] = _count  # (model, inputs, kwargs, mode=) -> [OpRecord]
     time: Callable[..., Timing] = _time  # (model, inputs, kwargs, records, device=, mode=, warmup=, iters=)
     rules: Sequence[Rule] = RULES
+    # (model, inputs, kwargs, findings, device=, warmup=, iters=, combined_gain=, progress=) -> [VerifiedFinding]
+    verify: Callable[..., list[Any]] = _verify
 
 
 @dataclass
@@ -80,6 +88,7 @@ class DiagnoseResult:
     placed: Placed
     findings: list[ModelFinding]
     notes: list[str] = field(default_factory=list)  # roofs, timing, placement
+    verified: list[Any] | None = None  # --verify: roofline.diagnose.verify.VerifiedFinding per finding, and "all"
 
     def combined_dict(self) -> dict[str, Any] | None:
         """What the findings allow together, each op's saving counted once (roofline.findings.combine)."""
@@ -107,6 +116,7 @@ class DiagnoseResult:
                 "findings": [finding_dict(f) for f in self.findings],
                 "combined": self.combined_dict(),
                 "uncounted": [u.model_dump(mode="json") for u in self.placed.uncounted],
+                **({} if self.verified is None else {"verified": [v.model_dump(mode="json") for v in self.verified]}),
             }
         )
 
@@ -141,6 +151,7 @@ def diagnose(
     spec_files: Sequence[Path] = (),
     roofs: str = "auto",
     argv: Sequence[str] = (),
+    verify: bool = False,
     stages: Stages | None = None,
     progress: Progress | None = None,
 ) -> DiagnoseResult:
@@ -207,6 +218,23 @@ def diagnose(
         ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
         findings = run_rules(ctx, tuple(stages.rules))
         findings = rank([*findings, *cover(ctx, findings)])  # every group that costs time gets a verdict
+        verified = None
+        if verify:
+            stage("verifying the findings' techniques", "verifying: applying each finding's technique")
+            summary = placed.summary
+            both = _combined_dict(findings, max(summary.op_time_s, summary.wall_s))
+            with user_code(errors=False):
+                verified = stages.verify(
+                    loaded.model,
+                    loaded.inputs,
+                    loaded.kwargs,
+                    findings,
+                    device=torch_device,
+                    warmup=warmup,
+                    iters=iters,
+                    combined_gain=(both or {}).get("gain"),
+                    progress=lambda shown: stage(shown, shown),
+                )
     except TimedOut as exc:
         exc.stage = exc.stage or running[0]
         raise
@@ -230,6 +258,7 @@ def diagnose(
         placed=placed,
         findings=findings,
         notes=notes,
+        verified=verified,
     )
 
 

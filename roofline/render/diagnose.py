@@ -71,6 +71,8 @@ class DiagnoseRenderer(Renderer):
             parts.append(self._modules_table(placed.aggregates.modules[: self.top]))
         parts += self._findings(result.findings)
         parts += self._combined(result.combined_dict() if hasattr(result, "combined_dict") else None)
+        if getattr(result, "verified", None) is not None:
+            parts += self._verified(result.verified)
         parts += self._footer(result)
         return to_text(*parts, color=self.color)
 
@@ -217,6 +219,37 @@ class DiagnoseRenderer(Renderer):
             f"({format_time(combined['time_s'])} -> {format_time(combined['best_time_s'])}), "
             f"from {len(combined['rules'])} finding(s){overlap}"
         ]
+
+    @staticmethod
+    def _verified(verified: Sequence[Any]) -> list[Any]:
+        """--verify: each finding's technique, the roofline's bound, the measured gain, whether outputs match."""
+        from rich.table import Table
+
+        if not verified:
+            return ["\n[bold]Verified[/]: no findings to verify"]
+        table = Table(
+            title="\nVerified (the finding's technique applied to a copy of the model and timed against eager)",
+            title_justify="left",
+            header_style="bold",
+            box=box.SIMPLE_HEAD,
+        )
+        for name, justify in (("finding", "left"), ("technique", "left"), ("bound", "right"), ("measured", "right")):
+            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        table.add_column("outputs match", no_wrap=True)
+        table.add_column("compile", justify="right", no_wrap=True)
+        table.add_column("note", overflow="fold")
+        for v in verified:
+            match = "-" if v.outputs_match is None else ("yes" if v.outputs_match else "[bold red]NO[/]")
+            table.add_row(
+                escape(v.rule),
+                escape(v.technique or "-"),
+                "-" if v.bound_gain is None else f"{v.bound_gain:.3g}x",
+                "-" if v.measured_gain is None else f"{v.measured_gain:.3g}x",
+                match,
+                "-" if v.compile_s is None else format_time(v.compile_s),
+                escape(v.note),
+            )
+        return [table]
 
     def _footer(self, result: Any) -> list[str]:
         lines: list[str] = []

@@ -1,0 +1,418 @@
+"""`roofline diagnose --verify`: apply the technique a finding names to a fresh copy of the model and measure it.
+
+Each technique is a small named function ``(model, inputs, kwargs, device) -> (callable, inputs, kwargs)``: it gets
+a fresh copy of the loaded model (``copy.deepcopy``) and returns what to call, with what, the technique applied.
+:data:`RULE_TECHNIQUES` maps each finding rule to its mechanical technique (or to why it needs a code change).
+:func:`verify` times the eager model and each technique the same way (warm-up first, compilation included and
+reported as compile seconds; then ``iters`` calls timed by the injectable ``timer``, by default the diagnose
+timing pass's plain wall-time loop: CUDA events on a GPU, the host clock on the CPU), checks the outputs against
+the eager ones within the dtype's tolerance and returns one :class:`VerifiedFinding` per finding, plus "all" (every
+applicable technique together). A technique that fails (no C++ compiler for torch.compile on the CPU, out of
+memory) gives a note; the others still run. Outputs that differ are flagged and never reported as a gain.
+torch is imported inside the functions that use it.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from roofline.diagnose.execute import run_once
+from roofline.diagnose.profile import _time_loop
+from roofline.errors import UserCodeError, is_out_of_memory
+
+# timer(step, iters, device) -> seconds the `iters` calls of step took together
+Timer = Callable[[Callable[[], object], int, str], float]
+Progress = Callable[[str], None]
+Applied = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+Technique = Callable[[Any, tuple[Any, ...], dict[str, Any], str], Applied]
+
+# Output tolerances (torch.allclose) against the eager outputs. fp32 techniques that keep fp32 arithmetic
+# (torch.compile, channels_last) reorder float sums only; TF32 (10-bit mantissa) and bf16 (8-bit) round the
+# matmul inputs, and a model already in bf16/fp16 rounds every op: those get the looser pair.
+FP32_RTOL = 1e-3
+FP32_ATOL = 1e-4
+LOW_PRECISION_RTOL = 2e-2
+LOW_PRECISION_ATOL = 1e-2
+LOW_PRECISION_TECHNIQUES = frozenset({"tf32", "bf16-autocast"})
+
+COMPILER_MISSING = "torch.compile needs a C++ compiler ({detail}): install one (gcc/g++) or set CXX"
+
+
+class VerifiedFinding(BaseModel):
+    """One finding's technique applied and measured: the roofline's bound beside the measured gain."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rule: str  # the finding's rule, or "all" (every applicable technique together)
+    technique: str = ""  # '' when the technique is not mechanical (see note)
+    bound_gain: float | None = None  # the finding's bound on the gain (time now / best time)
+    measured_gain: float | None = None  # eager time / time with the technique; None unless measured and matching
+    outputs_match: bool | None = None  # None: not run
+    compile_s: float | None = None  # the warm-up's seconds (compilation included) for compiling techniques
+    eager_s: float | None = None  # seconds per call, eager
+    fixed_s: float | None = None  # seconds per call, with the technique
+    note: str = ""
+
+
+# ------------------------------------------------------------------------------------------------ techniques
+
+
+def _to_channels_last(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.contiguous(memory_format=torch.channels_last) if value.dim() == 4 else value
+    if isinstance(value, dict):
+        return {key: _to_channels_last(item) for key, item in value.items()}
+    if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
+        return type(value)(_to_channels_last(item) for item in value)
+    return value
+
+
+def _reset_dynamo() -> None:
+    import torch
+
+    reset = getattr(getattr(torch, "_dynamo", None), "reset", None)
+    if reset is not None:
+        reset()  # each technique compiles a fresh copy: no recompilation limit carried over
+
+
+def compile_model(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], device: str) -> Applied:
+    """torch.compile (default mode): fuses element-wise chains and reductions into generated kernels."""
+    import torch
+
+    _reset_dynamo()
+    return torch.compile(model), inputs, kwargs
+
+
+def reduce_overhead(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], device: str) -> Applied:
+    """torch.compile(mode="reduce-overhead"): compiled and replayed as CUDA graphs (one launch). CUDA only."""
+    import torch
+
+    if not device.startswith("cuda"):
+        raise NotApplicable("reduce-overhead (CUDA graphs) runs on CUDA only")
+    _reset_dynamo()
+    return torch.compile(model, mode="reduce-overhead"), inputs, kwargs
+
+
+def channels_last(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], device: str) -> Applied:
+    """The model's parameters and the 4-D inputs in channels_last (NHWC) memory format."""
+    import torch
+
+    to = getattr(model, "to", None)
+    if to is not None:
+        model = to(memory_format=torch.channels_last)
+    return model, _to_channels_last(inputs), _to_channels_last(kwargs)
+
+
+def tf32(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], device: str) -> Applied:
+    """TF32 tensor cores for fp32 matmuls and convolutions: the two flags set only around each call, restored."""
+    import torch
+
+    if not device.startswith("cuda"):
+        raise NotApplicable("TF32 is a CUDA tensor-core format")
+
+    def call(*args: Any, **kw: Any) -> Any:
+        matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+        try:
+            return model(*args, **kw)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
+
+    return call, inputs, kwargs
+
+
+def bf16_autocast(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], device: str) -> Applied:
+    """torch.autocast(bfloat16) around each call: matmuls and convolutions in bf16, the rest as autocast decides."""
+    import torch
+
+    device_type = "cuda" if device.startswith("cuda") else "cpu"
+
+    def call(*args: Any, **kw: Any) -> Any:
+        with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+            return model(*args, **kw)
+
+    return call, inputs, kwargs
+
+
+class NotApplicable(Exception):
+    """The technique does not apply on this device (its note says why)."""
+
+
+TECHNIQUES: dict[str, Technique] = {
+    "channels_last": channels_last,  # NB: the order "all" applies them in: layout, then compile, then precision
+    "compile": compile_model,
+    "reduce-overhead": reduce_overhead,
+    "tf32": tf32,
+    "bf16-autocast": bf16_autocast,
+}
+
+# rule -> technique name, or (for the rules that need a code change) why not
+_COMPILE_RULES = ("elementwise-chain", "fused-op", "fusion-across-reduction", "under-filled-gpu")
+NOT_MECHANICAL: dict[str, str] = {
+    "naive-attention": "replace the written-out attention with F.scaled_dot_product_attention",
+    "kv-cache-cat": "preallocate the KV cache (a static cache) instead of torch.cat per step",
+    "sequential-loop": "restructure the loop (a parallel scan, batching the steps)",
+    "cheaper-algorithm": "use the cheaper algorithm the finding names",
+    "memory-bound-gemv": "batch the requests or quantise the weights",
+    "compute-bound": "fewer FLOPs or a faster unit: the op is at its roof",
+    "activation-matmul": "multiply by the structure the finding names instead of a dense matrix",
+    "awkward-shapes": "pad the dimension the finding names",
+    "non-contiguous": "make the tensor contiguous where it is produced",
+    "not-explained": "no technique is known for these ops",
+    "near-roof": "the ops are near their roof already",
+}
+
+
+def technique_for(rule: str, device: str) -> tuple[str, str]:
+    """(technique name, '') for a rule with a mechanical technique on ``device``; ('', why not) otherwise."""
+    cuda = device.startswith("cuda")
+    if rule in _COMPILE_RULES:
+        return "compile", ""
+    if rule == "launch-bound":
+        return ("reduce-overhead" if cuda else "compile"), ""
+    if rule == "conv-layout":
+        return "channels_last", ""
+    if rule == "fp32-matmul":
+        return ("tf32" if cuda else "bf16-autocast"), ""
+    return "", f"not verified: needs a code change ({NOT_MECHANICAL.get(rule, 'no mechanical technique')})"
+
+
+# ------------------------------------------------------------------------------------------------ measuring
+
+
+def _leaves(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _leaves(item)]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _leaves(item)]
+    for name in ("logits", "last_hidden_state", "loss"):  # output objects of common libraries
+        if hasattr(value, name):
+            return _leaves(getattr(value, name))
+    return []
+
+
+def outputs_close(eager: Any, fixed: Any, rtol: float, atol: float) -> tuple[bool, str]:
+    """Whether every tensor of ``fixed`` matches ``eager`` (same shapes, allclose in fp32), and a note if not."""
+    import torch
+
+    a, b = _leaves(eager), _leaves(fixed)
+    if len(a) != len(b):
+        return False, f"outputs differ from eager: {len(b)} tensors, eager returned {len(a)}"
+    for x, y in zip(a, b, strict=True):
+        if tuple(x.shape) != tuple(y.shape):
+            return False, f"outputs differ from eager: shape {tuple(y.shape)} vs {tuple(x.shape)}"
+        if not (x.is_floating_point() or x.is_complex()):
+            if not torch.equal(x.cpu(), y.cpu()):
+                return False, "outputs differ from eager (integer outputs not equal)"
+            continue
+        x32, y32 = x.detach().float().cpu(), y.detach().float().cpu()
+        if not torch.allclose(x32, y32, rtol=rtol, atol=atol, equal_nan=True):
+            worst = float((x32 - y32).abs().nan_to_num(float("inf")).max()) if x32.numel() else 0.0
+            return False, f"outputs differ from eager (max abs difference {worst:.3g}; rtol {rtol:g}, atol {atol:g})"
+    return True, ""
+
+
+def tolerance(technique: str, eager: Any) -> tuple[float, float]:
+    """(rtol, atol) for comparing a technique's outputs with the eager ones."""
+    low = any(t in LOW_PRECISION_TECHNIQUES for t in technique.split("+"))
+    if not low:
+        import torch
+
+        low = any(t.dtype in (torch.bfloat16, torch.float16) for t in _leaves(eager))
+    return (LOW_PRECISION_RTOL, LOW_PRECISION_ATOL) if low else (FP32_RTOL, FP32_ATOL)
+
+
+def failure_note(exc: BaseException) -> str:
+    """One line for a technique that failed: the missing C++ compiler, out of memory, or the error itself."""
+    cause: BaseException = exc
+    if isinstance(exc, UserCodeError) and exc.__context__ is not None:
+        cause = exc.__context__  # run_once wraps the model's exception: the cause says what failed
+    chain = []
+    seen: BaseException | None = cause
+    while seen is not None and len(chain) < 8:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    text = " ".join(f"{type(e).__name__}: {e}" for e in chain)
+    if "InvalidCxxCompiler" in text or "C++ compiler" in text or "CppCompileError" in text:
+        detail = "none found" if ("InvalidCxxCompiler" in text or "No working C++" in text) else "compiling failed"
+        return COMPILER_MISSING.format(detail=detail)
+    if any(is_out_of_memory(e) for e in chain):
+        return "out of memory: skipped"
+    if isinstance(cause, NotApplicable):
+        return f"not applicable: {cause}"
+    first = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+    return f"failed: {type(cause).__name__}" + (f": {first[:200]}" if first else "")
+
+
+def _free(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def _synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize(torch.device(device))
+
+
+def measure(
+    fn: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    device: str,
+    warmup: int,
+    iters: int,
+    timer: Timer,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[Any, float, float]:
+    """(the first call's outputs, the warm-up's seconds (compilation included), seconds per timed call)."""
+
+    def step() -> Any:
+        return run_once(fn, inputs, kwargs, "inference")
+
+    start = clock()
+    out = step()
+    for _ in range(max(warmup, 1) - 1):
+        step()
+    _synchronize(device)
+    warm_s = clock() - start
+    return out, warm_s, timer(step, iters, device) / iters
+
+
+def _measured(
+    rule: str,
+    technique: str,
+    bound: float | None,
+    eager_out: Any,
+    eager_s: float,
+    result: tuple[Any, float, float] | str,
+) -> VerifiedFinding:
+    if isinstance(result, str):
+        return VerifiedFinding(rule=rule, technique=technique, bound_gain=bound, eager_s=eager_s, note=result)
+    out, warm_s, fixed_s = result
+    rtol, atol = tolerance(technique, eager_out)
+    match, note = outputs_close(eager_out, out, rtol, atol)
+    compiles = any(t in ("compile", "reduce-overhead") for t in technique.split("+"))
+    gain = eager_s / fixed_s if match and fixed_s > 0 else None
+    if match and fixed_s <= 0:
+        note = "the timer measured no time"
+    return VerifiedFinding(
+        rule=rule,
+        technique=technique,
+        bound_gain=bound,
+        measured_gain=gain,
+        outputs_match=match,
+        compile_s=warm_s if compiles else None,
+        eager_s=eager_s,
+        fixed_s=fixed_s,
+        note=note,
+    )
+
+
+def combine_techniques(names: Sequence[str]) -> list[str]:
+    """The techniques "all" applies, in TECHNIQUES' order; reduce-overhead includes compile."""
+    chosen = set(names)
+    if "reduce-overhead" in chosen:
+        chosen.discard("compile")
+    return [name for name in TECHNIQUES if name in chosen]
+
+
+def verify(
+    model: Any,
+    inputs: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    findings: Sequence[Any],
+    *,
+    device: str,
+    warmup: int = 3,
+    iters: int = 10,
+    combined_gain: float | None = None,
+    timer: Timer | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    techniques: dict[str, Technique] | None = None,
+    progress: Progress | None = None,
+) -> list[VerifiedFinding]:
+    """Each finding's technique applied to a fresh copy of ``model`` and timed against eager (see the module
+    docstring); "all" (every applicable technique together, bound: ``combined_gain``) when there are two or more.
+
+    The eager run raising (UserCodeError...) goes on up; a technique that fails gives its note. Ctrl-C and
+    --timeout go on up."""
+    timer = timer or _time_loop
+    table = techniques if techniques is not None else TECHNIQUES
+    tell = progress or (lambda stage: None)
+    device = str(device)
+
+    tell("verifying: timing the eager model")
+    eager_out, _, eager_s = measure(
+        model, inputs, kwargs, device=device, warmup=warmup, iters=iters, timer=timer, clock=clock
+    )
+
+    results: dict[str, tuple[Any, float, float] | str] = {}
+
+    def run(name: str) -> tuple[Any, float, float] | str:
+        if name in results:
+            return results[name]
+        tell(f"verifying: {name}")
+        try:
+            fn, args, kw = copy.deepcopy(model), inputs, kwargs
+            for part in name.split("+"):
+                fn, args, kw = table[part](fn, args, kw, device)
+            results[name] = measure(fn, args, kw, device=device, warmup=warmup, iters=iters, timer=timer, clock=clock)
+        except Exception as exc:  # NB: KeyboardInterrupt (Ctrl-C, --timeout) goes on up
+            results[name] = failure_note(exc)
+        finally:
+            _free(device)
+        return results[name]
+
+    out: list[VerifiedFinding] = []
+    applied: list[str] = []
+    for finding in findings:
+        rule = finding.rule
+        name, why = technique_for(rule, device)
+        if not name or name not in table:
+            note = why or f"not verified: no technique {name!r}"
+            out.append(VerifiedFinding(rule=rule, bound_gain=finding.gain, note=note))
+            continue
+        verified = _measured(rule, name, finding.gain, eager_out, eager_s, run(name))
+        out.append(verified)
+        if verified.outputs_match:
+            applied.append(name)
+    together = combine_techniques(applied)
+    if len(together) >= 2:
+        name = "+".join(together)
+        out.append(_measured("all", name, combined_gain, eager_out, eager_s, run(name)))
+    return out
+
+
+__all__ = [
+    "FP32_ATOL",
+    "FP32_RTOL",
+    "LOW_PRECISION_ATOL",
+    "LOW_PRECISION_RTOL",
+    "NOT_MECHANICAL",
+    "TECHNIQUES",
+    "NotApplicable",
+    "Timer",
+    "VerifiedFinding",
+    "combine_techniques",
+    "failure_note",
+    "outputs_close",
+    "technique_for",
+    "tolerance",
+    "verify",
+]

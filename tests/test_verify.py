@@ -1,0 +1,282 @@
+"""`roofline diagnose --verify` (roofline.diagnose.verify): the rule -> technique mapping, gains from injected
+times, outputs that differ flagged, a technique that fails gives a note while the others run, the missing C++
+compiler's line, and one end-to-end `--verify` on the unfused GELU chain on the CPU (skipped, with the reason,
+where torch.compile cannot compile here). No assertion depends on the host's speed: the timer is injected."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from roofline.device import Device  # noqa: E402
+from roofline.diagnose import verify as verify_module  # noqa: E402
+from roofline.diagnose.verify import (  # noqa: E402
+    COMPILER_MISSING,
+    FP32_RTOL,
+    LOW_PRECISION_RTOL,
+    VerifiedFinding,
+    combine_techniques,
+    failure_note,
+    outputs_close,
+    technique_for,
+    tolerance,
+    verify,
+)
+from roofline.errors import UserCodeError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "workloads" / "models"
+
+
+def finding(rule: str, gain: float | None = 4.0) -> SimpleNamespace:
+    return SimpleNamespace(rule=rule, gain=gain)
+
+
+def tiny_model() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    torch.manual_seed(0)
+    return torch.nn.Linear(8, 8), (torch.randn(4, 8),)
+
+
+class Times:
+    """An injected timer: seconds per call by the order of the timed loops (eager first), each step run once."""
+
+    def __init__(self, *per_call: float) -> None:
+        self.per_call = list(per_call)
+        self.calls = 0
+
+    def __call__(self, step, iters: int, device: str) -> float:
+        step()
+        value = self.per_call[min(self.calls, len(self.per_call) - 1)]
+        self.calls += 1
+        return value * iters
+
+
+def same(model, inputs, kwargs, device):
+    return model, inputs, kwargs
+
+
+def plus_one(model, inputs, kwargs, device):
+    return (lambda *a, **k: model(*a, **k) + 1), inputs, kwargs
+
+
+def raises(model, inputs, kwargs, device):
+    raise RuntimeError("boom")
+
+
+# ------------------------------------------------------------------------------------------- bookkeeping
+
+
+@pytest.mark.parametrize(
+    ("rule", "device", "technique"),
+    [
+        ("elementwise-chain", "cpu", "compile"),
+        ("fused-op", "cuda", "compile"),
+        ("fusion-across-reduction", "cpu", "compile"),
+        ("under-filled-gpu", "cuda", "compile"),
+        ("launch-bound", "cuda", "reduce-overhead"),
+        ("launch-bound", "cpu", "compile"),
+        ("conv-layout", "cuda", "channels_last"),
+        ("fp32-matmul", "cuda:1", "tf32"),
+        ("fp32-matmul", "cpu", "bf16-autocast"),
+    ],
+)
+def test_rules_with_a_mechanical_technique(rule, device, technique):
+    assert technique_for(rule, device) == (technique, "")
+
+
+@pytest.mark.parametrize("rule", ["naive-attention", "kv-cache-cat", "sequential-loop", "not-explained", "near-roof"])
+def test_rules_that_need_a_code_change(rule):
+    name, why = technique_for(rule, "cuda")
+    assert name == "" and why.startswith("not verified: needs a code change (")
+
+
+def test_gains_from_injected_times():
+    model, inputs = tiny_model()
+    seen: list[str] = []
+    out = verify(
+        model,
+        inputs,
+        {},
+        [finding("elementwise-chain", 8.0), finding("naive-attention"), finding("conv-layout", 3.0)],
+        device="cpu",
+        warmup=1,
+        iters=5,
+        combined_gain=9.0,
+        timer=Times(4e-3, 1e-3, 2e-3, 5e-4),  # eager, compile, channels_last, all
+        techniques={"compile": same, "channels_last": same},
+        progress=seen.append,
+    )
+    by_rule = {v.rule: v for v in out}
+    chain = by_rule["elementwise-chain"]
+    assert chain.technique == "compile" and chain.outputs_match is True
+    assert chain.measured_gain == pytest.approx(4.0) and chain.bound_gain == 8.0
+    assert chain.eager_s == pytest.approx(4e-3) and chain.fixed_s == pytest.approx(1e-3)
+    assert chain.compile_s is not None and chain.compile_s >= 0
+    assert by_rule["conv-layout"].measured_gain == pytest.approx(2.0) and by_rule["conv-layout"].compile_s is None
+    attention = by_rule["naive-attention"]
+    assert attention.technique == "" and attention.measured_gain is None and attention.outputs_match is None
+    assert "needs a code change" in attention.note
+    everything = by_rule["all"]
+    assert everything.technique == "channels_last+compile" and everything.bound_gain == 9.0
+    assert everything.measured_gain == pytest.approx(8.0)
+    assert "verifying: compile" in seen and "verifying: channels_last+compile" in seen
+    assert VerifiedFinding.model_validate(chain.model_dump()) == chain
+
+
+def test_a_technique_shared_by_two_findings_runs_once():
+    model, inputs = tiny_model()
+    timer = Times(2e-3, 1e-3)
+    out = verify(
+        model,
+        inputs,
+        {},
+        [finding("elementwise-chain"), finding("fused-op")],
+        device="cpu",
+        warmup=1,
+        iters=2,
+        timer=timer,
+        techniques={"compile": same},
+    )
+    assert timer.calls == 2 and [v.measured_gain for v in out] == [pytest.approx(2.0)] * 2
+    assert not any(v.rule == "all" for v in out)  # one technique: "all" would be the same run
+
+
+def test_outputs_that_differ_are_flagged_never_a_gain():
+    model, inputs = tiny_model()
+    (v,) = verify(
+        model,
+        inputs,
+        {},
+        [finding("elementwise-chain")],
+        device="cpu",
+        warmup=1,
+        iters=2,
+        timer=Times(4e-3, 1e-3),
+        techniques={"compile": plus_one},
+    )
+    assert v.outputs_match is False and v.measured_gain is None
+    assert v.note.startswith("outputs differ from eager")
+
+
+def test_a_technique_that_raises_gives_a_note_and_the_others_run():
+    model, inputs = tiny_model()
+    out = verify(
+        model,
+        inputs,
+        {},
+        [finding("elementwise-chain"), finding("conv-layout")],
+        device="cpu",
+        warmup=1,
+        iters=2,
+        timer=Times(4e-3, 1e-3),
+        techniques={"compile": raises, "channels_last": same},
+    )
+    chain, conv = out
+    assert chain.measured_gain is None and chain.outputs_match is None
+    assert chain.note == "failed: RuntimeError: boom"
+    assert conv.outputs_match is True and conv.measured_gain == pytest.approx(4.0)
+    assert len(out) == 2  # "all" needs two techniques that worked
+
+
+def test_cuda_only_techniques_on_the_cpu_are_a_note():
+    model, inputs = tiny_model()
+    (v,) = verify(
+        model, inputs, {}, [finding("fp32-matmul")], device="cpu", warmup=1, iters=2, timer=Times(1e-3),
+        techniques={"bf16-autocast": verify_module.tf32},
+    )  # fmt: skip
+    assert v.note == "not applicable: TF32 is a CUDA tensor-core format" and v.measured_gain is None
+
+
+def test_the_missing_compiler_is_one_line():
+    class InvalidCxxCompiler(RuntimeError):
+        pass
+
+    try:
+        try:
+            raise InvalidCxxCompiler("No working C++ compiler found in torch._inductor.config.cpp.cxx")
+        except InvalidCxxCompiler:
+            raise UserCodeError("the model raised BackendCompilerFailed") from None
+    except UserCodeError as exc:
+        note = failure_note(exc)
+    assert note == COMPILER_MISSING.format(detail="none found")
+    assert note.startswith("torch.compile needs a C++ compiler (") and "\n" not in note
+
+
+def test_out_of_memory_is_a_note():
+    assert failure_note(RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")) == "out of memory: skipped"
+
+
+def test_tolerances():
+    fp32 = torch.ones(3)
+    assert tolerance("compile", fp32)[0] == FP32_RTOL
+    assert tolerance("tf32", fp32)[0] == LOW_PRECISION_RTOL
+    assert tolerance("channels_last+bf16-autocast", fp32)[0] == LOW_PRECISION_RTOL
+    assert tolerance("compile", fp32.bfloat16())[0] == LOW_PRECISION_RTOL
+    assert outputs_close(fp32, fp32 * (1 + 1e-5), FP32_RTOL, 1e-4)[0]
+    assert not outputs_close(fp32, fp32 * 1.01, FP32_RTOL, 1e-4)[0]
+    assert not outputs_close((fp32,), (fp32, fp32), FP32_RTOL, 1e-4)[0]
+
+
+def test_combine_techniques():
+    assert combine_techniques(["compile", "reduce-overhead", "tf32"]) == ["reduce-overhead", "tf32"]
+    assert combine_techniques(["tf32", "compile", "channels_last"]) == ["channels_last", "compile", "tf32"]
+
+
+def test_channels_last_is_applied_to_the_model_and_its_4d_inputs():
+    torch.manual_seed(0)
+    conv, x = torch.nn.Conv2d(3, 4, 3), torch.randn(2, 3, 8, 8)
+    fn, (y,), _ = verify_module.channels_last(conv, (x,), {}, "cpu")
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    assert fn.weight.is_contiguous(memory_format=torch.channels_last)
+    (v,) = verify(conv, (x,), {}, [finding("conv-layout")], device="cpu", warmup=1, iters=1, timer=Times(1e-3))
+    assert v.outputs_match is True and v.measured_gain == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------------------------- end to end
+
+
+def _compile_works() -> str:
+    """'' when torch.compile compiles here, else why not (one line)."""
+    try:
+        torch._dynamo.reset()
+        torch.compile(lambda x: x * 2 + 1)(torch.ones(4))
+    except Exception as exc:  # no C++ compiler, an unsupported Python...
+        return failure_note(exc)
+    finally:
+        torch._dynamo.reset()
+    return ""
+
+
+FAKE_CPU = Device(
+    name="cpu",
+    display_name="Test CPU",
+    vendor="other",
+    compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11},
+    bandwidth={"dram": 2e10},
+    launch_floor_s=5e-6,
+    roof_source="measured",
+)
+
+
+def test_verify_end_to_end_on_the_gelu_chain(cli, tmp_path, monkeypatch):
+    why = _compile_works()
+    if why:
+        pytest.skip(why)
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
+    monkeypatch.setattr(verify_module, "_time_loop", Times(2e-3, 1e-3))  # the timing does not depend on the host
+    monkeypatch.setenv("ROOFLINE_MODEL_SIZE", "small")
+    out = tmp_path / "report.json"
+    args = ("--device", "cpu", "--warmup", "1", "--iters", "1", "--verify", "-o", str(out))
+    result = cli("diagnose", str(MODELS / "gelu_chain_unfused.py"), *args)
+    assert result.code == 0, result.err
+    text = " ".join(result.out.split())
+    assert "Verified" in text and "elementwise-chain compile" in text
+    verified = json.loads(out.read_text())["verified"]
+    chain = next(v for v in verified if v["rule"] == "elementwise-chain")
+    assert chain["outputs_match"] is True and chain["measured_gain"] == pytest.approx(2.0)
+    assert chain["bound_gain"] and chain["compile_s"] is not None
