@@ -97,7 +97,15 @@ def reduce_overhead(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any],
     if not device.startswith("cuda"):
         raise NotApplicable("reduce-overhead (CUDA graphs) runs on CUDA only")
     _reset_dynamo()
-    return torch.compile(model, mode="reduce-overhead"), inputs, kwargs
+    compiled = torch.compile(model, mode="reduce-overhead")
+    mark = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
+
+    def call(*args: Any, **kw: Any) -> Any:
+        if mark is not None:  # NB: each call a new step: a replay may reuse the previous outputs' memory
+            mark()
+        return compiled(*args, **kw)
+
+    return call, inputs, kwargs
 
 
 def channels_last(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], device: str) -> Applied:
@@ -269,6 +277,23 @@ def _synchronize(device: str) -> None:
         torch.cuda.synchronize(torch.device(device))
 
 
+def _kept(value: Any) -> Any:
+    """``value`` with every tensor in it cloned (detached): what a later call cannot overwrite."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return (
+            type(value)(_kept(v) for v in value)
+            if not hasattr(value, "_fields")
+            else type(value)(*(_kept(v) for v in value))
+        )
+    if isinstance(value, dict):
+        return {k: _kept(v) for k, v in value.items()}
+    return value
+
+
 def measure(
     fn: Callable[..., Any],
     inputs: tuple[Any, ...],
@@ -286,7 +311,7 @@ def measure(
         return run_once(fn, inputs, kwargs, "inference")
 
     start = clock()
-    out = step()
+    out = _kept(step())  # NB: a copy: a CUDA graph's replays overwrite the outputs of the calls before them
     for _ in range(max(warmup, 1) - 1):
         step()
     _synchronize(device)
@@ -388,14 +413,22 @@ def verify(
             note = why or f"not verified: no technique {name!r}"
             out.append(VerifiedFinding(rule=rule, bound_gain=finding.gain, note=note))
             continue
-        verified = _measured(rule, name, finding.gain, eager_out, eager_s, run(name))
+        try:
+            verified = _measured(rule, name, finding.gain, eager_out, eager_s, run(name))
+        except Exception as exc:  # NB: comparing the outputs failed: that technique's note, the others go on
+            verified = VerifiedFinding(
+                rule=rule, technique=name, bound_gain=finding.gain, eager_s=eager_s, note=failure_note(exc)
+            )
         out.append(verified)
         if verified.outputs_match:
             applied.append(name)
     together = combine_techniques(applied)
     if len(together) >= 2:
         name = "+".join(together)
-        out.append(_measured("all", name, combined_gain, eager_out, eager_s, run(name)))
+        try:
+            out.append(_measured("all", name, combined_gain, eager_out, eager_s, run(name)))
+        except Exception as exc:
+            out.append(VerifiedFinding(rule="all", technique=name, bound_gain=combined_gain, note=failure_note(exc)))
     return out
 
 
