@@ -349,17 +349,23 @@ def count_ops(
     input, whether it is a parameter or buffer, its layout).
 
     An exception from the model propagates as run_once raises it (a UserCodeError); the hooks and the dispatch
-    mode are removed in every case."""
-    tracker = _ModuleTracker(model)
-    recorder = _Recorder(tracker, mode, _param_keys(model))
-    try:
-        tracker.install()
-        with recorder.mode():
-            run_once(model, tuple(inputs), dict(kwargs or {}), mode)
-    finally:
-        tracker.remove()
-        tracker.node_paths.clear()
-        tracker._alive.clear()
+    mode are removed in every case.
+
+    A torch.compile'd model is counted on its original computation (roofline.diagnose.loader.uncompiled: the same
+    math, every aten op seen), its module paths without ``_orig_mod``."""
+    from roofline.diagnose.loader import uncompiled
+
+    with uncompiled(model) as original:
+        tracker = _ModuleTracker(original)
+        recorder = _Recorder(tracker, mode, _param_keys(original))
+        try:
+            tracker.install()
+            with recorder.mode():
+                run_once(original, tuple(inputs), dict(kwargs or {}), mode)
+        finally:
+            tracker.remove()
+            tracker.node_paths.clear()
+            tracker._alive.clear()
     return recorder.records
 
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -307,6 +308,7 @@ def join(
     launches: Sequence[LaunchCall] = (),
     device: str | None = None,
     wall_s: float = 0.0,
+    weigh: Callable[[OpRecord], float] | None = None,
 ) -> Timing:
     """Join the profiler's ops and kernels to the counted ops; every figure is per iteration (over ``iters``).
 
@@ -317,6 +319,10 @@ def join(
     matched op at or above that one; the same holds for the self CPU time of each op. What reaches no matched
     op is ``unmatched_time_s``. device 'cuda': device time = its kernels' durations, launch delay = kernel
     start - launch call end (clipped at 0); 'cpu' (default when there are no kernels): device time = CPU time.
+    A compiled model's fused kernels (inductor's ``triton_poi_fused_add_mul_tanh_0``), launched outside any aten op,
+    go to the counted ops they fused (:func:`attribute_fused`), their time split by ``weigh`` (the ops' roofline
+    time; default their compulsory bytes); what cannot be attributed stays in ``unmatched_time_s``: the device
+    time of the ops plus ``unmatched_time_s`` is always the sum of the kernels' times.
     """
     if iters < 1:
         raise ValueError("iters must be at least 1")
@@ -394,6 +400,7 @@ def join(
     ops_at = _OpsAt(cpu_ops, by_id)
     spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
     unattributed = 0
+    leftover: list[tuple[KernelEvent, int | None, int | None]] = []  # (kernel, iteration, launch op id)
     for k in kernels:
         launch = launch_by_corr.get(k.correlation) if k.correlation is not None else None
         op_id = k.external_id if k.external_id in by_id else None
@@ -406,8 +413,7 @@ def join(
         rec = owner(op_id) if kind == "cuda" else None
         if rec is None:
             if kind == "cuda":
-                unmatched_us += k.duration_us
-                unattributed += 1
+                leftover.append((k, op.iteration if op is not None else None, op_id))
             continue
         device_us[rec] += k.duration_us
         if op is not None and op.iteration is not None:
@@ -416,6 +422,39 @@ def join(
         owned[rec].append(k)
         if launch is not None:
             delay_us[rec] += max(0.0, k.start_us - launch.end_us)
+
+    # ---- fused kernels of a compiled model: by inductor's kernel name, on the ops no aten op timed
+    fused_name: dict[int, str] = {}
+    if leftover:
+        by_iteration: dict[int | None, list[int]] = defaultdict(list)
+        for position, (_, iteration, _) in enumerate(leftover):
+            by_iteration[iteration].append(position)
+        open_ops = [hits[i] == 0 for i in range(len(records))]
+        for iteration, positions in by_iteration.items():
+            shares = attribute_fused(records, [leftover[p][0].name for p in positions], open_ops, weigh=weigh)
+            for position, share in zip(positions, shares, strict=True):
+                k = leftover[position][0]
+                if not share:
+                    unmatched_us += k.duration_us
+                    unattributed += 1
+                    continue
+                heaviest = max(share, key=lambda item: item[1])[0]
+                for rec, fraction in share:
+                    device_us[rec] += k.duration_us * fraction
+                    fused_name.setdefault(rec, k.name)
+                    if iteration is not None:
+                        per_iteration_us[rec][iteration] += k.duration_us * fraction
+                        if iteration not in matched_in[rec]:
+                            matched_in[rec].add(iteration)
+                            hits[rec] += 1
+                    elif not hits[rec]:
+                        hits[rec] = iters
+                        matched_in[rec].update(range(iters))
+                kernel_n[heaviest] += 1  # one launch: its floor counted once
+                owned[heaviest].append(k)
+                launch = launch_by_corr.get(k.correlation) if k.correlation is not None else None
+                if launch is not None:
+                    delay_us[heaviest] += max(0.0, k.start_us - launch.end_us)
 
     ops = [
         OpTiming(
@@ -427,6 +466,7 @@ def join(
             samples_s=tuple(per_iteration_us[i][it] * 1e-6 for it in sorted(matched_in[i])),
             kernel_facts=kernel_facts(owned[i], iters),
             layout_time_s=sum(k.duration_us for k in owned[i] if is_layout_kernel(k.name)) * 1e-6 / iters,
+            fused_kernel=fused_name.get(i, ""),
         )
         for i, record in enumerate(records)
         if hits[i]
@@ -449,6 +489,99 @@ def join(
     elif kind == "cpu":
         timing.notes.append(f"no kernel launch facts (a CPU run): {NO_FACTS}")
     return timing
+
+
+# ------------------------------------------------------------------------------------------------ fused kernels
+
+#: inductor's kernel names: triton_poi_fused_add_mul_tanh_0, triton_red_fused__softmax_1, cpp_fused_add_mul_0,
+#: triton_per_fused_native_layer_norm_0, triton_tem_fused_addmm_0 (kind_, 'fused_', the aten ops, '_N')
+FUSED_KERNEL = re.compile(r"^(?:triton|cpp)_(?:[a-z]+_)?fused_(?P<ops>.+?)(?:_\d+)?$")
+FUSED_WINDOW = 512  # how far ahead of the last claimed op a fused kernel's first op is looked for
+
+
+def short_name(op: str) -> str:
+    """'aten::native_layer_norm' -> 'native_layer_norm' (inductor's spelling in kernel names)."""
+    return op.split("::", 1)[-1].split(".", 1)[0]
+
+
+def fused_ops(kernel: str, known: Iterable[str] = ()) -> list[str]:
+    """The aten ops (short names) inductor fused into ``kernel``, from its name: [] when it is not a fused kernel.
+    The '_'-joined tail is split into ``known`` names where it can be (op names hold '_' themselves:
+    native_layer_norm, _softmax); the tail's '_'-separated words otherwise."""
+    match = FUSED_KERNEL.match(kernel.split(".", 1)[0])
+    if match is None:
+        return []
+    tail = match.group("ops")
+    words = tail.split("_")
+    names = {tuple(name.split("_")): name for name in known if name}
+    best: list[list[str] | None] = [None] * (len(words) + 1)  # best[i]: a split of words[:i] into known names
+    best[0] = []
+    for i in range(len(words)):
+        if best[i] is None:
+            continue
+        for key, name in names.items():
+            j = i + len(key)
+            if tuple(words[i:j]) == key and best[j] is None:
+                best[j] = [*best[i], name]  # type: ignore[misc]
+    if best[len(words)] is not None:
+        return list(dict.fromkeys(best[len(words)]))  # type: ignore[arg-type]
+    return list(dict.fromkeys(word for word in words if word))
+
+
+def _weight_of(record: OpRecord) -> float:
+    return float(record.bytes or 0)
+
+
+def attribute_fused(
+    records: Sequence[OpRecord],
+    kernels: Sequence[str],
+    open_ops: Sequence[bool],
+    *,
+    weigh: Callable[[OpRecord], float] | None = None,
+    window: int = FUSED_WINDOW,
+) -> list[list[tuple[int, float]]]:
+    """Per kernel name (one iteration's fused kernels, in launch order), the counted ops it fused as (record
+    position, share of its time); [] where it cannot be attributed. Pure.
+
+    ``records`` in execution order; ``open_ops[i]``: record i was not timed by an aten op of the profile (the
+    ones a compiled graph fused away). A kernel takes, from where the previous kernel's ops ended, the first open
+    op whose name its name holds and the open ops right after it whose names it holds too (views, which do no
+    work, are skipped over; an op of another name, or one an aten op timed, ends the run); failing that, the
+    first such run anywhere in the iteration not yet claimed. Its time is split in proportion to ``weigh``
+    (roofline time; default compulsory bytes), equally where every weight is 0."""
+    weigh = weigh or _weight_of
+    short = [short_name(r.op) for r in records]
+    known = set(short)
+    claimed = [False] * len(records)
+    out: list[list[tuple[int, float]]] = []
+    cursor = 0
+
+    def run_from(start: int, names: set[str]) -> list[int]:
+        run = [start]
+        i = start + 1
+        while i < len(records):
+            if open_ops[i] and not claimed[i] and short[i] in names:
+                run.append(i)
+            elif records[i].math != "none" or not open_ops[i]:
+                break
+            i += 1
+        return run
+
+    for kernel in kernels:
+        names = set(fused_ops(kernel, known))
+        candidates = [i for i in range(len(records)) if open_ops[i] and not claimed[i] and short[i] in names]
+        if not candidates:
+            out.append([])
+            continue
+        ahead = [i for i in candidates if cursor <= i < cursor + window]
+        run = run_from((ahead or candidates)[0], names)
+        for i in run:
+            claimed[i] = True
+        cursor = run[-1] + 1
+        weights = [max(float(weigh(records[i])), 0.0) for i in run]
+        total = sum(weights)
+        out.append([(i, w / total if total > 0 else 1 / len(run)) for i, w in zip(run, weights, strict=True)])
+    return out
 
 
 def kernel_facts(kernels: Sequence[KernelEvent], iters: int, top: int = TOP_KERNELS) -> tuple[KernelFacts, ...]:
@@ -524,14 +657,18 @@ def _notes(
 
 __all__ = [
     "ALIGN_WINDOW",
+    "FUSED_KERNEL",
     "NO_FACTS",
     "TOP_KERNELS",
     "CpuOp",
     "LaunchCall",
     "ProfiledEvents",
     "align",
+    "attribute_fused",
+    "fused_ops",
     "join",
     "kernel_facts",
     "launch_facts",
     "parse_events",
+    "short_name",
 ]

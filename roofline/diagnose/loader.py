@@ -44,6 +44,7 @@ class LoadedModel:
     kwargs: dict[str, Any] = field(default_factory=dict)
     convention: str = ""  # 'entry' | 'class-model' | 'model-variable'
     path: Path = Path()
+    compiled: bool = False  # torch.compile'd: an OptimizedModule, a compiled function or module.compile() inside
 
 
 def conventions_text() -> str:
@@ -95,7 +96,82 @@ def load_model(
         if is_out_of_memory(exc):
             raise out_of_memory_error(f"moving the model and inputs to {torch_device}") from None
         raise
-    return LoadedModel(model=model, inputs=inputs, kwargs=kwargs, convention=convention, path=file)
+    return LoadedModel(
+        model=model, inputs=inputs, kwargs=kwargs, convention=convention, path=file, compiled=is_compiled(model)
+    )
+
+
+# ------------------------------------------------------------------------------------------------ compiled models
+
+
+def _is_optimized(value: Any) -> bool:
+    """A torch._dynamo OptimizedModule (what ``torch.compile(module)`` returns): it wraps ``_orig_mod``."""
+    import torch
+
+    return isinstance(value, torch.nn.Module) and isinstance(getattr(value, "_orig_mod", None), torch.nn.Module)
+
+
+def is_compiled(model: Any) -> bool:
+    """Whether ``model`` runs through torch.compile: an OptimizedModule (``torch.compile(model)``), a compiled
+    function (``torch.compile(fn)``: it keeps ``_torchdynamo_orig_callable``), or an nn.Module the file compiled
+    itself, in place (``model.compile()``) or in a submodule (``self.block = torch.compile(block)``)."""
+    import torch
+
+    if _is_optimized(model) or callable(getattr(model, "_torchdynamo_orig_callable", None)):
+        return True
+    if isinstance(model, torch.nn.Module):
+        return any(
+            _is_optimized(module) or getattr(module, "_compiled_call_impl", None) is not None
+            for module in model.modules()
+        )
+    return False
+
+
+@contextmanager
+def uncompiled(model: Any) -> Iterator[Any]:
+    """The original computation of a compiled ``model`` (the math is the same; every aten op runs eagerly, so a
+    dispatch mode sees them all): an OptimizedModule's ``_orig_mod``, a compiled function's original; inside an
+    nn.Module, compiled submodules swapped for their originals and ``module.compile()``'s compiled call switched
+    off. Everything is put back on exit. (NB: running a compiled model under a dispatch mode instead, even with
+    dynamo disabled, leaves it running eagerly afterwards: the timing pass would time eager code.)"""
+    import torch
+
+    original = model
+    while True:
+        if _is_optimized(original):
+            original = original._orig_mod
+        elif callable(getattr(original, "_torchdynamo_orig_callable", None)) and not isinstance(
+            original, torch.nn.Module
+        ):
+            original = original._torchdynamo_orig_callable
+        else:
+            break
+    swapped: list[tuple[Any, str, Any]] = []  # (parent, name, the compiled child)
+    switched: list[tuple[Any, Any]] = []  # (module, its compiled call)
+    try:
+        if isinstance(original, torch.nn.Module):
+            stack = [original]
+            while stack:
+                module = stack.pop()
+                if getattr(module, "_compiled_call_impl", None) is not None:
+                    switched.append((module, module._compiled_call_impl))
+                    module._compiled_call_impl = None
+                for name, child in list(module._modules.items()):
+                    if child is None:
+                        continue
+                    plain = child
+                    while _is_optimized(plain):
+                        plain = plain._orig_mod
+                    if plain is not child:
+                        swapped.append((module, name, child))
+                        module._modules[name] = plain
+                    stack.append(plain)
+        yield original
+    finally:
+        for parent, name, child in reversed(swapped):
+            parent._modules[name] = child
+        for module, call in reversed(switched):
+            module._compiled_call_impl = call
 
 
 # ------------------------------------------------------------------------------------------------ checks
@@ -273,4 +349,13 @@ def _move(value: Any, device: str, dtype: Any) -> Any:
     return value
 
 
-__all__ = ["CONVENTIONS", "RUN_NAME", "LoadedModel", "conventions_text", "load_model", "resolve_device"]
+__all__ = [
+    "CONVENTIONS",
+    "RUN_NAME",
+    "LoadedModel",
+    "conventions_text",
+    "is_compiled",
+    "load_model",
+    "resolve_device",
+    "uncompiled",
+]

@@ -201,7 +201,16 @@ def diagnose(
                 "(does forward() use torch?)"
             )
         what = "forward" if mode == "inference" else "forward and backward"
-        stage(f"timing the model's {what}", f"timing ({warmup} warm-up + {iters} profiled iterations)")
+        compiled = bool(getattr(loaded, "compiled", False))
+        shown = f"timing ({warmup} warm-up + {iters} profiled iterations)"
+        if compiled:
+            from roofline.diagnose.place import roofline_weight
+
+            shown = f"timing the compiled model (compiling, {warmup} warm-up + {iters} profiled iterations)"
+            extra: dict[str, Any] = {"compiled": True, "weigh": roofline_weight(dev)}
+        else:
+            extra = {}
+        stage(f"timing the model's {what}", shown)
         with user_code(errors=False):
             timing = stages.time(
                 loaded.model,
@@ -212,6 +221,7 @@ def diagnose(
                 mode=mode,
                 warmup=warmup,
                 iters=iters,
+                **extra,
             )
         stage("placing ops on the roofline and diagnosing", "placing ops on the roofline and diagnosing")
         placed = place(records, timing, dev)
@@ -247,6 +257,8 @@ def diagnose(
         "warmup": warmup,
         "iters": iters,
         "argv": list(argv),
+        "compiled": bool(getattr(loaded, "compiled", False)),
+        **({"compile_s": timing.compile_s} if getattr(timing, "compiled", False) else {}),
     }
     return DiagnoseResult(
         path=Path(getattr(loaded, "path", None) or path),

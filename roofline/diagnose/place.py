@@ -25,7 +25,7 @@ kernels (``layout_time_s``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from roofline import ironlaw
@@ -60,6 +60,20 @@ def per_op_floor(device: Device, kernels: int, device_kind: str) -> float:
     if device_kind == "cpu":
         return device.launch_floor_s
     return device.launch_floor_s * kernels
+
+
+def roofline_weight(device: Device) -> Callable[[OpRecord], float]:
+    """An op's roofline time on ``device`` (0 for uncounted ops and views): how a compiled model's fused kernel
+    time is shared among the ops it fused (roofline.diagnose.join.attribute_fused)."""
+
+    def weigh(record: OpRecord) -> float:
+        if not record.counted or record.math == "none":
+            return 0.0
+        roof, _ = roof_for(device, record.dtype, record.math)
+        compute_s = ironlaw.compute_time(int(record.flops or 0), roof.flops_per_s)
+        return ironlaw.roofline_time(compute_s, ironlaw.memory_time(int(record.bytes or 0), device.dram_bandwidth))
+
+    return weigh
 
 
 def place_op(
@@ -128,6 +142,7 @@ def place_op(
         roofline_bound=roofline_bound,
         kernel_facts=list(getattr(timing, "kernel_facts", ()) or ()) if timing is not None else [],
         layout_time_s=float(getattr(timing, "layout_time_s", 0.0) or 0.0) if timing is not None else 0.0,
+        fused_kernel=str(getattr(timing, "fused_kernel", "") or "") if timing is not None else "",
     )
     limiter, evidence = classify(point, device, device_kind, threads=threads)
     return point.model_copy(update={"limiter": limiter, "limiter_evidence": evidence}), note

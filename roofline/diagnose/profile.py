@@ -275,12 +275,20 @@ def time_model(
     warmup: int = 3,
     iters: int = 10,
     profile: ProfileFn | None = None,
+    compiled: bool = False,
+    weigh: Callable[[OpRecord], float] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Timing:
     """Warm up ``warmup`` iterations, time ``iters`` uninstrumented ones end to end (-> ``wall_s``), then run
     ``iters`` more under the profiler (``profile``, default :func:`torch_profile`) and join them to ``records``.
     The profiler's per-op overhead slows the iterations (1.7x on a 12-layer GPT on an H100, 6x on a tiny MLP) but
     not the kernels: kernel times and busy time come from the profile, the wall time from the plain run, and
     the GPU idle time is capped at wall - busy.
+
+    A ``compiled`` model (torch.compile) is timed as compiled: at least one warm-up call, the first, which
+    compiles it, timed apart (-> ``compile_s``, by ``clock``; synchronised on a GPU); its fused kernels are
+    attributed to the counted ops by name (``weigh``: an op's share of a kernel, see
+    :func:`roofline.diagnose.join.attribute_fused`).
 
     WorkloadError when the counting pass saw no ops; DeviceError (naming what reduces memory) on out of memory;
     UserCodeError from the user's model passes through."""
@@ -292,8 +300,14 @@ def time_model(
         raise UsageError(f"--warmup {warmup}: at least 0")
     cuda = str(device).startswith("cuda")
     step = _step(model, inputs, kwargs, mode)
+    compile_s = 0.0
     try:
-        for _ in range(warmup):
+        if compiled:
+            begin = clock()
+            step()
+            _synchronize(str(device))
+            compile_s = clock() - begin
+        for _ in range(warmup - 1 if compiled and warmup else warmup):
             step()
         plain_s = _time_loop(step, iters, str(device))
         events, profiled_s = (profile or torch_profile)(step, iters, str(device))
@@ -321,7 +335,16 @@ def time_model(
         launches=parsed.launches,
         device="cuda" if cuda else "cpu",
         wall_s=wall_s,
+        weigh=weigh,
     )
+    if compiled:
+        from roofline.units import format_time
+
+        timing.compiled, timing.compile_s = True, compile_s
+        timing.notes.append(
+            f"compiled model (torch.compile): timed as compiled; its first call, compilation included, took "
+            f"{format_time(compile_s)} (not in the timings); FLOPs and bytes counted on its original computation"
+        )
     if not cuda:  # what the CPU has to tell an unfilled CPU from a slow one (roofline.findings.bounds)
         import torch
 
@@ -345,6 +368,13 @@ def time_model(
     if parsed.iterations and parsed.iterations != iters:
         timing.notes.append(f"the profile holds {parsed.iterations} iterations, {iters} were timed")
     return timing
+
+
+def _synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize(torch.device(device))
 
 
 def _time_loop(step: Callable[[], object], iters: int, device: str) -> float:

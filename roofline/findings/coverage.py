@@ -133,8 +133,9 @@ def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, effici
     if memory >= compute:
         bottleneck = "memory"
         props = [Property.LOCALITY.value, Property.REDUNDANCY.value]
+        fuse = "fuse it with its neighbours" + ("" if getattr(ctx.timing, "compiled", False) else " (torch.compile)")
         technique = (
-            "fewer bytes: fuse it with its neighbours (torch.compile) so its inputs and outputs stay on chip, or "
+            f"fewer bytes: {fuse} so its inputs and outputs stay on chip, or "
             "a lower precision (bf16/fp8 activations, int8/int4 weights)"
         )
         # NB: the what-if of half the bytes (fp32 -> bf16, or bf16 -> fp8), the compute term unchanged

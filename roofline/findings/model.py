@@ -518,6 +518,24 @@ def _signature(points: Sequence[OpPoint]) -> tuple[Any, ...]:
 # --------------------------------------------------------------------------------------------- rules
 
 
+def is_compiled(ctx: ModelContext) -> bool:
+    """The timed model runs through torch.compile (roofline.diagnose.loader.is_compiled): its rules never name
+    torch.compile as the technique, and skip ops it already fused."""
+    return bool(getattr(ctx.timing, "compiled", False))
+
+
+def _already_fused(points: Sequence[OpPoint]) -> bool:
+    """Some of ``points`` ran inside a compiled model's fused kernel: fusing them is done."""
+    return any(p.fused_kernel for p in points)
+
+
+#: what a compiled model's ops that still run one kernel each are told (instead of "use torch.compile")
+COMPILED_UNFUSED = (
+    "the model is compiled but these ops ran unfused: find the graph break or the op inductor falls back on "
+    "(torch._dynamo.explain(model)(*inputs), TORCH_LOGS=graph_breaks) and remove it"
+)
+
+
 def launch_bound(ctx: ModelContext) -> ModelFinding | None:
     """Many short ops near the launch floor (GPU: kernels with the GPU idle between them; CPU: per-op dispatch)."""
     s = ctx.summary
@@ -558,10 +576,21 @@ def launch_bound(ctx: ModelContext) -> ModelFinding | None:
     parts.append(
         f"roofline: {format_time(before)} with one launch per op vs {format_time(after)} as one graph/fused kernel"
     )
-    if gpu:
+    if gpu and is_compiled(ctx):
+        technique = (
+            "the model is compiled, but its kernels are still launched one by one with the GPU idle between them: "
+            "capture CUDA graphs (torch.compile(model, mode='reduce-overhead')), batch small GEMMs (bmm / grouped "
+            "GEMM) and grow the work per launch (larger batch)"
+        )
+    elif gpu:
         technique = (
             "capture CUDA graphs (torch.compile(mode='reduce-overhead'), torch.cuda.graphs), fuse the small ops "
             "(torch.compile), batch small GEMMs (bmm / grouped GEMM) and grow the work per launch (larger batch)"
+        )
+    elif is_compiled(ctx):
+        technique = (
+            "the model is compiled: batch small ops into fewer large ones (one bmm instead of many mm) and grow "
+            "the work per call (larger batch)"
         )
     else:
         technique = (
@@ -613,6 +642,8 @@ def sequential_loop(ctx: ModelContext) -> list[ModelFinding]:
             "chunked recurrence; at least hoist the non-recurrent work out of the loop (one GEMM for every step's "
             "input projection) and fuse the step (torch.compile, cuDNN nn.RNN/LSTM/GRU)"
         )
+        if is_compiled(ctx):
+            technique = technique.replace("torch.compile, cuDNN", "the model is compiled: cuDNN")
         short = sum(1 for p in pts if is_short(p, ctx.device))
         findings.append(
             _finding(
@@ -637,6 +668,8 @@ def elementwise_chain(ctx: ModelContext) -> list[ModelFinding]:
     items = []
     for chain in chains:
         pts = [ctx.by_index[i] for i in chain.indices]
+        if is_compiled(ctx) and _already_fused(pts):
+            continue  # inductor fused them already
         items.append((_signature(pts), pts))
     findings = []
     bw = ctx.device.dram_bandwidth
@@ -660,7 +693,10 @@ def elementwise_chain(ctx: ModelContext) -> list[ModelFinding]:
         )
         technique = "fuse the chain into one kernel (torch.compile, a Triton kernel, or a fused op such as F.gelu)"
         kind = patterns.fused_op(_name(p.op) for p in first_chain)
-        if kind is not None:
+        if is_compiled(ctx):
+            fused = f"; or use {patterns.FUSED_OPS[kind]} (one kernel)" if kind is not None else ""
+            technique = COMPILED_UNFUSED + fused
+        elif kind is not None:
             technique = (
                 f"use {patterns.FUSED_OPS[kind]}: the chain computes a {kind.replace('_', ' ')} (one kernel); or "
                 "fuse it (torch.compile, a Triton kernel)"
@@ -999,6 +1035,12 @@ def under_filled(ctx: ModelContext) -> list[ModelFinding]:
             "split the reduction across more blocks (split-K / a two-pass reduction), a kernel that parallelises "
             "the other axis, or torch.compile (generates a kernel shaped for these sizes)"
         )
+        if is_compiled(ctx):
+            technique = (
+                "split the reduction across more blocks (split-K / a two-pass reduction) or a kernel that "
+                "parallelises the other axis (the model is compiled: inductor's kernel for these sizes leaves SMs "
+                "idle)"
+            )
         findings.append(
             _finding(
                 ctx,
@@ -1022,6 +1064,8 @@ def written_out_fusion(ctx: ModelContext) -> list[ModelFinding]:
     items = []
     for fusion in ctx.fusions:
         pts = [ctx.by_index[i] for i in fusion.indices]
+        if is_compiled(ctx) and _already_fused(pts):
+            continue  # inductor fused them already
         items.append(((_signature(pts), fusion.kind), (fusion, pts)))
     findings = []
     bw = ctx.device.dram_bandwidth
@@ -1050,6 +1094,11 @@ def written_out_fusion(ctx: ModelContext) -> list[ModelFinding]:
         if fusion.fused_op:
             rule = "fused-op"
             technique = f"use {fusion.fused_op} (one fused kernel) instead of the written-out ops, or torch.compile"
+            if is_compiled(ctx):
+                technique = f"use {fusion.fused_op} instead of the written-out ops; {COMPILED_UNFUSED}"
+        elif is_compiled(ctx):
+            rule = "fusion-across-reduction"
+            technique = COMPILED_UNFUSED
         else:
             rule = "fusion-across-reduction"
             technique = (
@@ -1147,6 +1196,8 @@ def activation_matmul(ctx: ModelContext) -> ModelFinding | None:
         "softmax -> @ V: F.scaled_dot_product_attention), batch independent products into one bmm, or restructure "
         "the math (a diagonal or low-rank operand: a broadcasted multiply or two thin products)"
     )
+    if is_compiled(ctx):
+        technique = technique.replace("(torch.compile; q @ K^T", "(q @ K^T")
     return _finding(
         ctx,
         "activation-matmul",

@@ -93,6 +93,7 @@ class OpTiming:
     samples_s: tuple[float, ...] = ()  # device time in each timed iteration it ran in (the gate's samples)
     kernel_facts: tuple[KernelFacts, ...] = ()  # its kernels by time, at most 4, per iteration (GPU only)
     layout_time_s: float = 0.0  # time in layout/format-conversion kernels it launched, per iteration
+    fused_kernel: str = ""  # a compiled model: the fused kernel (inductor's name) whose time it shares, '' none
 
 
 @dataclass
@@ -109,4 +110,6 @@ class Timing:
     unmatched_time_s: float = 0.0  # device time of kernels/ops no counted op could be matched to
     threads: int = 0  # CPU: torch's intra-op threads during the timing (torch.get_num_threads()); 0 unknown
     cores: int = 0  # CPU: the cores this process may run on; 0 unknown
+    compiled: bool = False  # the timed callable is torch.compile'd (its fused kernels attributed by name)
+    compile_s: float = 0.0  # a compiled model: its first call (compilation included), not in the timings
     notes: list[str] = field(default_factory=list)

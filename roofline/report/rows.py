@@ -237,6 +237,7 @@ class OpPoint(BaseModel):
     # the evidence (roofline.findings.bounds, stored at placement; '' in reports written before it)
     kernel_facts: list[KernelFacts] = []  # its kernels by time, at most 4, per iteration, with launch facts
     layout_time_s: float = 0.0  # time in layout/format-conversion kernels it launched
+    fused_kernel: str = ""  # a compiled model: the fused kernel whose time it shares ('' not fused)
     limiter: str = ""  # compute | memory | parallelism | latency | launch | host | layout | none
     limiter_evidence: str = ""  # the numbers that decided it, one line
 

@@ -1,0 +1,209 @@
+"""Compiled models (torch.compile): detection, counting on the original computation, fused-kernel attribution by
+inductor's kernel names (injected events), and findings that never advise torch.compile to a compiled model."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import pytest
+from diagnose_devices import GPU
+from diagnose_events import rec
+from test_diagnose_rules import ctx_of, elementwise
+
+from roofline.diagnose.join import attribute_fused, fused_ops, join, parse_events
+from roofline.findings import model as rules
+from roofline.findings.model import diagnose
+
+torch = pytest.importorskip("torch")
+
+
+class Tiny(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x)) * 0.5 + 1.0
+
+
+# ------------------------------------------------------------------------------------------------ detection
+
+
+def test_detects_optimized_module_compiled_function_and_in_place_compile():
+    from roofline.diagnose.loader import is_compiled
+
+    plain = Tiny()
+    assert not is_compiled(plain)
+    assert is_compiled(torch.compile(Tiny()))  # an OptimizedModule (_orig_mod); compiles only when called
+    assert is_compiled(torch.compile(lambda x: x * 2))  # a compiled function
+    inside = Tiny()
+    inside.compile()  # what a file does to its own model
+    assert is_compiled(inside)
+    outer = torch.nn.Sequential(torch.compile(Tiny()), torch.nn.ReLU())  # a compiled submodule
+    assert is_compiled(outer)
+    assert not is_compiled(lambda x: x)
+
+
+def test_load_model_records_compiled(tmp_path):
+    from roofline.diagnose.loader import load_model
+
+    file = tmp_path / "compiled.py"
+    file.write_text(
+        "import torch\n"
+        "net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n"
+        "model = torch.compile(net)\n"
+        "example_inputs = (torch.randn(2, 4),)\n"
+    )
+    loaded = load_model(file, device="cpu")
+    assert loaded.compiled is True
+
+
+# ------------------------------------------------------------------------------------------------ counting
+
+
+def _names(records):
+    return [(r.op, r.module) for r in records]
+
+
+def test_counts_the_original_computation_without_compiling():
+    from roofline.diagnose.count import count_ops
+
+    x = torch.randn(2, 8)
+    eager = count_ops(Tiny(), (x,))
+    compiled = count_ops(torch.compile(Tiny()), (x,))
+    assert _names(compiled) == _names(eager)  # every aten op, module paths without '_orig_mod'
+    assert any(r.module == "fc" for r in compiled)
+    inside = Tiny()
+    inside.compile()
+    saved = inside._compiled_call_impl
+    assert _names(count_ops(inside, (x,))) == _names(eager)
+    assert inside._compiled_call_impl is saved  # put back
+    outer = torch.nn.Sequential(torch.compile(Tiny()))
+    compiled_child = outer[0]
+    assert [m for _, m in _names(count_ops(outer, (x,))) if m] == ["0.fc", "0.fc"] or all(
+        "_orig_mod" not in m for _, m in _names(count_ops(outer, (x,)))
+    )
+    assert outer[0] is compiled_child  # the compiled child is back
+
+
+# ------------------------------------------------------------------------------------------------ attribution
+
+
+def test_fused_ops_from_inductor_names():
+    known = {"add", "mul", "tanh", "_softmax", "native_layer_norm", "addmm"}
+    assert fused_ops("triton_poi_fused_add_mul_tanh_0", known) == ["add", "mul", "tanh"]
+    assert fused_ops("triton_red_fused__softmax_1", known) == ["_softmax"]
+    assert fused_ops("triton_per_fused_native_layer_norm_12", known) == ["native_layer_norm"]
+    assert fused_ops("cpp_fused_add_mul_0", known) == ["add", "mul"]
+    assert fused_ops("ampere_sgemm_128x64_nn") == []
+
+
+def _records():
+    return [
+        rec(0, "aten::t", (8, 8)),
+        rec(1, "aten::addmm", (8,), (2, 8), (8, 8)),
+        rec(2, "aten::tanh", (2, 8)),
+        rec(3, "aten::mul", (2, 8)),
+        rec(4, "aten::add", (2, 8)),
+    ]
+
+
+def _weighted(records, weights):
+    return [dataclasses.replace(r, bytes=w) for r, w in zip(records, weights, strict=True)]
+
+
+def test_attribute_fused_splits_by_weight_in_execution_order():
+    records = _weighted(_records(), [0, 10, 1, 1, 2])
+    records[0] = dataclasses.replace(records[0], math="none")
+    open_ops = [True, False, True, True, True]  # addmm was timed by its aten op
+    shares = attribute_fused(records, ["triton_poi_fused_add_mul_tanh_0", "triton_poi_fused_sub_9"], open_ops)
+    assert shares[1] == []  # nothing of that name: unattributed
+    assert [i for i, _ in shares[0]] == [2, 3, 4]
+    assert [f for _, f in shares[0]] == pytest.approx([0.25, 0.25, 0.5])
+
+
+def _compiled_events(iters=2):
+    """Per iteration: the compiled graph's call (not an aten op) launches a fused Triton kernel and an unknown
+    kernel; aten::addmm (an extern kernel) launches a GEMM."""
+    events = []
+    for it in range(iters):
+        o, b = it * 1000.0, it * 100
+        events += [
+            {"kind": "iteration", "start_us": o, "end_us": o + 500},
+            {"kind": "op", "id": b + 1, "name": "## Call CompiledFxGraph abc ##", "start_us": o + 1, "end_us": o + 90},
+            {"kind": "op", "id": b + 2, "name": "aten::addmm", "start_us": o + 5, "end_us": o + 20,
+             "input_shapes": [[8], [2, 8], [8, 8]]},
+            {"kind": "kernel", "name": "gemm", "start_us": o + 100, "end_us": o + 140, "stream": 7,
+             "external_id": b + 2, "correlation": b + 50},
+            {"kind": "kernel", "name": "triton_poi_fused_add_mul_tanh_0", "start_us": o + 150, "end_us": o + 190,
+             "stream": 7, "external_id": b + 1, "correlation": b + 51},
+            {"kind": "kernel", "name": "triton_poi_fused_sub_3", "start_us": o + 200, "end_us": o + 210,
+             "stream": 7, "external_id": b + 1, "correlation": b + 52},
+        ]  # fmt: skip
+    return events
+
+
+def test_join_attributes_fused_kernels_and_keeps_the_total():
+    records = _weighted(_records(), [0, 10, 1, 1, 2])
+    records[0] = dataclasses.replace(records[0], math="none")
+    parsed = parse_events(_compiled_events())
+    timing = join(records, parsed.ops, parsed.kernels, 2, launches=parsed.launches, device="cuda")
+    by = {t.index: t for t in timing.ops}
+    assert by[1].device_time_s == pytest.approx(40e-6) and by[1].fused_kernel == ""
+    assert by[2].device_time_s == pytest.approx(10e-6) and by[2].fused_kernel == "triton_poi_fused_add_mul_tanh_0"
+    assert by[4].device_time_s == pytest.approx(20e-6)
+    assert by[4].kernels == 1 and by[2].kernels == 0  # one launch, on the heaviest op
+    assert by[3].samples_s == pytest.approx((10e-6, 10e-6))
+    assert timing.unmatched_time_s == pytest.approx(10e-6)  # the unknown kernel: reported, not dropped
+    kernels_s = sum(k.duration_us for k in parsed.kernels) * 1e-6 / 2
+    assert sum(t.device_time_s for t in timing.ops) + timing.unmatched_time_s == pytest.approx(kernels_s)
+
+
+# ------------------------------------------------------------------------------------------------ findings
+
+
+def _compiled_ctx(ops, fused: str = "", **kw):
+    ctx = ctx_of(ops, **kw)
+    timing = dataclasses.replace(ctx.timing, compiled=True)
+    points = [p.model_copy(update={"fused_kernel": fused}) for p in ctx.points]
+    return type(ctx).of(points, GPU, timing)
+
+
+def test_no_torch_compile_advice_to_a_compiled_model():
+    n = 2**22
+    chain = [
+        (elementwise(0, n, "aten::mul"), 30e-6, 1),
+        (elementwise(1, n, "aten::add"), 30e-6, 1),
+        (elementwise(2, n, "aten::tanh", binary=False), 25e-6, 1),
+        (elementwise(3, n, "aten::mul"), 30e-6, 1),
+    ]
+    assert rules.elementwise_chain(ctx_of(chain))  # eager: a chain to fuse
+    assert rules.elementwise_chain(_compiled_ctx(chain, "triton_poi_fused_add_mul_tanh_0")) == []  # fused already
+    unfused = rules.elementwise_chain(_compiled_ctx(chain))  # compiled, yet unfused (a graph break)
+    assert unfused and all("torch.compile" not in f.technique for f in unfused)
+    assert "graph break" in unfused[0].technique
+    short = [(elementwise(i, 64, module=f"layers.{i}"), 5e-6, 1) for i in range(24)]
+    launch = rules.launch_bound(_compiled_ctx(short, wall_s=400e-6, busy_s=120e-6, idle_s=250e-6))
+    assert launch is not None and "mode='reduce-overhead'" in launch.technique
+    assert "fuse the small ops" not in launch.technique
+    every = diagnose(_compiled_ctx([*chain, (elementwise(9, 64), 5e-6, 1)]))
+    assert all("torch.compile)" not in f.technique and "or torch.compile" not in f.technique for f in every)
+
+
+# ------------------------------------------------------------------------------------------------ real compile
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None, reason="torch.compile on the CPU "
+                    "needs a C++ compiler (none found)")  # fmt: skip
+def test_time_model_times_the_compiled_callable():
+    from roofline.diagnose.count import count_ops
+    from roofline.diagnose.profile import time_model
+
+    model, x = torch.compile(Tiny()), torch.randn(4, 8)
+    records = count_ops(model, (x,))
+    ticks = iter([0.0, 2.5])
+    timing = time_model(model, (x,), {}, records, device="cpu", warmup=1, iters=2, compiled=True,
+                        clock=lambda: next(ticks))  # fmt: skip
+    assert timing.compiled and timing.compile_s == pytest.approx(2.5)
+    assert any("compiled model" in note for note in timing.notes)
