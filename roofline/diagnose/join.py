@@ -137,17 +137,8 @@ def parse_events(events: Iterable[Mapping[str, Any]]) -> ProfiledEvents:
     return out
 
 
-def _int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return int(number) if math.isfinite(number) and number >= 0 and number == int(number) else None
-
-
 def _float_or_none(value: Any) -> float | None:
+    """A trace value (a number or its text) as a finite number >= 0, else None (a bool is not a number here)."""
     if isinstance(value, bool):
         return None
     try:
@@ -155,6 +146,12 @@ def _float_or_none(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) and number >= 0 else None
+
+
+def _int_or_none(value: Any) -> int | None:
+    """:func:`_float_or_none`, when it is a whole number."""
+    number = _float_or_none(value)
+    return int(number) if number is not None and number == int(number) else None
 
 
 def _dims_or_none(value: Any) -> tuple[int, ...] | None:

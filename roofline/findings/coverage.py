@@ -96,10 +96,36 @@ def _label(points: Sequence[OpPoint]) -> str:
     return f"{count}{p.op.rsplit('::', 1)[-1]} [{shapes}]"
 
 
+def _verdict(
+    rule: str,
+    bottleneck: str,
+    props: list[str],
+    technique: str,
+    evidence: str,
+    points: Sequence[OpPoint],
+    share: float,
+    bound: tuple[float | None, float | None],
+) -> ModelFinding:
+    """A coverage finding on a group of identical ops: their time, where they are, their indices."""
+    return ModelFinding(
+        rule=rule,
+        bottleneck=bottleneck,
+        properties=props,
+        technique=technique,
+        evidence=evidence,
+        time_s=sum(p.time_s for p in points),
+        best_time_s=bound[0],
+        floor_s=bound[1],
+        where=", ".join(dict.fromkeys(p.module or "(model)" for p in points[:3])),
+        ops=sorted(p.index for p in points),
+        share=share,
+    )
+
+
 def not_explained(ctx: ModelContext, points: Sequence[OpPoint], share: float, efficiency: float) -> ModelFinding:
     limiter, evidence = _limiter(points)
     time_s = sum(p.time_s for p in points)
-    best, floor = at_floor(time_s, sum(p.roof_time_s + p.launch_floor_s for p in points))
+    bound = at_floor(time_s, sum(p.roof_time_s + p.launch_floor_s for p in points))
     rates = _rates(points)
     text = (
         f"{_label(points)}: {100 * share:.0f}% of the time at {100 * efficiency:.0f}% of the roofline; "
@@ -110,19 +136,7 @@ def not_explained(ctx: ModelContext, points: Sequence[OpPoint], share: float, ef
         technique = f"not explained by a rule; next: Nsight Compute --section {section} on its kernels"
     else:
         technique = f"not explained by a rule; next: {CPU_NEXT}"
-    return ModelFinding(
-        rule="not-explained",
-        bottleneck=limiter,
-        properties=[],
-        technique=technique,
-        evidence=text,
-        time_s=time_s,
-        best_time_s=best,
-        floor_s=floor,
-        where=", ".join(dict.fromkeys(p.module or "(model)" for p in points[:3])),
-        ops=sorted(p.index for p in points),
-        share=share,
-    )
+    return _verdict("not-explained", limiter, [], technique, text, points, share, bound)
 
 
 def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, efficiency: float) -> ModelFinding:
@@ -147,25 +161,13 @@ def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, effici
         # NB: the what-if of 2:4 sparsity (half the FLOPs at the same roof), the memory term unchanged
         after = sum(max(p.compute_time_s / 2, p.memory_time_s) for p in points) + launch
     before = sum(p.roof_time_s for p in points) + launch
-    best, floor = bounded(time_s, before, after)
+    bound = bounded(time_s, before, after)
     evidence = (
         f"{_label(points)}: {100 * share:.0f}% of the time at {100 * efficiency:.0f}% of the roofline "
         f"({format_time(time_s)} vs {format_time(before - launch)}): near the {bottleneck} roof, only less "
         f"{'traffic' if bottleneck == 'memory' else 'arithmetic'} makes it faster"
     )
-    return ModelFinding(
-        rule="near-roof",
-        bottleneck=bottleneck,
-        properties=props,
-        technique=technique,
-        evidence=evidence,
-        time_s=time_s,
-        best_time_s=best,
-        floor_s=floor,
-        where=", ".join(dict.fromkeys(p.module or "(model)" for p in points[:3])),
-        ops=sorted(p.index for p in points),
-        share=share,
-    )
+    return _verdict("near-roof", bottleneck, props, technique, evidence, points, share, bound)
 
 
 def cover(ctx: ModelContext, findings: Sequence[ModelFinding]) -> list[ModelFinding]:
