@@ -92,8 +92,7 @@ class DiagnoseResult:
 
     def combined_dict(self) -> dict[str, Any] | None:
         """What the findings allow together, each op's saving counted once (roofline.findings.combine)."""
-        summary = self.placed.summary
-        return _combined_dict(self.findings, max(summary.op_time_s, summary.wall_s))
+        return _combined_dict(self.findings, self.placed.summary.iteration_s)
 
     def report(self, command: str = "") -> Report:
         """The versioned report: rows = op points; summary, aggregates, findings, uncounted and run facts."""
@@ -231,8 +230,7 @@ def diagnose(
         verified = None
         if verify:
             stage("verifying the findings' techniques", "verifying: applying each finding's technique")
-            summary = placed.summary
-            both = _combined_dict(findings, max(summary.op_time_s, summary.wall_s))
+            both = _combined_dict(findings, ctx.total_time_s)
             with user_code(errors=False):
                 verified = stages.verify(
                     loaded.model,

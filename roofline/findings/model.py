@@ -387,7 +387,7 @@ class ModelContext:
     @property
     def total_time_s(self) -> float:
         """The iteration: the larger of the summed op time and the wall time."""
-        return max(self.summary.op_time_s, self.summary.wall_s)
+        return self.summary.iteration_s
 
     def work(self) -> list[OpPoint]:
         return [p for p in self.points if p.math != "none"]

@@ -365,6 +365,12 @@ class IterationSummary(BaseModel):
     host_overhead_share: float  # 1 - op time / wall: time outside the ops (Python, dispatch, idle)
     launch_floor_s: float
 
+    @property
+    def iteration_s(self) -> float:
+        """The iteration: the larger of the summed op time and the wall time (what a finding's share and the
+        combined bound are of)."""
+        return max(self.op_time_s, self.wall_s)
+
 
 class Placed(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
