@@ -460,7 +460,7 @@ def _on_cpu(name: str, items: list, device: str | None) -> list:
         return items
     if (device is not None and plan.refuse) or not plan.run:
         raise DeviceError(plan.line)
-    typer.echo(f"note: {plan.line}; running the other {len(plan.run)}", err=True)
+    info(f"note: {plan.line}; running the other {len(plan.run)}")
     return plan.run
 
 
@@ -470,4 +470,4 @@ def _note_over_roof(rows: list, device: Any) -> None:
 
     note = check_over_roof(rows, device)
     if note:
-        typer.echo(f"note: {note}", err=True)
+        info(f"note: {note}")

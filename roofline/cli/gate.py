@@ -10,6 +10,7 @@ import typer
 
 from roofline.cli.common import json_option, print_text, spec_option
 from roofline.cli.timeout import time_limit, timeout_option
+from roofline.cli.verbosity import info
 
 FORMATS = ("table", "markdown", "json")
 DEFAULT_GATE_ITERS = 20  # NB: = roofline.gate.run.DEFAULT_ITERS (not imported: --help stays light)
@@ -217,7 +218,7 @@ def gate(
             output=output,
             command=command_line(),
             progress=lambda measured: bench_progress() if measured == "suite" else diagnose_status(),
-            notify=lambda message: typer.echo(message, err=True),
+            notify=info,
         )
     result = gated.result
 
@@ -241,11 +242,8 @@ def gate(
         raise gated.unwritten
     if update_baseline:
         if gate_run.update_baseline(gated, force=force):
-            typer.echo(f"Baseline {gated.baseline_path} updated ({result.verdict}).", err=True)
+            info(f"Baseline {gated.baseline_path} updated ({result.verdict}).")
         else:
-            typer.echo(
-                f"Baseline {gated.baseline_path} not updated: the gate did not pass (--force updates it anyway).",
-                err=True,
-            )
+            info(f"Baseline {gated.baseline_path} not updated: the gate did not pass (--force updates it anyway).")
     if result.exit_code:
         raise typer.Exit(result.exit_code)
