@@ -62,6 +62,13 @@ FIXES: dict[str, tuple[str, str]] = {
     "layernorm_few_rows": ("fp32", "compile"),
 }
 NEITHER = {"parallelism", "latency", "launch", "host", "layout", "none"}
+# fix -> (roofline.diagnose.verify's technique, what it is)
+MECHANICAL = {
+    "compile": ("compile", "torch.compile"),
+    "graphs": ("reduce-overhead", "torch.compile(mode='reduce-overhead')"),
+    "channels_last": ("channels_last", "channels_last"),
+    "tf32": ("tf32", "TF32 (torch.backends.cuda.matmul.allow_tf32)"),
+}
 
 
 def env(size: str) -> dict[str, str]:
@@ -139,18 +146,14 @@ def load(model: Path, size: str) -> Any:
     return module
 
 
-def _to(value: Any, device: str, dtype: Any, channels_last: bool = False) -> Any:
+def _to(value: Any, device: str, dtype: Any) -> Any:
     import torch
 
     if isinstance(value, torch.Tensor):
         value = value.to(device)
-        if value.is_floating_point():
-            value = value.to(dtype)
-        if channels_last and value.dim() == 4:
-            value = value.contiguous(memory_format=torch.channels_last)
-        return value
+        return value.to(dtype) if value.is_floating_point() else value
     if isinstance(value, (list, tuple)):
-        return type(value)(_to(v, device, dtype, channels_last) for v in value)
+        return type(value)(_to(v, device, dtype) for v in value)
     return value
 
 
@@ -164,15 +167,13 @@ def build(model: Path, fix: str, device: str, dtype_name: str, size: str) -> tup
     base = module.Model(*module.get_init_inputs()).to(device=device, dtype=dtype).eval()
     inputs = _to(tuple(module.get_inputs()), device, dtype)
     fixed_inputs = inputs
-    if fix == "compile":
-        fixed, what = torch.compile(base), "torch.compile"
-    elif fix == "graphs":
-        fixed, what = torch.compile(base, mode="reduce-overhead"), "torch.compile(mode='reduce-overhead')"
-    elif fix == "channels_last":
-        fixed = module.Model(*module.get_init_inputs()).to(device=device, dtype=dtype).eval()
-        fixed.load_state_dict(base.state_dict())
-        fixed = fixed.to(memory_format=torch.channels_last)
-        fixed_inputs, what = _to(inputs, device, dtype, channels_last=True), "channels_last"
+    if fix in MECHANICAL:  # the technique exactly as `roofline diagnose --verify` applies it
+        import copy
+
+        from roofline.diagnose.verify import TECHNIQUES
+
+        fixed, fixed_inputs, _ = TECHNIQUES[MECHANICAL[fix][0]](copy.deepcopy(base), inputs, {}, device)
+        what = MECHANICAL[fix][1]
     elif fix == "fixed":
         fixed = module.ModelFixed(*module.get_init_inputs()).to(device=device, dtype=dtype).eval()
         fixed.load_state_dict(base.state_dict(), strict=False)
@@ -182,8 +183,6 @@ def build(model: Path, fix: str, device: str, dtype_name: str, size: str) -> tup
         fixed = other.Model(*other.get_init_inputs()).to(device=device, dtype=dtype).eval()
         fixed.load_state_dict(base.state_dict(), strict=False)
         what = f"{fix[5:]}.py"
-    elif fix == "tf32":
-        fixed, what = base, "TF32 (torch.backends.cuda.matmul.allow_tf32)"
     else:
         raise ValueError(fix)
     return base, fixed, inputs, fixed_inputs, what
@@ -218,23 +217,14 @@ def measure_fix(model: Path, fix: str, device: str, dtype: str, size: str) -> di
     import torch
 
     base, fixed, inputs, fixed_inputs, what = build(model, fix, device, dtype, size)
-    tf32 = fix == "tf32"
     timer = _timer(device)
 
-    def call_base() -> Any:
+    def a() -> Any:
         return base(*inputs)
 
-    def call_fixed() -> Any:
+    def b() -> Any:
         return fixed(*fixed_inputs)
 
-    def with_tf32(on: bool, fn: Any) -> Any:
-        def inner() -> Any:
-            torch.backends.cuda.matmul.allow_tf32 = on
-            return fn()
-
-        return inner
-
-    a, b = (with_tf32(False, call_base), with_tf32(True, call_fixed)) if tf32 else (call_base, call_fixed)
     with torch.no_grad():
         for _ in range(WARMUP):
             a(), b()
@@ -242,7 +232,6 @@ def measure_fix(model: Path, fix: str, device: str, dtype: str, size: str) -> di
         for i in range(ROUNDS):  # ABBA: neither side always runs on a warmer GPU
             for side in ((a, before), (b, after)) if i % 2 == 0 else ((b, after), (a, before)):
                 side[1].append(timer(side[0]))
-    torch.backends.cuda.matmul.allow_tf32 = False
     t0, t1 = median(before), median(after)
     return {"fix": what, "before_s": t0, "after_s": t1, "speedup": t0 / t1 if t1 > 0 else None}
 

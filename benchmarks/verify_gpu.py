@@ -48,14 +48,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--size", default=None)
     parser.add_argument("--cases", default="")
+    parser.add_argument(
+        "--extra", default="", help="more model files, FILE[:DTYPE],... (e.g. benchmarks/models/gpt2_hf.py:bf16)"
+    )
     args = parser.parse_args(argv)
     size = args.size or ("large" if args.device.startswith("cuda") else "small")
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
-    for name in [n for n in args.cases.split(",") if n] or list(FIXES):
-        dtype = FIXES[name][0] if args.device.startswith("cuda") else "fp32"
-        case = {"case": name, "dtype": dtype, **run(MODELS / f"{name}.py", args.out / f"v-{name}.json", dtype,
-                                                     args.device, size)}  # fmt: skip
+    cases = [(n, MODELS / f"{n}.py", FIXES[n][0]) for n in [n for n in args.cases.split(",") if n] or list(FIXES)]
+    for item in filter(None, args.extra.split(",")):
+        file, _, dtype = item.partition(":")
+        cases.append((Path(file).stem, Path(file), dtype or "bf16"))
+    for name, file, dtype in cases:
+        dtype = dtype if args.device.startswith("cuda") else "fp32"
+        case = {"case": name, "dtype": dtype, **run(file, args.out / f"v-{name}.json", dtype, args.device, size)}
         results.append(case)
         if "error" in case:
             print(f"{name:24} failed: {case['error']}", flush=True)

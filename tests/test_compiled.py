@@ -207,3 +207,145 @@ def test_time_model_times_the_compiled_callable():
                         clock=lambda: next(ticks))  # fmt: skip
     assert timing.compiled and timing.compile_s == pytest.approx(2.5)
     assert any("compiled model" in note for note in timing.notes)
+
+
+# ------------------------------------------------------------------------------------------------ extern kernels
+
+
+def _extern_events():
+    """A compiled graph calls aten::mm (the counted op is an addmm: inductor adds the bias in a fused kernel),
+    whose GEMM comes as two kernels (split-K: the GEMM and its reduction); then SDPA under another spelling."""
+    events = []
+    for it in range(2):
+        o, b = it * 1000.0, it * 100
+        events += [
+            {"kind": "iteration", "start_us": o, "end_us": o + 500},
+            {"kind": "op", "id": b + 1, "name": "## Call CompiledFxGraph abc ##", "start_us": o + 1, "end_us": o + 90},
+            {"kind": "op", "id": b + 2, "name": "aten::mm", "start_us": o + 5, "end_us": o + 20,
+             "input_shapes": [[2, 8], [8, 8]]},
+            {"kind": "op", "id": b + 3, "name": "aten::_scaled_dot_product_efficient_attention", "start_us": o + 30,
+             "end_us": o + 40, "input_shapes": [[1, 1, 2, 8], [1, 1, 2, 8], [1, 1, 2, 8]]},
+            {"kind": "kernel", "name": "gemm_splitk", "start_us": o + 100, "end_us": o + 130, "stream": 7,
+             "external_id": b + 2, "correlation": b + 50},
+            {"kind": "kernel", "name": "splitk_reduce", "start_us": o + 131, "end_us": o + 141, "stream": 7,
+             "external_id": b + 2, "correlation": b + 51},
+            {"kind": "kernel", "name": "triton_poi_fused_addmm_tanh_0", "start_us": o + 150, "end_us": o + 160,
+             "stream": 7, "external_id": b + 1, "correlation": b + 52},
+            {"kind": "kernel", "name": "fmha_cutlassF", "start_us": o + 170, "end_us": o + 190, "stream": 7,
+             "external_id": b + 3, "correlation": b + 53},
+        ]  # fmt: skip
+    return events
+
+
+def test_extern_kernels_of_a_compiled_graph_go_to_the_counted_op_of_their_family():
+    records = [
+        rec(0, "aten::addmm", (8,), (2, 8), (8, 8)),
+        rec(1, "aten::tanh", (2, 8)),
+        rec(2, "aten::_scaled_dot_product_flash_attention", (1, 1, 2, 8), (1, 1, 2, 8), (1, 1, 2, 8)),
+    ]
+    parsed = parse_events(_extern_events())
+    timing = join(records, parsed.ops, parsed.kernels, 2, launches=parsed.launches, device="cuda", compiled=True)
+    by = {t.index: t for t in timing.ops}
+    # the GEMM and its reduction (one launching op) plus a share of the fused bias+tanh kernel
+    assert by[0].device_time_s > 40e-6 and by[0].kernels == 3  # and the bias (the fused kernel's heaviest op)
+    assert by[0].fused_kernel == "triton_poi_fused_addmm_tanh_0"
+    assert by[2].device_time_s == pytest.approx(20e-6)
+    assert timing.unmatched_time_s == pytest.approx(0.0)
+    kernels_s = sum(k.duration_us for k in parsed.kernels) * 1e-6 / 2
+    assert sum(t.device_time_s for t in timing.ops) == pytest.approx(kernels_s)
+    # an eager model's unmatched aten op stays unmatched: the family rule is for compiled graphs only
+    eager = join(records, parsed.ops, parsed.kernels, 2, launches=parsed.launches, device="cuda")
+    assert eager.unmatched_time_s == pytest.approx(60e-6)
+
+
+def test_extern_names_families():
+    from roofline.diagnose.join import extern_names
+
+    assert "addmm" in extern_names("aten::mm") and "bmm" in extern_names("aten::baddbmm")
+    assert "_scaled_dot_product_flash_attention" in extern_names("aten::_scaled_dot_product_cudnn_attention")
+    assert extern_names("aten::sort") == frozenset({"sort"})
+
+
+def test_fused_ops_reads_inductors_profiled_cpu_kernel_names():
+    assert fused_ops("graph_0_cpp_fused_add_gelu_mul_0", {"add", "gelu", "mul"}) == ["add", "gelu", "mul"]
+    assert fused_ops("graph_12_cpp_fused_native_layer_norm_tanh_3", {"native_layer_norm", "tanh"}) == [
+        "native_layer_norm",
+        "tanh",
+    ]
+
+
+def test_cpu_kernels_of_a_compiled_graph_are_attributed():
+    records = [rec(0, "aten::addmm", (8,), (2, 8), (8, 8)), rec(1, "aten::gelu", (2, 8)), rec(2, "aten::mul", (2, 8))]
+    events = [
+        {"kind": "iteration", "start_us": 0.0, "end_us": 500.0},
+        {"kind": "op", "id": 1, "name": "## Call CompiledFxGraph abc ##", "start_us": 1, "end_us": 200},
+        {"kind": "op", "id": 2, "name": "aten::mm", "start_us": 5, "end_us": 85, "input_shapes": [[2, 8], [8, 8]]},
+        {"kind": "op", "id": 3, "name": "aten::copy_", "start_us": 10, "end_us": 30},
+        {"kind": "op", "id": 4, "name": "graph_0_cpp_fused_gelu_mul_0", "start_us": 100, "end_us": 160},
+    ]
+    parsed = parse_events(events)
+    timing = join(records, parsed.ops, parsed.kernels, 1, device="cpu", compiled=True)
+    by = {t.index: t for t in timing.ops}
+    assert by[0].device_time_s == pytest.approx(80e-6)  # the mm with the copy inside it
+    assert by[1].device_time_s + by[2].device_time_s == pytest.approx(60e-6)
+    assert by[1].fused_kernel == "graph_0_cpp_fused_gelu_mul_0" and by[0].kernels == 0
+    assert timing.unmatched_time_s == pytest.approx(59e-6)  # the graph call's own time: no op's
+
+
+# ------------------------------------------------------------------------------------------------ what blocks compile
+
+
+def test_compile_blockers_name_the_graph_breaks_and_recompilations():
+    n = 2**22
+    chain = [(elementwise(0, n, "aten::mul"), 30e-6, 1), (elementwise(1, n, "aten::add"), 30e-6, 1)]
+    assert rules.compile_blockers(_compiled_ctx(chain)) is None  # nothing broke
+    ctx = _compiled_ctx(chain)
+    timing = dataclasses.replace(
+        ctx.timing, graphs=2, graph_breaks=[("Failed to trace builtin operator: print", 3)],
+        recompiles=["0/0: n == 0"],
+    )  # fmt: skip
+    found = rules.compile_blockers(type(ctx).of(ctx.points, GPU, timing))
+    assert found is not None and found.rule == "compile-blockers" and found.bottleneck == "launch"
+    assert "3 graph breaks (2 graphs compiled): Failed to trace builtin operator: print (x3)" in found.evidence
+    assert "1 recompilation (guard failed: 0/0: n == 0)" in found.evidence
+    assert "torch._dynamo.explain" in found.technique and "mark_dynamic" in found.technique
+    # the two unfused ops: at best one fused kernel at their roofline time
+    assert found.best_time_s is not None and found.best_time_s >= found.floor_s
+    fused = [p.model_copy(update={"fused_kernel": "triton_poi_fused_add_mul_0"}) for p in ctx.points]
+    only = rules.compile_blockers(type(ctx).of(fused, GPU, timing))
+    assert only is not None and only.best_time_s is None  # nothing ran unfused: no bound, the blockers named
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None, reason="torch.compile on the CPU "
+                    "needs a C++ compiler (none found)")  # fmt: skip
+def test_dynamo_facts_count_a_graph_break():
+    from roofline.diagnose import dynamo
+
+    def f(x):
+        y = x.sin()
+        print("", end="")
+        return y.cos()
+
+    torch._dynamo.reset()
+    before = dynamo.snapshot()
+    g = torch.compile(f, backend="eager")
+    g(torch.randn(4))
+    facts = dynamo.facts_since(before)
+    assert facts.graphs >= 2 and facts.graph_breaks and "print" in facts.graph_breaks[0][0]
+    assert len(facts.graph_breaks[0][0]) <= dynamo.REASON_CHARS
+
+
+def test_compile_failure_is_recognised():
+    from roofline.diagnose.dynamo import failure_line, is_compile_failure
+
+    failed = type("BackendCompilerFailed", (Exception,), {"__module__": "torch._dynamo.exc"})
+    inner = failed("backend='inductor' raised:\nboom")
+    try:
+        try:
+            raise inner
+        except Exception as exc:
+            raise RuntimeError("wrapped") from exc
+    except RuntimeError as outer:
+        assert is_compile_failure(outer)
+        assert failure_line(outer) == "BackendCompilerFailed: backend='inductor' raised:"
+    assert not is_compile_failure(ValueError("the model's own error"))

@@ -5,6 +5,7 @@ where torch.compile cannot compile here). No assertion depends on the host's spe
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -83,13 +84,17 @@ def raises(model, inputs, kwargs, device):
         ("conv-layout", "cuda", "channels_last"),
         ("fp32-matmul", "cuda:1", "tf32"),
         ("fp32-matmul", "cpu", "bf16-autocast"),
+        ("kv-cache-cat", "cuda", "static-kv-cache"),
+        ("awkward-shapes", "cuda", "pad"),
     ],
 )
 def test_rules_with_a_mechanical_technique(rule, device, technique):
     assert technique_for(rule, device) == (technique, "")
 
 
-@pytest.mark.parametrize("rule", ["naive-attention", "kv-cache-cat", "sequential-loop", "not-explained", "near-roof"])
+@pytest.mark.parametrize(
+    "rule", ["naive-attention", "compile-blockers", "sequential-loop", "not-explained", "near-roof"]
+)
 def test_rules_that_need_a_code_change(rule):
     name, why = technique_for(rule, "cuda")
     assert name == "" and why.startswith("not verified: needs a code change (")
@@ -308,3 +313,201 @@ def test_outputs_that_cannot_be_compared_give_a_note_and_the_others_run(monkeypa
     )
     assert chain.measured_gain is None and "overwritten" in chain.note
     assert conv.outputs_match is True and conv.measured_gain == pytest.approx(2.0)
+
+
+# ------------------------------------------------------------------------------------------- compiled models, shapes
+
+
+@pytest.mark.parametrize(
+    ("rule", "device", "expected"),
+    [
+        ("elementwise-chain", "cuda", ""),  # compiling a compiled model is no technique
+        ("launch-bound", "cuda", "reduce-overhead"),
+        ("conv-layout", "cuda", "channels_last+compile"),
+        ("fp32-matmul", "cuda", "tf32+compile"),
+        ("awkward-shapes", "cpu", "pad+compile"),
+    ],
+)
+def test_a_compiled_model_gets_its_techniques_compiled_again(rule, device, expected):
+    name, why = technique_for(rule, device, compiled=True)
+    assert name == expected
+    if not expected:
+        assert why == "not verified: the model is compiled already (its fused kernels are what was measured)"
+
+
+def test_all_is_measured_only_for_two_distinct_techniques():
+    assert combine_techniques(["channels_last", "compile", "tf32", "compile"]) == ["channels_last", "compile", "tf32"]
+    assert combine_techniques(["compile", "reduce-overhead", "pad"]) == ["pad", "reduce-overhead"]
+
+
+class Odd(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = torch.nn.Linear(40, 70)
+        self.keep = torch.nn.Linear(70, 70)
+
+    def forward(self, x):
+        return self.keep(self.head(x))
+
+
+def test_padding_keeps_the_outputs_and_pads_only_the_named_layers():
+    torch.manual_seed(0)
+    model, x = Odd(), torch.randn(3, 5, 40)
+    fixed_model = verify_module.pad_linear(copy.deepcopy(model), (x,), {}, "cpu", targets=frozenset({"head"}))[0]
+    assert type(fixed_model.head).__name__ == "PaddedLinear" and isinstance(fixed_model.keep, torch.nn.Linear)
+    assert tuple(fixed_model.head.weight.shape) == (128, 64)  # N 70 -> 128, K 40 -> 64 (ALIGN 64)
+    assert torch.allclose(fixed_model(x), model(x), atol=1e-6)
+
+
+def test_padding_without_a_linear_layer_is_not_applicable():
+    model, inputs = tiny_model()
+    with pytest.raises(verify_module.NotApplicable, match=r"not nn\.Linear layers"):
+        verify_module.pad_linear(model, inputs, {}, "cpu", targets=frozenset({"nothing"}))
+
+
+def test_the_pad_technique_gets_the_finding_modules(monkeypatch):
+    model = Odd()
+    x = torch.randn(2, 40)
+    finding_ = SimpleNamespace(rule="awkward-shapes", gain=3.0, ops=[1])
+    points = [SimpleNamespace(index=0, module="keep"), SimpleNamespace(index=1, module="head")]
+    seen = []
+
+    def spy(model, inputs, kwargs, device, targets=frozenset()):
+        seen.append(targets)
+        return model, inputs, kwargs
+
+    (result,) = verify(
+        model,
+        (x,),
+        {},
+        [finding_],
+        device="cpu",
+        warmup=1,
+        iters=1,
+        timer=Times(2e-3, 1e-3),
+        techniques={"pad": spy},
+        points=points,
+    )
+    assert seen == [frozenset({"head"})] and result.measured_gain == pytest.approx(2.0)
+
+
+class Cached(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.static_kv_cache = False
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x) if self.static_kv_cache else self.lin(x) + 0.0
+
+
+def test_static_kv_cache_is_switched_on_where_the_model_exposes_one():
+    fixed, _, _ = verify_module.static_kv_cache(Cached(), (), {}, "cpu")
+    assert fixed.static_kv_cache is True
+    with pytest.raises(verify_module.NotApplicable, match="exposes no static KV cache"):
+        verify_module.static_kv_cache(torch.nn.Linear(2, 2), (), {}, "cpu")
+
+
+def test_results_reach_the_sink_before_an_interrupt():
+    model, inputs = tiny_model()
+    sink: list[VerifiedFinding] = []
+
+    def interrupt(model, inputs, kwargs, device):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        verify(
+            model,
+            inputs,
+            {},
+            [finding("naive-attention"), finding("conv-layout"), finding("elementwise-chain")],
+            device="cpu",
+            warmup=1,
+            iters=1,
+            timer=Times(2e-3, 1e-3),
+            techniques={"channels_last": same, "compile": interrupt},
+            sink=sink,
+        )
+    assert [v.rule for v in sink] == ["naive-attention", "conv-layout"]
+    assert sink[1].measured_gain == pytest.approx(2.0)
+
+
+def test_a_compiled_model_is_its_own_baseline_and_techniques_start_from_its_original(monkeypatch):
+    model, inputs = tiny_model()
+    compiled = torch.compile(model, backend="eager")
+    seen = []
+
+    def spy(fn, args, kwargs, device):
+        seen.append(type(fn).__name__)
+        return fn, args, kwargs
+
+    results = verify(
+        compiled,
+        inputs,
+        {},
+        [finding("elementwise-chain"), finding("conv-layout")],
+        device="cpu",
+        warmup=1,
+        iters=1,
+        timer=Times(2e-3, 1e-3),
+        techniques={"channels_last": spy, "compile": spy},
+        compiled=True,
+    )
+    assert results[0].technique == "" and "compiled already" in results[0].note
+    assert results[1].technique == "channels_last+compile" and seen == ["Linear", "Linear"]
+
+
+# ------------------------------------------------------------------------------------------- bad input, end to end
+
+
+def _modelled_timing(model, inputs, kwargs, records, *, device, mode, warmup, iters, **kw):
+    from roofline.report.records import OpTiming, Timing
+
+    ops = [OpTiming(index=r.index, device_time_s=1e-4 if r.math != "none" else 1e-6, kernels=0) for r in records]
+    return Timing(device="cpu", iterations=iters, wall_s=sum(t.device_time_s for t in ops) * 1.1, ops=ops)
+
+
+def test_ctrl_c_while_verifying_writes_the_report_so_far_and_exits_130(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
+    monkeypatch.setattr("roofline.diagnose.profile.time_model", _modelled_timing)
+
+    def interrupted(model, inputs, kwargs, findings, *, sink, **kw):
+        sink.append(VerifiedFinding(rule=findings[0].rule, technique="compile", bound_gain=3.0, note="measured"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("roofline.diagnose.verify.verify", interrupted)
+    monkeypatch.setenv("ROOFLINE_MODEL_SIZE", "small")
+    out = tmp_path / "report.json"
+    args = ("--device", "cpu", "--warmup", "0", "--iters", "1", "--verify", "-o", str(out))
+    result = cli("diagnose", str(MODELS / "gelu_chain_unfused.py"), *args)
+    assert result.code == 130, result.err
+    assert "Interrupted while verifying: 1 finding(s) verified before it; the report keeps them" in result.err
+    doc = json.loads(out.read_text())
+    assert doc["interrupted"] is True and [v["note"] for v in doc["verified"]] == ["measured"]
+
+
+def test_a_model_that_fails_to_compile_is_diagnosed_eagerly_with_the_error_in_one_line(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
+    failed = type("BackendCompilerFailed", (Exception,), {"__module__": "torch._dynamo.exc"})
+    calls = []
+
+    def timing(model, inputs, kwargs, records, **kw):
+        calls.append(kw.get("compiled", False))
+        if kw.get("compiled"):
+            raise UserCodeError("the model raised") from failed("backend='inductor' raised:\nCppCompileError")
+        return _modelled_timing(model, inputs, kwargs, records, **kw)
+
+    monkeypatch.setattr("roofline.diagnose.profile.time_model", timing)
+    model = tmp_path / "compiled.py"
+    model.write_text(
+        "import torch\nmodel = torch.compile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()))\n"
+        "example_inputs = (torch.randn(4, 8),)\n"
+    )
+    out = tmp_path / "report.json"
+    result = cli("diagnose", str(model), "--device", "cpu", "--warmup", "0", "--iters", "1", "-o", str(out))
+    assert result.code == 0, result.err
+    assert calls == [True, False]
+    line = "torch.compile failed (BackendCompilerFailed: backend='inductor' raised:): the model was diagnosed eagerly"
+    assert line in " ".join(result.out.split())
+    doc = json.loads(out.read_text())
+    assert doc["diagnose"]["compiled"] is False and doc["diagnose"]["compile_failure"] == line

@@ -128,3 +128,12 @@ def diagnose(
     over_roof = check_over_roof(result.placed.points, result.device)
     if over_roof:
         info(f"note: {over_roof}")
+    if result.interruption is not None:  # --verify stopped: the report holds what was verified before it
+        from roofline.errors import TimedOut, interrupt_exit_code
+
+        done = f"{len(result.verified or [])} finding(s) verified before it; the report keeps them"
+        if isinstance(result.interruption, TimedOut):
+            info(f"Timed out after {result.interruption.seconds:g} s (--timeout) while verifying: {done}")
+        else:
+            info(f"Interrupted while verifying: {done}")
+        raise typer.Exit(interrupt_exit_code(result.interruption))

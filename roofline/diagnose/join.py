@@ -306,6 +306,7 @@ def join(
     device: str | None = None,
     wall_s: float = 0.0,
     weigh: Callable[[OpRecord], float] | None = None,
+    compiled: bool = False,
 ) -> Timing:
     """Join the profiler's ops and kernels to the counted ops; every figure is per iteration (over ``iters``).
 
@@ -319,7 +320,10 @@ def join(
     A compiled model's fused kernels (inductor's ``triton_poi_fused_add_mul_tanh_0``), launched outside any aten op,
     go to the counted ops they fused (:func:`attribute_fused`), their time split by ``weigh`` (the ops' roofline
     time; default their compulsory bytes); what cannot be attributed stays in ``unmatched_time_s``: the device
-    time of the ops plus ``unmatched_time_s`` is always the sum of the kernels' times.
+    time of the ops plus ``unmatched_time_s`` is always the sum of the kernels' times. A ``compiled`` model's
+    kernels launched by an aten op matched to no counted op (an extern mm for a counted addmm) go to an open op of
+    the same family (:func:`extern_names`); on the CPU, its generated kernels (profiled by inductor's
+    ``cpp.enable_kernel_profile``) and the aten ops it calls are attributed the same way.
     """
     if iters < 1:
         raise ValueError("iters must be at least 1")
@@ -420,7 +424,21 @@ def join(
         if launch is not None:
             delay_us[rec] += max(0.0, k.start_us - launch.end_us)
 
-    # ---- fused kernels of a compiled model: by inductor's kernel name, on the ops no aten op timed
+    # ---- a compiled CPU model's generated kernels (profiled as ops named graph_0_cpp_fused_..., under no counted
+    # op) and the aten ops its graph calls under no counted op (with the ops inside them)
+    if kind == "cpu" and compiled:
+        for op in cpu_ops:
+            if op.iteration is None or owner(op.id) is not None:
+                continue
+            if fused_ops(op.name) and op.self_us > 0:
+                leftover.append((_as_kernel(op, op.self_us), op.iteration, op.id))
+                unmatched_us -= op.self_us  # attributed below, or added back
+            elif _launcher(op) is not None and _launcher(by_id.get(op.parent)) is None and op.duration_us > 0:
+                leftover.append((_as_kernel(op, op.duration_us), op.iteration, op.id))
+                unmatched_us -= op.duration_us  # its self time and its children's, all unowned
+
+    # ---- fused kernels of a compiled model: by inductor's kernel name, on the ops no aten op timed; and the
+    # kernels of the aten ops a compiled graph calls as they are (extern kernels: an mm for a counted addmm)
     fused_name: dict[int, str] = {}
     if leftover:
         by_iteration: dict[int | None, list[int]] = defaultdict(list)
@@ -428,7 +446,10 @@ def join(
             by_iteration[iteration].append(position)
         open_ops = [hits[i] == 0 for i in range(len(records))]
         for iteration, positions in by_iteration.items():
-            shares = attribute_fused(records, [leftover[p][0].name for p in positions], open_ops, weigh=weigh)
+            launchers = [_launcher(by_id.get(leftover[p][2])) if compiled else None for p in positions]
+            shares = attribute_fused(
+                records, [leftover[p][0].name for p in positions], open_ops, weigh=weigh, launchers=launchers
+            )
             for position, share in zip(positions, shares, strict=True):
                 k = leftover[position][0]
                 if not share:
@@ -438,7 +459,8 @@ def join(
                 heaviest = max(share, key=lambda item: item[1])[0]
                 for rec, fraction in share:
                     device_us[rec] += k.duration_us * fraction
-                    fused_name.setdefault(rec, k.name)
+                    if fused_ops(k.name):  # NB: an extern kernel (a GEMM) fused nothing
+                        fused_name.setdefault(rec, k.name)
                     if iteration is not None:
                         per_iteration_us[rec][iteration] += k.duration_us * fraction
                         if iteration not in matched_in[rec]:
@@ -447,6 +469,8 @@ def join(
                     elif not hits[rec]:
                         hits[rec] = iters
                         matched_in[rec].update(range(iters))
+                if kind == "cpu":
+                    continue  # a CPU kernel: no launch, no launch facts
                 kernel_n[heaviest] += 1  # one launch: its floor counted once
                 owned[heaviest].append(k)
                 launch = launch_by_corr.get(k.correlation) if k.correlation is not None else None
@@ -491,8 +515,48 @@ def join(
 # ------------------------------------------------------------------------------------------------ fused kernels
 
 #: inductor's kernel names: triton_poi_fused_add_mul_tanh_0, triton_red_fused__softmax_1, cpp_fused_add_mul_0,
-#: triton_per_fused_native_layer_norm_0, triton_tem_fused_addmm_0 (kind_, 'fused_', the aten ops, '_N')
-FUSED_KERNEL = re.compile(r"^(?:triton|cpp)_(?:[a-z]+_)?fused_(?P<ops>.+?)(?:_\d+)?$")
+#: triton_per_fused_native_layer_norm_0, triton_tem_fused_addmm_0 (kind_, 'fused_', the aten ops, '_N'); a CPU
+#: kernel profiled by inductor (cpp.enable_kernel_profile) is named graph_0_cpp_fused_add_mul_0
+FUSED_KERNEL = re.compile(r"^(?:graph_\d+_)?(?:triton|cpp)_(?:[a-z]+_)?fused_(?P<ops>.+?)(?:_\d+)?$")
+
+#: aten ops that do one counted op's work under another name in a compiled graph (inductor calls mm and adds the
+#: bias in a fused kernel for a counted addmm; attention and convolution have several spellings): families
+EXTERN_FAMILIES: tuple[frozenset[str], ...] = (
+    frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot", "_addmm_activation"}),
+    frozenset({"convolution", "_convolution", "cudnn_convolution", "conv2d", "conv1d", "conv3d", "mkldnn_convolution"}),
+    frozenset(
+        {
+            "scaled_dot_product_attention",
+            "_scaled_dot_product_flash_attention",
+            "_scaled_dot_product_efficient_attention",
+            "_scaled_dot_product_cudnn_attention",
+            "_scaled_dot_product_flash_attention_for_cpu",
+            "_flash_attention_forward",
+            "_efficient_attention_forward",
+        }
+    ),
+)
+
+
+def extern_names(op: str) -> frozenset[str]:
+    """The counted ops' short names an aten op launched by a compiled graph may stand for: its family's, or its own."""
+    name = short_name(op)
+    for family in EXTERN_FAMILIES:
+        if name in family:
+            return family
+    return frozenset({name})
+
+
+def _launcher(op: CpuOp | None) -> tuple[int, str] | None:
+    """(op id, name) of the aten op that launched a kernel, None for anything else (a compiled region's wrapper)."""
+    return (op.id, op.name) if op is not None and op.name.startswith("aten::") else None
+
+
+def _as_kernel(op: CpuOp, duration_us: float) -> KernelEvent:
+    """A CPU op of a compiled graph (a generated kernel, an aten op it calls) as a kernel event."""
+    return KernelEvent(op.name, op.start_us, duration_us, stream=0, external_id=None, correlation=None)
+
+
 FUSED_WINDOW = 512  # how far ahead of the last claimed op a fused kernel's first op is looked for
 
 
@@ -536,6 +600,7 @@ def attribute_fused(
     *,
     weigh: Callable[[OpRecord], float] | None = None,
     window: int = FUSED_WINDOW,
+    launchers: Sequence[tuple[int, str] | None] = (),
 ) -> list[list[tuple[int, float]]]:
     """Per kernel name (one iteration's fused kernels, in launch order), the counted ops it fused as (record
     position, share of its time); [] where it cannot be attributed. Pure.
@@ -545,13 +610,21 @@ def attribute_fused(
     op whose name its name holds and the open ops right after it whose names it holds too (views, which do no
     work, are skipped over; an op of another name, or one an aten op timed, ends the run); failing that, the
     first such run anywhere in the iteration not yet claimed. Its time is split in proportion to ``weigh``
-    (roofline time; default compulsory bytes), equally where every weight is 0."""
+    (roofline time; default compulsory bytes), equally where every weight is 0.
+
+    ``launchers[i]``: (id, name) of the aten op that launched kernel i, where one did (a compiled graph calls
+    cuBLAS, cuDNN and attention kernels through aten ops, which may not be the counted op: mm for an addmm). Such a
+    kernel, unless its name is a fused kernel's, goes whole to one open counted op of its op's family
+    (:func:`extern_names`), the first from the cursor; the kernels of one launching op go to the same counted op."""
     weigh = weigh or _weight_of
     short = [short_name(r.op) for r in records]
     known = set(short)
     claimed = [False] * len(records)
+    extern_claimed = [False] * len(records)  # an extern op's counted op (a fused kernel may hold a share too)
+    by_launcher: dict[int, list[tuple[int, float]]] = {}
     out: list[list[tuple[int, float]]] = []
     cursor = 0
+    extern_cursor = 0
 
     def run_from(start: int, names: set[str]) -> list[int]:
         run = [start]
@@ -564,8 +637,25 @@ def attribute_fused(
             i += 1
         return run
 
-    for kernel in kernels:
+    for position, kernel in enumerate(kernels):
         names = set(fused_ops(kernel, known))
+        launcher = launchers[position] if position < len(launchers) else None
+        if not names and launcher is not None:
+            if launcher[0] in by_launcher:  # another kernel of the same op (a split-K GEMM's reduction)
+                out.append(by_launcher[launcher[0]])
+                continue
+            family = extern_names(launcher[1])
+            free = [i for i in range(len(records)) if open_ops[i] and not extern_claimed[i] and short[i] in family]
+            ahead = [i for i in free if i >= extern_cursor]
+            if not free:
+                out.append([])
+                continue
+            chosen = (ahead or free)[0]
+            extern_claimed[chosen] = True
+            extern_cursor = chosen + 1
+            by_launcher[launcher[0]] = [(chosen, 1.0)]
+            out.append(by_launcher[launcher[0]])
+            continue
         candidates = [i for i in range(len(records)) if open_ops[i] and not claimed[i] and short[i] in names]
         if not candidates:
             out.append([])

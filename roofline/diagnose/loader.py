@@ -280,7 +280,10 @@ def _find_model(namespace: dict[str, Any], file: Path, entry: str | None) -> tup
         return result[0], result[1], "entry"
 
     model_class, get_inputs = namespace.get("Model"), namespace.get("get_inputs")
-    if isinstance(model_class, type) and callable(get_inputs):
+    # NB: a file that defines class Model and also compiles an instance (model = torch.compile(Model())) runs the
+    # compiled one: that is the model the file's author times
+    compiled_variable = "model" in namespace and is_compiled(namespace["model"])
+    if isinstance(model_class, type) and callable(get_inputs) and not compiled_variable:
         get_init = namespace.get("get_init_inputs")
         init = _call_user(f"get_init_inputs() in {name}", get_init, file) if callable(get_init) else ()
         args, kwargs = _split_inputs(() if init is None else init)

@@ -89,6 +89,8 @@ class DiagnoseResult:
     findings: list[ModelFinding]
     notes: list[str] = field(default_factory=list)  # roofs, timing, placement
     verified: list[Any] | None = None  # --verify: roofline.diagnose.verify.VerifiedFinding per finding, and "all"
+    # what stopped --verify (Ctrl-C, SIGTERM/SIGHUP, --timeout): ``verified`` holds what was measured before it
+    interruption: KeyboardInterrupt | None = None
 
     def combined_dict(self) -> dict[str, Any] | None:
         """What the findings allow together, each op's saving counted once (roofline.findings.combine)."""
@@ -116,6 +118,7 @@ class DiagnoseResult:
                 "combined": self.combined_dict(),
                 "uncounted": [u.model_dump(mode="json") for u in self.placed.uncounted],
                 **({} if self.verified is None else {"verified": [v.model_dump(mode="json") for v in self.verified]}),
+                **({"interrupted": True} if self.interruption is not None else {}),
             }
         )
 
@@ -210,39 +213,68 @@ def diagnose(
         else:
             extra = {}
         stage(f"timing the model's {what}", shown)
-        with user_code(errors=False):
-            timing = stages.time(
-                loaded.model,
-                loaded.inputs,
-                loaded.kwargs,
-                records,
-                device=torch_device,
-                mode=mode,
-                warmup=warmup,
-                iters=iters,
-                **extra,
-            )
+        compile_failure = ""
+        try:
+            with user_code(errors=False):
+                timing = stages.time(
+                    loaded.model,
+                    loaded.inputs,
+                    loaded.kwargs,
+                    records,
+                    device=torch_device,
+                    mode=mode,
+                    warmup=warmup,
+                    iters=iters,
+                    **extra,
+                )
+        except Exception as exc:
+            from roofline.diagnose.dynamo import failure_line, is_compile_failure
+
+            if not compiled or not is_compile_failure(exc):
+                raise
+            # NB: torch.compile failed on the model: its error in one line, and the model diagnosed eagerly
+            compile_failure = f"torch.compile failed ({failure_line(exc)}): the model was diagnosed eagerly"
+            tell(f"timing the model eagerly ({compile_failure})")
+            from roofline.diagnose.loader import uncompiled
+
+            with user_code(errors=False), uncompiled(loaded.model) as original:
+                timing = stages.time(
+                    original, loaded.inputs, loaded.kwargs, records, device=torch_device, mode=mode,
+                    warmup=warmup, iters=iters,
+                )  # fmt: skip
+            timing.notes.insert(0, compile_failure)
+            compiled = False
         stage("placing ops on the roofline and diagnosing", "placing ops on the roofline and diagnosing")
         placed = place(records, timing, dev)
         ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
         findings = run_rules(ctx, tuple(stages.rules))
         findings = rank([*findings, *cover(ctx, findings)])  # every group that costs time gets a verdict
         verified = None
+        interruption: KeyboardInterrupt | None = None
         if verify:
             stage("verifying the findings' techniques", "verifying: applying each finding's technique")
             both = _combined_dict(findings, ctx.total_time_s)
-            with user_code(errors=False):
-                verified = stages.verify(
-                    loaded.model,
-                    loaded.inputs,
-                    loaded.kwargs,
-                    findings,
-                    device=torch_device,
-                    warmup=warmup,
-                    iters=iters,
-                    combined_gain=(both or {}).get("gain"),
-                    progress=lambda shown: stage(shown, shown),
-                )
+            verified = []
+            try:
+                with user_code(errors=False):
+                    stages.verify(
+                        loaded.model,
+                        loaded.inputs,
+                        loaded.kwargs,
+                        findings,
+                        device=torch_device,
+                        warmup=warmup,
+                        iters=iters,
+                        combined_gain=(both or {}).get("gain"),
+                        progress=lambda shown: stage(shown, shown),
+                        compiled=compiled,
+                        points=placed.points,
+                        sink=verified,
+                    )
+            except KeyboardInterrupt as exc:  # NB: Ctrl-C, SIGTERM, --timeout: the report keeps what was verified
+                if isinstance(exc, TimedOut):
+                    exc.stage = exc.stage or running[0]
+                interruption = exc
     except TimedOut as exc:
         exc.stage = exc.stage or running[0]
         raise
@@ -255,8 +287,18 @@ def diagnose(
         "warmup": warmup,
         "iters": iters,
         "argv": list(argv),
-        "compiled": bool(getattr(loaded, "compiled", False)),
+        "compiled": compiled,
         **({"compile_s": timing.compile_s} if getattr(timing, "compiled", False) else {}),
+        **(
+            {
+                "graphs": timing.graphs,
+                "graph_breaks": [{"reason": reason, "count": count} for reason, count in timing.graph_breaks],
+                "recompiles": list(timing.recompiles),
+            }
+            if getattr(timing, "compiled", False)
+            else {}
+        ),
+        **({"compile_failure": compile_failure} if compile_failure else {}),
     }
     return DiagnoseResult(
         path=Path(getattr(loaded, "path", None) or path),
@@ -269,6 +311,7 @@ def diagnose(
         findings=findings,
         notes=notes,
         verified=verified,
+        interruption=interruption,
     )
 
 

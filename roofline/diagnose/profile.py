@@ -8,6 +8,7 @@ run, the profiled run, and :func:`roofline.diagnose.join.join`. torch is importe
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import warnings
@@ -301,16 +302,19 @@ def time_model(
     cuda = str(device).startswith("cuda")
     step = _step(model, inputs, kwargs, mode)
     compile_s = 0.0
+    before = None
+    kernel_profile = contextlib.nullcontext()
+    if compiled:
+        from roofline.diagnose import dynamo
+
+        before = dynamo.snapshot()
+        if not cuda:
+            kernel_profile = _cpu_kernel_profile()
     try:
-        if compiled:
-            begin = clock()
-            step()
-            _synchronize(str(device))
-            compile_s = clock() - begin
-        for _ in range(warmup - 1 if compiled and warmup else warmup):
-            step()
-        plain_s = _time_loop(step, iters, str(device))
-        events, profiled_s = (profile or torch_profile)(step, iters, str(device))
+        with kernel_profile:
+            compile_s, plain_s, events, profiled_s = _timed_runs(
+                step, device=str(device), warmup=warmup, iters=iters, compiled=compiled, profile=profile, clock=clock
+            )
     except UserCodeError as exc:
         if exc.__context__ is not None and is_out_of_memory(exc.__context__):
             raise out_of_memory_error(f"running the model on {device}") from None
@@ -336,11 +340,16 @@ def time_model(
         device="cuda" if cuda else "cpu",
         wall_s=wall_s,
         weigh=weigh,
+        compiled=compiled,
     )
     if compiled:
+        from roofline.diagnose import dynamo
         from roofline.units import format_time
 
         timing.compiled, timing.compile_s = True, compile_s
+        if before is not None:
+            facts = dynamo.facts_since(before)
+            timing.graphs, timing.graph_breaks, timing.recompiles = facts.graphs, facts.graph_breaks, facts.recompiles
         timing.notes.append(
             f"compiled model (torch.compile): timed as compiled; its first call, compilation included, took "
             f"{format_time(compile_s)} (not in the timings); FLOPs and bytes counted on its original computation"
@@ -368,6 +377,43 @@ def time_model(
     if parsed.iterations and parsed.iterations != iters:
         timing.notes.append(f"the profile holds {parsed.iterations} iterations, {iters} were timed")
     return timing
+
+
+def _timed_runs(
+    step: Callable[[], object],
+    *,
+    device: str,
+    warmup: int,
+    iters: int,
+    compiled: bool,
+    profile: ProfileFn | None,
+    clock: Callable[[], float],
+) -> tuple[float, float, list[dict[str, Any]], float]:
+    """(compile seconds, the plain loop's seconds, the profile's events, the profiled loop's seconds)."""
+    compile_s = 0.0
+    if compiled:
+        begin = clock()
+        step()
+        _synchronize(device)
+        compile_s = clock() - begin
+    for _ in range(warmup - 1 if compiled and warmup else warmup):
+        step()
+    plain_s = _time_loop(step, iters, device)
+    events, profiled_s = (profile or torch_profile)(step, iters, device)
+    return compile_s, plain_s, events, profiled_s
+
+
+def _cpu_kernel_profile() -> contextlib.AbstractContextManager[object]:
+    """inductor's generated CPU kernels profiled by name (cpp.enable_kernel_profile) while a compiled model is
+    compiled and timed on the CPU, so that join can attribute their time; a no-op where the option is missing."""
+    try:
+        import torch._inductor.config as inductor_config
+    except Exception:
+        return contextlib.nullcontext()
+    cpp = getattr(inductor_config, "cpp", None)
+    if cpp is None or not hasattr(cpp, "enable_kernel_profile"):
+        return contextlib.nullcontext()
+    return inductor_config.patch({"cpp.enable_kernel_profile": True})
 
 
 def _synchronize(device: str) -> None:

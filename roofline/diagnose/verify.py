@@ -150,11 +150,82 @@ def bf16_autocast(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], d
 
 
 class NotApplicable(Exception):
-    """The technique does not apply on this device (its note says why)."""
+    """The technique does not apply on this device or model (its note says why)."""
 
+
+def static_kv_cache(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], device: str) -> Applied:
+    """The model's own static (preallocated) KV cache, where it exposes one: a boolean attribute
+    ``static_kv_cache`` on the model or a submodule, set True on the copy."""
+    modules = list(model.modules()) if hasattr(model, "modules") else [model]
+    switches = [m for m in modules if isinstance(getattr(m, "static_kv_cache", None), bool)]
+    if not switches:
+        raise NotApplicable(
+            "the model exposes no static KV cache (a boolean attribute static_kv_cache): preallocate the cache in "
+            "the code"
+        )
+    for module in switches:
+        module.static_kv_cache = True
+    return model, inputs, kwargs
+
+
+def _round_up(value: int, align: int) -> int:
+    return -(-value // align) * align
+
+
+def pad_linear(
+    model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], device: str, targets: frozenset[str] = frozenset()
+) -> Applied:
+    """The nn.Linear layers the finding names (``targets``: module paths) with M (rows), N (out features) and K
+    (in features) padded with zeros to multiples of ALIGN, the output cut back: the same values, whole tiles (the
+    padding's copies are paid for in the measured time)."""
+    import torch
+    from torch import nn
+
+    from roofline.findings.model import ALIGN
+
+    class PaddedLinear(nn.Module):
+        def __init__(self, linear: nn.Linear) -> None:
+            super().__init__()
+            n, k = linear.out_features, linear.in_features
+            self.n, self.k = n, k
+            weight = linear.weight.detach()
+            self.weight = nn.Parameter(weight.new_zeros(_round_up(n, ALIGN), _round_up(k, ALIGN)))
+            with torch.no_grad():
+                self.weight[:n, :k].copy_(weight)
+            self.bias = None
+            if linear.bias is not None:
+                self.bias = nn.Parameter(linear.bias.detach().new_zeros(_round_up(n, ALIGN)))
+                with torch.no_grad():
+                    self.bias[:n].copy_(linear.bias.detach())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            lead = x.shape[:-1]
+            rows = x.reshape(-1, self.k)
+            m = rows.shape[0]
+            padded = torch.nn.functional.pad(rows, (0, self.weight.shape[1] - self.k, 0, _round_up(m, ALIGN) - m))
+            out = torch.nn.functional.linear(padded, self.weight, self.bias)
+            return out[:m, : self.n].reshape(*lead, self.n)
+
+    names = targets
+    replaced = 0
+    for name, module in list(model.named_modules()) if hasattr(model, "named_modules") else []:
+        if name not in names or not isinstance(module, nn.Linear):
+            continue
+        parent = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
+        setattr(parent, name.rsplit(".", 1)[-1], PaddedLinear(module))
+        replaced += 1
+    if not replaced:
+        raise NotApplicable("the matmuls the finding names are not nn.Linear layers: pad them in the code")
+    return model, inputs, kwargs
+
+
+#: techniques that act on the modules of the finding's ops (called with targets=: their module paths)
+TARGETED = frozenset({"pad"})
 
 TECHNIQUES: dict[str, Technique] = {
-    "channels_last": channels_last,  # NB: the order "all" applies them in: layout, then compile, then precision
+    "channels_last": channels_last,  # NB: the order "all" applies them in: layout, shapes, compile, precision
+    "static-kv-cache": static_kv_cache,
+    "pad": pad_linear,
     "compile": compile_model,
     "reduce-overhead": reduce_overhead,
     "tf32": tf32,
@@ -166,30 +237,44 @@ _COMPILE_RULES = ("elementwise-chain", "fused-op", "fusion-across-reduction", "u
 NOT_MECHANICAL: dict[str, str] = {
     "naive-attention": "replace the written-out attention with F.scaled_dot_product_attention",
     "kv-cache-cat": "preallocate the KV cache (a static cache) instead of torch.cat per step",
+    "compile-blockers": "remove the graph breaks and recompilations in the code",
     "sequential-loop": "restructure the loop (a parallel scan, batching the steps)",
     "cheaper-algorithm": "use the cheaper algorithm the finding names",
     "memory-bound-gemv": "batch the requests or quantise the weights",
     "compute-bound": "fewer FLOPs or a faster unit: the op is at its roof",
     "activation-matmul": "multiply by the structure the finding names instead of a dense matrix",
-    "awkward-shapes": "pad the dimension the finding names",
     "non-contiguous": "make the tensor contiguous where it is produced",
     "not-explained": "no technique is known for these ops",
     "near-roof": "the ops are near their roof already",
 }
 
 
-def technique_for(rule: str, device: str) -> tuple[str, str]:
-    """(technique name, '') for a rule with a mechanical technique on ``device``; ('', why not) otherwise."""
+def technique_for(rule: str, device: str, *, compiled: bool = False) -> tuple[str, str]:
+    """(technique name, '') for a rule with a mechanical technique on ``device``; ('', why not) otherwise. For a
+    ``compiled`` model every technique but CUDA graphs is applied before compiling it again ('...+compile'), and
+    compiling is no technique."""
     cuda = device.startswith("cuda")
+    name = ""
     if rule in _COMPILE_RULES:
-        return "compile", ""
-    if rule == "launch-bound":
-        return ("reduce-overhead" if cuda else "compile"), ""
-    if rule == "conv-layout":
-        return "channels_last", ""
-    if rule == "fp32-matmul":
-        return ("tf32" if cuda else "bf16-autocast"), ""
-    return "", f"not verified: needs a code change ({NOT_MECHANICAL.get(rule, 'no mechanical technique')})"
+        name = "compile"
+    elif rule == "launch-bound":
+        name = "reduce-overhead" if cuda else "compile"
+    elif rule == "conv-layout":
+        name = "channels_last"
+    elif rule == "fp32-matmul":
+        name = "tf32" if cuda else "bf16-autocast"
+    elif rule == "kv-cache-cat":
+        name = "static-kv-cache"
+    elif rule == "awkward-shapes":
+        name = "pad"
+    if not name:
+        return "", f"not verified: needs a code change ({NOT_MECHANICAL.get(rule, 'no mechanical technique')})"
+    if compiled:
+        if name == "compile":
+            return "", "not verified: the model is compiled already (its fused kernels are what was measured)"
+        if name != "reduce-overhead":
+            name += "+compile"
+    return name, ""
 
 
 # ------------------------------------------------------------------------------------------------ measuring
@@ -357,6 +442,24 @@ def combine_techniques(names: Sequence[str]) -> list[str]:
     return [name for name in TECHNIQUES if name in chosen]
 
 
+def _fresh(model: Any, compiled: bool) -> Any:
+    """A copy of the model to apply a technique to: a compiled model's original computation (the technique then
+    compiles it again)."""
+    if not compiled:
+        return copy.deepcopy(model)
+    from roofline.diagnose.loader import uncompiled
+
+    with uncompiled(model) as original:
+        return copy.deepcopy(original)
+
+
+def _modules_of(finding: Any, points: Sequence[Any]) -> frozenset[str]:
+    by_index = {getattr(p, "index", None): p for p in points}
+    return frozenset(
+        str(getattr(by_index[i], "module", "")) for i in getattr(finding, "ops", ()) or () if i in by_index
+    )
+
+
 def verify(
     model: Any,
     inputs: tuple[Any, ...],
@@ -371,32 +474,40 @@ def verify(
     clock: Callable[[], float] = time.perf_counter,
     techniques: dict[str, Technique] | None = None,
     progress: Progress | None = None,
+    compiled: bool = False,
+    points: Sequence[Any] = (),
+    sink: list[VerifiedFinding] | None = None,
 ) -> list[VerifiedFinding]:
     """Each finding's technique applied to a fresh copy of ``model`` and timed against eager (see the module
     docstring); "all" (every applicable technique together, bound: ``combined_gain``) when there are two or more.
+    A ``compiled`` model is its own baseline (timed as compiled); the techniques apply to its original computation
+    and compile it again. ``points``: the diagnosed ops, whose modules the shape technique pads.
 
-    The eager run raising (UserCodeError...) goes on up; a technique that fails gives its note. Ctrl-C and
-    --timeout go on up."""
+    Each result is appended to ``sink`` (when given) as soon as it is measured, so that Ctrl-C or --timeout, which
+    go on up, leave what was verified before them. The eager run raising (UserCodeError...) goes on up; a technique
+    that fails gives its note."""
     timer = timer or _time_loop
     table = techniques if techniques is not None else TECHNIQUES
     tell = progress or (lambda stage: None)
     device = str(device)
+    out: list[VerifiedFinding] = sink if sink is not None else []
 
-    tell("verifying: timing the eager model")
+    tell("verifying: timing the compiled model" if compiled else "verifying: timing the eager model")
     eager_out, _, eager_s = measure(
         model, inputs, kwargs, device=device, warmup=warmup, iters=iters, timer=timer, clock=clock
     )
 
     results: dict[str, tuple[Any, float, float] | str] = {}
 
-    def run(name: str) -> tuple[Any, float, float] | str:
+    def run(name: str, targets: frozenset[str]) -> tuple[Any, float, float] | str:
         if name in results:
             return results[name]
         tell(f"verifying: {name}")
         try:
-            fn, args, kw = copy.deepcopy(model), inputs, kwargs
+            fn, args, kw = _fresh(model, compiled), inputs, kwargs
             for part in name.split("+"):
-                fn, args, kw = table[part](fn, args, kw, device)
+                extra = {"targets": targets} if part in TARGETED else {}
+                fn, args, kw = table[part](fn, args, kw, device, **extra)
             results[name] = measure(fn, args, kw, device=device, warmup=warmup, iters=iters, timer=timer, clock=clock)
         except Exception as exc:  # NB: KeyboardInterrupt (Ctrl-C, --timeout) goes on up
             results[name] = failure_note(exc)
@@ -404,17 +515,18 @@ def verify(
             _free(device)
         return results[name]
 
-    out: list[VerifiedFinding] = []
     applied: list[str] = []
+    all_targets: set[str] = set()
     for finding in findings:
         rule = finding.rule
-        name, why = technique_for(rule, device)
-        if not name or name not in table:
+        name, why = technique_for(rule, device, compiled=compiled)
+        if not name or any(part not in table for part in name.split("+")):
             note = why or f"not verified: no technique {name!r}"
             out.append(VerifiedFinding(rule=rule, bound_gain=finding.gain, note=note))
             continue
+        targets = _modules_of(finding, points)
         try:
-            verified = _measured(rule, name, finding.gain, eager_out, eager_s, run(name))
+            verified = _measured(rule, name, finding.gain, eager_out, eager_s, run(name, targets))
         except Exception as exc:  # NB: comparing the outputs failed: that technique's note, the others go on
             verified = VerifiedFinding(
                 rule=rule, technique=name, bound_gain=finding.gain, eager_s=eager_s, note=failure_note(exc)
@@ -422,11 +534,12 @@ def verify(
         out.append(verified)
         if verified.outputs_match:
             applied.append(name)
-    together = combine_techniques(applied)
-    if len(together) >= 2:
+            all_targets |= targets
+    together = combine_techniques([part for name in applied for part in name.split("+")])
+    if len({name for name in applied}) >= 2:
         name = "+".join(together)
         try:
-            out.append(_measured("all", name, combined_gain, eager_out, eager_s, run(name)))
+            out.append(_measured("all", name, combined_gain, eager_out, eager_s, run(name, frozenset(all_targets))))
         except Exception as exc:
             out.append(VerifiedFinding(rule="all", technique=name, bound_gain=combined_gain, note=failure_note(exc)))
     return out

@@ -1328,7 +1328,65 @@ def conv_layout(ctx: ModelContext) -> ModelFinding | None:
     )
 
 
+def compile_blockers(ctx: ModelContext) -> ModelFinding | None:
+    """A compiled model whose graph broke or recompiled during the run (dynamo's own counters): the ops between
+    the graphs run eagerly, one kernel each, with Python between them."""
+    t = ctx.timing
+    if not is_compiled(ctx) or not (t.graph_breaks or t.recompiles):
+        return None
+    timed = [p for p in ctx.work() if p.timed]
+    # NB: the ops that ran as their own kernel although a compiled graph would fuse them (vector math, no fused
+    # kernel): a whole graph fuses them at best into one kernel at their roofline time
+    eager = [p for p in timed if p.math == "vector" and not p.fused_kernel]
+    parts = []
+    if t.graph_breaks:
+        breaks = sum(count for _, count in t.graph_breaks)
+        listed = "; ".join(f"{reason} (x{count})" for reason, count in t.graph_breaks[:3])
+        more = f"; and {len(t.graph_breaks) - 3} more reasons" if len(t.graph_breaks) > 3 else ""
+        parts.append(f"{breaks} graph break{'s' if breaks != 1 else ''} ({t.graphs} graphs compiled): {listed}{more}")
+    if t.recompiles:
+        listed = "; ".join(dict.fromkeys(t.recompiles[:3]))
+        parts.append(
+            f"{len(t.recompiles)} recompilation{'s' if len(t.recompiles) != 1 else ''} (guard failed: {listed})"
+        )
+    if eager:
+        parts.append(f"{len(eager)} element-wise/reduction ops ran unfused, one kernel each")
+    techniques = []
+    if t.graph_breaks:
+        techniques.append(
+            "remove the graph breaks so one graph covers the forward (torch._dynamo.explain(model)(*inputs) shows "
+            "each with its source line; torch.compile(fullgraph=True) makes each an error)"
+        )
+    if t.recompiles:
+        techniques.append(
+            "stop the recompilations: mark the changing dimension dynamic (torch._dynamo.mark_dynamic) or pass the "
+            "changing Python value as a tensor (TORCH_LOGS=recompiles shows each)"
+        )
+    if eager:
+        time_now = ctx.wall_time_of(eager)
+        before = sum(p.roof_time_s + p.launch_floor_s for p in eager)
+        after = sum(p.roof_time_s for p in eager) + ctx.one_launch_s()
+        bound = bounded(time_now, before, after, measured=sum(p.time_s for p in eager))
+        points = eager
+    else:
+        # NB: nothing measured to gain: the finding names what blocks the compiler, with no bound
+        time_now, bound, points = ctx.total_time_s, (None, None), timed
+    return _finding(
+        ctx,
+        "compile-blockers",
+        (Property.LOCALITY,),
+        "; ".join(techniques),
+        "; ".join(parts),
+        time_now,
+        bound,
+        points,
+        bottleneck="launch",
+        where=None if eager else "the compiled model",
+    )
+
+
 RULES: tuple[Rule, ...] = (
+    compile_blockers,
     launch_bound,
     sequential_loop,
     elementwise_chain,

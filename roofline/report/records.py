@@ -112,4 +112,9 @@ class Timing:
     cores: int = 0  # CPU: the cores this process may run on; 0 unknown
     compiled: bool = False  # the timed callable is torch.compile'd (its fused kernels attributed by name)
     compile_s: float = 0.0  # a compiled model: its first call (compilation included), not in the timings
+    # a compiled model, what torch.compile did during the run (roofline.diagnose.dynamo): graphs compiled, graph
+    # breaks as (reason, count), recompilations (the guard that failed)
+    graphs: int = 0
+    graph_breaks: list[tuple[str, int]] = field(default_factory=list)
+    recompiles: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
