@@ -84,8 +84,10 @@ def chart_spec(
     per_call: bool = False,
     calibration: str | Path | None = None,
     spec_files: Sequence[Path] = (),
+    verified: bool = False,
 ) -> ChartSpec:
-    """What the chart shows (roofs, points, labels, notes) as plain values, without drawing it."""
+    """What the chart shows (roofs, points, labels, notes) as plain values, without drawing it. ``verified``:
+    the arrows of a diagnose --verify report (roofline.report.chart.Arrow)."""
     check_top(top)
     named = _named_all(reports)
     targets = [canonical_device(d, spec_files) for d in devices]
@@ -95,6 +97,7 @@ def chart_spec(
         devices=targets,
         top=top,
         per_call=per_call,
+        verified=verified,
     )
 
 
@@ -107,6 +110,7 @@ def roofline_figure(
     calibration: str | Path | None = None,
     size_px: tuple[int, int] = (1600, 1000),
     spec_files: Sequence[Path] = (),
+    verified: bool = False,
 ) -> Figure:
     """The roofline chart of one report or several (overlaid) as a matplotlib Figure.
 
@@ -115,7 +119,13 @@ def roofline_figure(
     from roofline.render.chart import figure
 
     spec = chart_spec(
-        reports, devices=devices, top=top, per_call=per_call, calibration=calibration, spec_files=spec_files
+        reports,
+        devices=devices,
+        top=top,
+        per_call=per_call,
+        calibration=calibration,
+        spec_files=spec_files,
+        verified=verified,
     )
     return figure(spec, size_px=size_px)
 

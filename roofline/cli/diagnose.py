@@ -84,8 +84,10 @@ def diagnose(
     torch.profiler): device time per op, kernels, GPU idle. Each op, op type and module is placed on this device's
     roofline (GPU: spec sheet, or measured roofs when calibrated; CPU: measured roofs); the findings name the
     bottleneck, the property to exploit, the technique and the most the roofline lets you gain. Arguments after
-    `--` go to the script. --verify measures what each finding's technique gains. --timeout bounds the run's
-    wall-clock time. See docs/diagnose.md.
+    `--` go to the script. --verify measures what each finding's technique gains: a table of the roofline's
+    bound beside the measured gain, outputs match and notes, stored as `verified` in the report (`roofline report`
+    shows it in html/markdown, `roofline plot --verified` draws each op before and after). --timeout bounds the
+    run's wall-clock time. See docs/diagnose.md.
     """
     from roofline.diagnose.pipeline import diagnose as run
     from roofline.errors import UsageError

@@ -46,6 +46,12 @@ def plot(
     ),
     top: int = typer.Option(10, "--top", help="Label the N points with the largest share of the time."),
     per_call: bool = typer.Option(False, "--per-call", help="Diagnose reports: one point per op call."),
+    verified: bool = typer.Option(
+        False,
+        "--verified",
+        help="Diagnose reports written with --verify: an arrow from each op a verified finding covers to its "
+        "estimated point with that finding's technique (the op's time / the measured whole-model gain).",
+    ),
     calibration: Path | None = typer.Option(
         None,
         "--calibration",
@@ -62,7 +68,8 @@ def plot(
     roof per precision the points use, measured roofs beside spec ones with their ratio, L2 where known, ridge
     points, and the launch band. Points are coloured by bound and sized by their share of the time; the top N
     are labelled. Points above their roof are flagged; untimed and uncounted ones are skipped; the notes say so
-    (on stderr and in the figure). See docs/plot.md.
+    (on stderr and in the figure). --verified draws each op before and after its finding's technique from a
+    `diagnose --verify` report. See docs/plot.md.
 
     Examples:
 
@@ -71,6 +78,8 @@ def plot(
       roofline plot bench.json -o chart.svg --device a100-sxm-80gb --device b200
 
       roofline plot before.json after.json -o compare.pdf --top 5
+
+      roofline plot verified-report.json --verified -o verified.png
     """
     from roofline.api import chart_spec
 
@@ -85,7 +94,13 @@ def plot(
     ]
     where = out.prepare_outputs(output, chosen, inputs=inputs)
     chart = chart_spec(
-        reports, devices=devices, top=top, per_call=per_call, calibration=calibration, spec_files=spec or []
+        reports,
+        devices=devices,
+        top=top,
+        per_call=per_call,
+        calibration=calibration,
+        spec_files=spec or [],
+        verified=verified,
     )
     out.write_output(out.chart_content(chart, chosen, pixels), where, chosen, shown=output)
     out.print_notes(chart.notes)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from roofline.render.escape import plain_text
-from roofline.report.chart import ChartRoof, ChartSpec, Mark, Panel
+from roofline.report.chart import Arrow, ChartRoof, ChartSpec, Mark, Panel
 from roofline.units import format_rate
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ SOURCE_STYLE = {  # measured roofs drawn beside spec roofs in a distinct style
 }
 SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "<", ">")
 ABOVE_MARKER = "X"
+ARROW_COLOR = "#1a1a1a"  # diagnose --verify: an op before and after its finding's technique
 DPI = 100
 NOTE_WRAP = 200  # characters per footer line at the default width
 MAX_NOTE_LINES = 7
@@ -334,8 +335,33 @@ def _draw_panel(fig: Figure, ax: Axes, panel: Panel, spec: ChartSpec, font: floa
         )
     for ridge in panel.ridges:
         ax.plot([ridge.intensity], [ridge.throughput], marker="D", markersize=5, color="#1f1f1f", zorder=3)
+    _draw_arrows(ax, panel.arrows, font)
     _draw_marks(ax, panel.marks, font)
     _place_labels(fig, ax, panel, font)
+
+
+def _draw_arrows(ax: Axes, arrows: Sequence[Arrow], font: float) -> None:
+    """--verify: an arrow from each op's measured point to its estimated point with the technique (a hollow
+    marker at its head), under the marks."""
+    if not arrows:
+        return
+    for arrow in arrows:
+        ax.annotate(
+            "",
+            xy=(arrow.x, arrow.y_after),
+            xytext=(arrow.x, arrow.y),
+            arrowprops={"arrowstyle": "-|>", "color": ARROW_COLOR, "linewidth": 1.1, "shrinkA": 3, "shrinkB": 4},
+            zorder=3.5,
+        )
+    ax.scatter(
+        [a.x for a in arrows],
+        [a.y_after for a in arrows],
+        s=26 * (font / 10) ** 2,
+        facecolors="none",
+        edgecolors=ARROW_COLOR,
+        linewidths=1.0,
+        zorder=3.6,
+    )
 
 
 def _size(share: float | None, font: float = 10.0) -> float:
@@ -657,6 +683,18 @@ def _legend(fig: Figure, spec: ChartSpec, font: float, right: float, head: float
             handles.append(
                 Line2D([], [], color=style["color"], linestyle=style["linestyle"], linewidth=2.0, label=text)
             )
+    if any(p.arrows for p in spec.panels):
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=ARROW_COLOR,
+                linewidth=1.1,
+                marker="o",
+                markerfacecolor="none",
+                label="--verify: op time ÷ its finding's\nmeasured gain (estimate, see notes)",
+            )
+        )
     if any(p.ridges for p in spec.panels):
         handles.append(Line2D([], [], linestyle="", marker="D", markersize=5, color="#1f1f1f", label="ridge point"))
     if any(p.band for p in spec.panels):

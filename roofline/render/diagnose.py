@@ -11,6 +11,7 @@ from roofline.ironlaw import LAUNCH_FACTOR, intensity
 from roofline.render.analyze import BOUND_STYLE
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.render.escape import console_text as escape
+from roofline.report.verified import ALL, ALL_LABEL, format_gain
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 # the evidence bound classes (roofline.findings.bounds) beside the iron law's
@@ -241,10 +242,10 @@ class DiagnoseRenderer(Renderer):
         for v in verified:
             match = "-" if v.outputs_match is None else ("yes" if v.outputs_match else "[bold red]NO[/]")
             table.add_row(
-                escape(v.rule),
+                escape(ALL_LABEL if v.rule == ALL else v.rule),
                 escape(v.technique or "-"),
-                "-" if v.bound_gain is None else f"{v.bound_gain:.3g}x",
-                "-" if v.measured_gain is None else f"{v.measured_gain:.3g}x",
+                format_gain(v.bound_gain),
+                format_gain(v.measured_gain),
                 match,
                 "-" if v.compile_s is None else format_time(v.compile_s),
                 escape(v.note),

@@ -13,6 +13,8 @@ from typing import Any
 from roofline.render.base import Renderer
 from roofline.render.escape import xml_escape, xml_text
 from roofline.render.report_markdown import (
+    VERIFIED_HEADERS,
+    VERIFIED_INTRO,
     finding_text,
     finding_where,
     point_cells,
@@ -21,8 +23,10 @@ from roofline.render.report_markdown import (
     roof_text,
     seconds,
     summary_items,
+    verified_cells,
 )
 from roofline.report.points import FindingView, ReportDocument
+from roofline.report.verified import VerifiedView
 
 DEFAULT_ROWS = 500
 
@@ -117,6 +121,8 @@ class HtmlReportRenderer(Renderer):
         if doc.notes:
             parts.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in doc.notes) + "</ul>")
         parts += self._findings(doc.findings)
+        if doc.verified is not None:
+            parts += self._verified(doc.verified)
         parts += self._uncounted(doc.uncounted)
         parts += self._points(doc)
         parts.append(
@@ -146,6 +152,29 @@ class HtmlReportRenderer(Renderer):
         parts.append("</ol>")
         if len(findings) > self.findings:
             parts.append(f"<p>{len(findings) - self.findings} more in the report.</p>")
+        return parts
+
+    def _verified(self, verified: Sequence[VerifiedView]) -> list[str]:
+        """diagnose --verify: per finding, the technique, the roofline's bound beside the measured gain."""
+        parts = ["<h2>Verified</h2>"]
+        if not verified:
+            return [*parts, "<p>No findings to verify.</p>"]
+        intro = _e(VERIFIED_INTRO).replace("`diagnose --verify`", "<code>diagnose --verify</code>")
+        parts += [f"<p>{intro}</p>", '<table class="verified">']
+        parts.append("<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in VERIFIED_HEADERS) + "</tr></thead><tbody>")
+        for v in verified:
+            cells = []
+            for i, text in enumerate(verified_cells(v)):
+                if i in (2, 3, 5):
+                    cells.append(f'<td class="num">{_e(text)}</td>')
+                elif i == 4 and v.outputs_match is False:
+                    cells.append(f'<td class="flag">{_e(text)}</td>')
+                elif i == 0 and v.together:
+                    cells.append(f"<td><strong>{_e(text)}</strong></td>")
+                else:
+                    cells.append(f"<td>{_e(text)}</td>")
+            parts.append("<tr>" + "".join(cells) + "</tr>")
+        parts.append("</tbody></table>")
         return parts
 
     def _uncounted(self, uncounted: Sequence[Mapping[str, Any]]) -> list[str]:

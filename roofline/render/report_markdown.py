@@ -12,6 +12,7 @@ from roofline.render.base import Renderer
 from roofline.render.escape import markdown_code
 from roofline.render.escape import markdown_text as _cell
 from roofline.report.points import FindingView, Point, ReportDocument
+from roofline.report.verified import VerifiedView, bound_text, format_gain, match_text
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 DEFAULT_ROWS = 25
@@ -142,6 +143,28 @@ def point_headers(doc: ReportDocument, several_devices: bool) -> list[str]:
     ]
 
 
+VERIFIED_HEADERS = ["finding", "technique", "bound", "measured gain", "outputs match", "compile", "note"]
+VERIFIED_INTRO = (
+    "Each finding's technique applied to a fresh copy of the model, its outputs checked against eager and the "
+    "whole model timed against eager (`diagnose --verify`): the roofline's bound beside the measured gain. "
+    "Techniques that need a code change are not verified; the note says why."
+)
+
+
+def verified_cells(v: VerifiedView) -> list[str]:
+    """One verified entry as text cells (VERIFIED_HEADERS): the stored values, never recomputed."""
+    where = f" ({v.where})" if v.where else ""
+    return [
+        f"{v.label}{where}",
+        v.technique or "-",
+        bound_text(v.bound_gain),
+        format_gain(v.measured_gain),
+        match_text(v.outputs_match),
+        seconds(v.compile_s),
+        v.note,
+    ]
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
     lines = ["| " + " | ".join(_cell(h) for h in headers) + " |"]
     lines.append("|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|")
@@ -184,6 +207,8 @@ class MarkdownReportRenderer(Renderer):
                 lines.append(f"{len(doc.points) - len(shown)} more in the report (`roofline report --format csv`).")
             lines.append("")
         lines += self._findings(doc.findings)
+        if doc.verified is not None:
+            lines += self._verified(doc.verified)
         lines += self._uncounted(doc.uncounted)
         if doc.notes:
             lines += ["### Notes", ""]
@@ -209,6 +234,17 @@ class MarkdownReportRenderer(Renderer):
             lines.append(f"   evidence: {_cell(f.evidence)}")
         if len(findings) > self.findings:
             lines.append(f"\n{len(findings) - self.findings} more in the report.")
+        lines.append("")
+        return lines
+
+    def _verified(self, verified: Sequence[VerifiedView]) -> list[str]:
+        """diagnose --verify: per finding, the technique, the roofline's bound beside the measured gain."""
+        lines = ["### Verified", ""]
+        if not verified:
+            return [*lines, "No findings to verify.", ""]
+        lines += [VERIFIED_INTRO, ""]
+        right = {2, 3, 5}
+        lines += _table(VERIFIED_HEADERS, [verified_cells(v) for v in verified], right)
         lines.append("")
         return lines
 

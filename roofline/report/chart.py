@@ -15,6 +15,11 @@ Definitions (docs/plot.md):
 - Above roof: throughput over the attainable rate at its intensity (efficiency > 1).
 - Projection: the same intensity and the same efficiency against the other device's spec roof for the
   point's precision (efficiency taken against the source device's spec roofs where its sheet is known).
+- Verified arrows (``verified=True``, diagnose reports written with ``--verify``): from an op's measured point
+  up (or down) to its estimated point with the technique of the finding that covers it, at the same intensity
+  (the same counted FLOPs and bytes). --verify times the whole model, not each op, so the estimate is the op's
+  measured time divided by that finding's measured whole-model gain (the largest, when several findings with a
+  measured gain cover it; only ops of findings whose outputs matched). On the report's own panels only.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from roofline.device import Device
 from roofline.errors import UsageError
 from roofline.ironlaw import attainable, ridge_point
 from roofline.report.points import SKIP_FLAGS, SKIP_REASONS, Point, report_points
+from roofline.report.rows import positive_number
+from roofline.report.verified import op_gains, report_verified
 from roofline.units import format_count, format_intensity, format_rate, format_time
 
 RoofKind = Literal["compute", "memory"]
@@ -100,6 +107,24 @@ class Mark:
 
 
 @dataclass(frozen=True)
+class Arrow:
+    """One op before and after its finding's technique (``--verify``): from its measured point (x, y) to
+    (x, y_after), y_after = its FLOPs / ``time_after_s``. An estimate: each covered op call's time divided by
+    the measured whole-model gain of the finding that covers it (see the module docstring)."""
+
+    x: float  # intensity, FLOP/byte (unchanged: the same counted FLOPs and bytes)
+    y: float  # measured throughput, FLOP/s (the mark's)
+    y_after: float  # FLOP/s at the estimated time with the technique
+    time_s: float  # measured time of the point's op calls
+    time_after_s: float  # estimated: covered calls' time / their finding's measured gain, the others as measured
+    gain: float  # time_s / time_after_s
+    techniques: tuple[str, ...]  # the techniques whose measured gains it took
+    series: int
+    above_roof: bool  # y_after above the point's attainable rate: the whole-model gain overstates this op's
+    point: Point
+
+
+@dataclass(frozen=True)
 class Panel:
     device: str
     title: str
@@ -108,6 +133,7 @@ class Panel:
     ridges: tuple[Ridge, ...]
     band: Band | None
     marks: tuple[Mark, ...]
+    arrows: tuple[Arrow, ...] = ()  # verified=True: ops before and after their finding's technique
 
 
 @dataclass(frozen=True)
@@ -355,11 +381,13 @@ def build_chart(
     projections: Sequence[str] = (),
     top: int = DEFAULT_TOP,
     per_call: bool = False,
+    verified: bool = False,
 ) -> ChartSpec:
     """The chart of ``reports``: one panel per device they were placed on, then one per projection device.
 
     ``known``: spec sheet and calibration per device name (those of the reports' devices, where found, and
-    every projection device, which must have a spec sheet)."""
+    every projection device, which must have a spec sheet). ``verified``: an arrow per op a verified finding
+    covers (diagnose --verify), with a note per report saying how it is estimated."""
     known = dict(known or {})
     if not reports:
         raise UsageError("no report to plot: give at least one REPORT.json")
@@ -388,6 +416,13 @@ def build_chart(
                 "floor), not a measurement"
             )
     plotted = [p for p in all_points if p.plottable]
+    arrows: dict[str, list[Arrow]] = {}  # device -> arrows on its own panel
+    if verified:
+        for named in reports:
+            found, note = _verified_arrows(named, [p for p in all_points if p.report == named.name], series)
+            notes.append(note)
+            for arrow in found:
+                arrows.setdefault(arrow.point.device, []).append(arrow)
     panels_data: list[tuple[str, str, bool, list[_RoofSet], list[tuple[Point, float, float, bool, str]], float]] = []
     for device, points in by_device.items():
         info = infos.get(device)
@@ -420,7 +455,7 @@ def build_chart(
                 f"{target}: {len(missing)} point(s) not re-drawn: it has no roof for {', '.join(roofs)} "
                 f"({_names(missing)})"
             )
-    x_range, y_range = _ranges(panels_data)
+    x_range, y_range = _ranges(panels_data, [a.y_after for found in arrows.values() for a in found])
     panels = []
     for device, title, projected, sets, entries, launch_floor in panels_data:
         roofs = _with_segments(_panel_roofs(sets), x_range)
@@ -428,7 +463,8 @@ def build_chart(
         band = _band([(p, x) for p, x, _, _, bound in entries if bound == "launch"], launch_floor, highest)
         if band is not None and band.top <= y_range[0]:
             band = None
-        panels.append(Panel(device, title, projected, roofs, _ridges(roofs), band, _marks(entries, series, top)))
+        shown = () if projected else tuple(arrows.get(device, ()))
+        panels.append(Panel(device, title, projected, roofs, _ridges(roofs), band, _marks(entries, series, top), shown))
     names = ", ".join(f"{r.name} ({r.report.source})" for r in reports)
     subtitle = ""
     if any(r.report.source == "diagnose" for r in reports):
@@ -450,8 +486,65 @@ def build_chart(
             "plotted": len(plotted),
             "skipped": len(all_points) - len(plotted),
             "above_roof": sum(1 for p in plotted if p.above_roof),
+            **({"arrows": sum(len(found) for found in arrows.values())} if verified else {}),
         },
     )
+
+
+def _verified_arrows(named: NamedReport, points: Sequence[Point], series: Mapping[str, int]) -> tuple[list[Arrow], str]:
+    """The arrows of one report's plottable points (see Arrow) and the note that says what they are."""
+    verified = report_verified(named.report)
+    if verified is None:
+        return [], f"{named.name}: no verified results (written without diagnose --verify): no arrows"
+    gains = op_gains(verified)
+    rows = named.report.rows
+    found: list[Arrow] = []
+    for p in points:
+        if not p.plottable or p.intensity is None or p.throughput is None:
+            continue
+        covering = [gains[r] for r in p.rows if r in gains]
+        if not covering:
+            continue
+        before = after = 0.0
+        for r in p.rows:
+            time_s = positive_number(rows[r].get("time_s")) if 0 <= r < len(rows) else None
+            if time_s is None:
+                continue
+            before += time_s
+            entry = gains.get(r)
+            after += time_s / entry.measured_gain if entry is not None and entry.measured_gain else time_s
+        if before <= 0 or after <= 0:
+            continue
+        y_after = p.throughput * before / after
+        found.append(
+            Arrow(
+                x=p.intensity,
+                y=p.throughput,
+                y_after=y_after,
+                time_s=before,
+                time_after_s=after,
+                gain=before / after,
+                techniques=tuple(sorted({v.technique for v in covering})),
+                series=series[p.report],
+                above_roof=p.attainable is not None and y_after > p.attainable,
+                point=p,
+            )
+        )
+    if not found:
+        why = "no finding's technique was measured with matching outputs on a plotted op"
+        return [], f"{named.name}: verified, but {why}: no arrows"
+    note = (
+        f"{named.name}: {len(found)} arrow(s) from an op's measured point to its estimated point with the technique "
+        "of the finding that covers it: the op's time divided by that finding's measured gain (--verify times the "
+        "whole model, not each op)"
+    )
+    above = [a.point for a in found if a.above_roof]
+    if above:
+        note += (
+            f"; {len(above)} end above the op's roof ({_names(above)}): for those ops the whole-model gain "
+            "overstates what the technique can give them"
+        )
+    return found, note
 
 
 def _skip_note(named: NamedReport, points: Sequence[Point], skipped: Sequence[Point]) -> str:
@@ -541,10 +634,11 @@ def _source_efficiency(p: Point, info: Any, known: KnownDevice | None) -> float 
     return p.efficiency
 
 
-def _ranges(panels: Sequence[tuple]) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Shared ranges: every point and ridge with room around; the DRAM roof visible at the left."""
+def _ranges(panels: Sequence[tuple], extra_ys: Sequence[float] = ()) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Shared ranges: every point, arrow end (``extra_ys``) and ridge with room around; the DRAM roof visible
+    at the left."""
     xs: list[float] = []
-    ys: list[float] = []
+    ys: list[float] = list(extra_ys)
     tops: list[float] = []
     bws: list[float] = []
     for _, _, _, sets, entries, _ in panels:
@@ -567,6 +661,7 @@ def _ranges(panels: Sequence[tuple]) -> tuple[tuple[float, float], tuple[float, 
 
 
 __all__ = [
+    "Arrow",
     "Band",
     "ChartRoof",
     "ChartSpec",
@@ -599,14 +694,20 @@ def report_chart(
     devices: Sequence[str] = (),
     top: int = DEFAULT_TOP,
     per_call: bool = False,
+    verified: bool = False,
 ) -> ChartSpec:
     """The chart of ``reports``, re-drawn on ``devices`` too (spec-sheet names): ``known`` looks up every device
     the reports were placed on and every one of ``devices``. The one way plot, --plot, report and the notebook
-    API build a chart."""
+    API build a chart. ``verified``: the --verify arrows (see Arrow)."""
     check_top(top)
     names = [info.name for named in reports for info in named.report.devices] + list(devices)
     return build_chart(
-        reports, known=known(names), projections=list(dict.fromkeys(devices)), top=top, per_call=per_call
+        reports,
+        known=known(names),
+        projections=list(dict.fromkeys(devices)),
+        top=top,
+        per_call=per_call,
+        verified=verified,
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from roofline import ironlaw
 from roofline.report.aggregate import held_most
 from roofline.report.rows import Stored, finite_number, positive_number
+from roofline.report.verified import VerifiedView, report_verified
 
 PREDICTED = "predicted"  # analytic: a floor computed from the counts, not a measurement
 ABOVE_ROOF = "above-roof"  # achieved more than the roof allows: the counts, the time or the roof are wrong
@@ -68,6 +69,7 @@ class Point:
     limiter: str = ""  # diagnose: the evidence bound class as stored ('' for other reports and older ones)
     launches: int = 1  # kernel launches (CPU: op dispatches) its time includes at least: one launch floor each
     flags: tuple[str, ...] = ()
+    rows: tuple[int, ...] = ()  # the report rows it sums (diagnose groups: its op calls; else its own row)
 
     @property
     def plottable(self) -> bool:
@@ -201,6 +203,7 @@ def _point(
     device: str,
     time_key: str,
     calls: int = 1,
+    rows: tuple[int, ...] = (),
 ) -> Point:
     flags: list[str] = []
     flops = finite_number(row.get("flops"))
@@ -246,6 +249,7 @@ def _point(
         limiter=str(row.get("limiter") or ""),
         launches=max(int(finite_number(row.get("kernels")) or 0), calls, 1),
         flags=tuple(flags),
+        rows=rows or (index,),
     )
 
 
@@ -285,6 +289,7 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "kernels": 0,
                 "count": 0,
                 "modules": {},  # an ordered set: a list's `in` made grouping quadratic in a group's modules
+                "rows": [],
             }
             members[key] = []
             limiters[key] = []
@@ -295,6 +300,7 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         )
         group["kernels"] += int(finite_number(row.get("kernels")) or 0)
         group["count"] += 1
+        group["rows"].append(index)
         group["modules"][str(row.get("module") or "") or "(model)"] = None
     for key, group in groups.items():
         law = ironlaw.group(members[key])
@@ -342,6 +348,7 @@ def report_points(report: Any, name: str = "", *, per_call: bool = False) -> lis
                 device=default_device,
                 time_key="time_s",
                 calls=int(g["count"]),
+                rows=tuple(g["rows"]),
             )
             for g in groups
         ]
@@ -430,6 +437,7 @@ class ReportDocument:
     notes: tuple[str, ...]  # the chart's notes (skipped and above-roof points, projections)
     totals: Mapping[str, Any]  # diagnose: the report's summary block ({} otherwise)
     uncounted: tuple[Mapping[str, Any], ...]  # diagnose: ops without a cost formula
+    verified: tuple[VerifiedView, ...] | None = None  # diagnose --verify (roofline.report.verified); None: not run
 
 
 def report_document(report: Any, name: str, *, notes: Sequence[str] = (), per_call: bool = False) -> ReportDocument:
@@ -450,6 +458,7 @@ def report_document(report: Any, name: str, *, notes: Sequence[str] = (), per_ca
         notes=tuple(notes),
         totals=totals if isinstance(totals, Mapping) else {},
         uncounted=tuple(u for u in uncounted or () if isinstance(u, Mapping)) if isinstance(uncounted, list) else (),
+        verified=report_verified(report),
     )
 
 
