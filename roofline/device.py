@@ -27,6 +27,21 @@ class Roof:
 
 
 @dataclass(frozen=True)
+class SmFacts:
+    """What one SM (CU) offers the thread blocks resident on it, in base units; None where the sheet lacks it.
+    Read by `roofline analyze tile` (roofline.costs.tile)."""
+
+    smem_per_sm_bytes: int | None = None
+    smem_per_block_bytes: int | None = None  # the most one block may opt in to
+    reserved_smem_per_block_bytes: int | None = None  # the runtime's share per resident block
+    registers: int | None = None  # 32-bit registers per SM
+    max_threads: int | None = None
+    max_blocks: int | None = None
+    max_threads_per_block: int | None = None
+    warp_size: int | None = None
+
+
+@dataclass(frozen=True)
 class Device:
     name: str
     display_name: str
@@ -40,6 +55,7 @@ class Device:
     # With measured roofs: the compute roofs that were measured; the others keep the sheet's value.
     measured: frozenset[tuple[str, str]] = frozenset()
     unit_name: str = "SM"
+    sm: SmFacts = SmFacts()
 
     @property
     def dram_bandwidth(self) -> float:

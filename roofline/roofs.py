@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roofline.device import Device
+from roofline.device import Device, SmFacts
 from roofline.errors import DeviceError, RooflineError, UsageError
 from roofline.specs.schema import SpecSheet
 from roofline.units import split_list
@@ -80,6 +80,27 @@ def device_from_sheet(sheet: SpecSheet) -> Device:
         capacities=capacities,
         compute_units=sheet.compute_units,
         unit_name=sheet.compute_unit_name,
+        sm=sm_facts(sheet),
+    )
+
+
+def sm_facts(sheet: SpecSheet) -> SmFacts:
+    """The sheet's per-SM facts in bytes and counts (None where it lacks one)."""
+    kib = 1024
+    smem, limits = sheet.memory.smem, sheet.sm_limits
+
+    def scaled(value: float | None, factor: int) -> int | None:
+        return None if value is None else round(value * factor)
+
+    return SmFacts(
+        smem_per_sm_bytes=scaled(smem.per_sm_kib, kib) if smem else None,
+        smem_per_block_bytes=scaled(smem.per_block_kib, kib) if smem else None,
+        reserved_smem_per_block_bytes=scaled(limits.reserved_smem_per_block_kib, kib) if limits else None,
+        registers=scaled(limits.register_file_kib, kib // 4) if limits else None,
+        max_threads=limits.max_threads if limits else None,
+        max_blocks=limits.max_blocks if limits else None,
+        max_threads_per_block=limits.max_threads_per_block if limits else None,
+        warp_size=limits.warp_size if limits else None,
     )
 
 

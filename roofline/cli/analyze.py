@@ -418,3 +418,8 @@ def suite(
     if warning:
         info(warning)
     _emit(analyze_items(items, devices), devices, as_json, output, where, title=f"suite {loaded.name}")
+
+
+from roofline.cli.tile import tile  # noqa: E402  (its own module: registered here)
+
+app.command("tile")(tile)

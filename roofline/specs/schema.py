@@ -95,6 +95,20 @@ class SharedMemory(_Strict):
     bandwidth_gb_per_s: Bandwidth | None = None
 
 
+class SmLimits(_Strict):
+    """Per-SM (per-CU) resources that thread blocks share: what `roofline analyze tile` fits a tile against.
+    Registers are 32-bit; the register file is given in KiB as vendors quote it (256 KiB = 65536 registers)."""
+
+    register_file_kib: Capacity | None = None
+    max_threads: PositiveInt | None = None
+    max_blocks: PositiveInt | None = None
+    max_threads_per_block: PositiveInt | None = None
+    warp_size: PositiveInt | None = None
+    reserved_smem_per_block_kib: Capacity | None = Field(
+        None, description="shared memory the runtime reserves per resident block (CUDA: 1 KiB on sm_80 and later)"
+    )
+
+
 class Memory(_Strict):
     dram: DramLevel
     l2: CacheLevel | None = None
@@ -124,6 +138,7 @@ class SpecSheet(_Strict):
     compute_dense_tflops: ComputePeaks
     memory: Memory
     interconnect: Interconnect | None = None
+    sm_limits: SmLimits | None = None
     tdp_w: Watts | None = None
     launch_floor_us: LaunchFloor = Field(description="default per-kernel launch floor; calibrate measures it")
     unconfirmed: list[str] = Field(default_factory=list, description="fields whose values are not confirmed")
