@@ -615,3 +615,53 @@ def test_cli_sigterm_and_sighup_keep_the_rows_like_ctrl_c(cli, tmp_path, fake_cp
     assert [r["params"]["m"] for r in read_report(out).rows] == [64]
     assert "Interrupted: 1 of 3 rows measured and written." in result.err
     assert signal.getsignal(number) is before  # the command put the previous handler back
+
+
+# ------------------------------------------------------------------------------------------ stability check
+
+
+class PlantedBackend(FakeBackend):
+    """1 ms per call, 1.5 ms for the calls in ``slow``: call 0 is the first estimate, 1-3 the first set (the
+    harness stops at 3 equal samples), 4-13 the second set; a re-measurement: 14-16, then 17-26."""
+
+    def __init__(self, slow: set[int]) -> None:
+        super().__init__(1e-3)
+        self.slow = slow
+
+    def time_once(self, fn, before):
+        fn()
+        self.calls += 1
+        return 1.5e-3 if self.calls - 1 in self.slow else 1e-3
+
+
+def test_an_unstable_row_is_flagged_in_the_report_and_the_console():
+    from roofline.render.bench import BenchRenderer
+
+    items = [gemm_item(1024), gemm_item(2048), gemm_item(4096)]
+    backends = iter(
+        [
+            PlantedBackend(set()),  # stable
+            PlantedBackend({1, 2, 3}),  # one slow first set: re-measured, then stable
+            PlantedBackend(set(range(4, 14)) | set(range(17, 27))),  # every second set slow: unstable
+        ]
+    )
+    rows = []
+    for item in items:
+        h = harness(1e-3)
+        h.backend = next(backends)
+        rows += run_bench([item], FAKE_GPU, h, lambda kind, p: FakeBench(kind, [])).rows
+    stable, remeasured, unstable = rows
+    assert (stable.remeasured, stable.unstable, stable.discarded) == (False, False, 0)
+    assert stable.confirm_n == 10 and stable.confirm_median_s == 1e-3
+    assert remeasured.remeasured and not remeasured.unstable and remeasured.median_s == 1e-3
+    assert unstable.unstable and unstable.unstable_reason.startswith("a second sample set's median is 1.50x")
+    doc = unstable.model_dump()
+    assert doc["unstable"] is True and doc["discarded"] == 0 and doc["unstable_reason"]
+
+    text = BenchRenderer(FAKE_GPU, timing="fake", color=False).render(rows)
+    assert text.count("!") == 2  # the mark on the unstable row's median and the summary line
+    assert "! 1 of 3 rows unstable" in text and "Sampling" not in text
+    quiet = BenchRenderer(FAKE_GPU, timing="fake", color=False).render([stable])
+    assert "!" not in quiet and "unstable" not in quiet  # a stable row reads as before
+    verbose = BenchRenderer(FAKE_GPU, timing="fake", color=False, verbose=True).render(rows)
+    assert "Sampling" in verbose and "0 dropped as drift" in verbose and "re-measured (a second sample set" in verbose

@@ -290,11 +290,174 @@ def test_cuda_events_time_a_real_kernel():
 
 def test_drifting_samples_are_discarded_as_late_warmup():
     rule = StoppingRule(min_samples=10, min_time_s=0.0, plateau_window=5, max_time_s=10.0)
-    assert not rule.drifting([1e-3] * 10)
-    assert rule.drifting([3e-3] * 5 + [1e-3] * 5)  # first window 3x the last
+    assert rule.drift([1e-3] * 10) == 0
+    assert rule.drift([3e-3] * 8 + [1e-3] * 20) == 8  # the slow samples, no more
     now = FakeNow()
     slow_then_fast = [3e-3] * 8 + [1e-3] * 40
     result = measure(lambda: None, FakeBackend([1e-3, *slow_then_fast], now), now=now, warmup_s=0.0, rule=rule)
-    assert result.discarded > 0
+    assert result.discarded == 8
     assert result.median_s == pytest.approx(1e-3)  # the settled time, not a mix
     assert result.to_dict()["discarded"] == result.discarded
+
+
+# ------------------------------------------------------------------- drift, incremental spread, stability check
+
+
+def noisy(seed: int, level=lambda i: 1.0, noise: float = 0.1, shape: str = "gauss"):
+    """Sample i (0 = the engine's first estimate) of a fake timer: 1 ms x level(i) x (1 + noise)."""
+    import random
+
+    rng = random.Random(seed)
+
+    def sample(i: int) -> float:
+        draw = rng.gauss(0, 1) if shape == "gauss" else rng.uniform(-1, 1)
+        return 1e-3 * level(i) * (1 + noise * draw)
+
+    return sample
+
+
+class ScriptedBackend:
+    """Sample i is ``times(i)``; host time advances by each sample."""
+
+    method = "fake"
+
+    def __init__(self, times, now):
+        self.times, self.now, self.calls = times, now, 0
+
+    def time_once(self, fn, before):
+        fn()
+        value = self.times(self.calls)
+        self.calls += 1
+        self.now.t += value
+        return value
+
+    def synchronize(self):
+        pass
+
+
+def run_fake(times, rule=None, check=True):
+    now = FakeNow()
+    backend = ScriptedBackend(times, now)
+    result = measure(
+        lambda: None, backend, now=now, warmup_s=0.0, rule=rule or StoppingRule(max_time_s=1.0), check=check
+    )
+    return result, backend
+
+
+def test_sample_set_is_sorted_by_insertion_not_by_sorting(monkeypatch):
+    import random
+
+    import roofline.samples as samples_module
+    from roofline.samples import SampleSet
+
+    values = [random.Random(3).random() for _ in range(200)]
+    ordered = sorted(values)
+
+    def no_sort(*args, **kwargs):
+        raise AssertionError("a sort per sample")
+
+    monkeypatch.setattr(samples_module, "sorted", no_sort, raising=False)
+    stats = SampleSet()
+    for v in values:
+        stats.add(v)
+    rule = StoppingRule(min_samples=10, min_time_s=0.0, plateau_window=10, target_spread=0.0, plateau_tolerance=0.0)
+    rule.decide(stats, 1.0)  # a SampleSet: the spreads are read, nothing is sorted
+    monkeypatch.undo()
+    assert stats.ordered == ordered and stats.values == values
+    for q in (0.0, 0.2, 0.5, 0.8, 1.0):
+        assert stats.quantile(q) == quantile(values, q)
+    assert stats.spread == pytest.approx(relative_spread(values))
+    assert stats.spread_at(50) == pytest.approx(relative_spread(values[:50]))
+
+
+@pytest.mark.parametrize("shape", ["gauss", "uniform"])
+@pytest.mark.parametrize("seed", range(6))
+def test_a_drift_free_stream_loses_no_sample(seed, shape):
+    # The rule itself, at every block boundary of an 840-sample stream (the engine runs it far less often) ...
+    stream = [noisy(seed, shape=shape)(i) for i in range(840)]
+    rule = StoppingRule()
+    assert all(rule.drift(stream[:n]) == 0 for n in range(20, 841, 10))
+    # ... and the engine, sampling to 840 samples with no drift: none dropped, none re-measured
+    capped = StoppingRule(min_time_s=0.0, max_time_s=1e9, max_samples=840, plateau_tolerance=-1.0)
+    result, _ = run_fake(noisy(seed, shape=shape), capped)
+    assert result.n == 840 and result.discarded == 0
+    assert not result.remeasured and not result.unstable
+    default, _ = run_fake(noisy(seed, shape=shape))
+    assert default.discarded == 0 and not default.remeasured
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_planted_drift_is_removed_and_counted(seed):
+    # the first 15 samples 1.5x slow (clocks ramping, lazy init), then settled; 2% noise
+    result, _ = run_fake(noisy(seed, level=lambda i: 1.5 if 1 <= i <= 15 else 1.0, noise=0.02))
+    assert result.discarded == 15
+    assert result.median_s == pytest.approx(1e-3, rel=0.01)
+    assert max(result.samples_s) < 1.2e-3
+    # a ramp from 2x down to 1x over 25 samples: the samples still beyond 10% go
+    ramp, _ = run_fake(noisy(seed, level=lambda i: max(1.0, 2 - i / 25), noise=0.02))
+    assert 18 <= ramp.discarded <= 25 and ramp.median_s == pytest.approx(1e-3, rel=0.01)
+
+
+# fixed counts: 20 samples (sample cap), then a second set of max(10, 20 / 4) = 10
+FIXED = StoppingRule(min_samples=20, max_samples=20, min_time_s=0.0, max_time_s=1e9)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_slow_sample_set_is_remeasured_and_flagged_when_it_persists(seed):
+    # samples 1-20 first set, 21-30 second set; re-measurement: 31-50, 51-60
+    once, backend = run_fake(noisy(seed, level=lambda i: 1.5 if 1 <= i <= 20 else 1.0), FIXED)
+    assert once.remeasured and "second sample set" in once.remeasure_reason
+    assert not once.unstable and once.median_s == pytest.approx(1e-3, rel=0.1)  # the re-measurement
+    assert backend.calls == 1 + 20 + 10 + 20 + 10
+    slow_second = noisy(seed, level=lambda i: 1.5 if 21 <= i <= 30 or 51 <= i <= 60 else 1.0)
+    twice, _ = run_fake(slow_second, FIXED)
+    assert twice.remeasured and twice.unstable
+    assert twice.unstable_reason.startswith("a second sample set's median is 1.")
+    assert twice.to_dict()["unstable"] is True and len(twice.confirm_samples_s) == 10
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_bimodal_samples_are_flagged(seed):
+    import random
+
+    rng = random.Random(seed)
+    # 40 samples, each 1.5x slow with probability 0.4 (a kernel alternating between two speeds), 2% noise
+    two_speeds = noisy(seed, level=lambda i: 1.5 if rng.random() < 0.4 else 1.0, noise=0.02)
+    result, _ = run_fake(two_speeds, StoppingRule(min_samples=40, max_samples=40, min_time_s=0.0, max_time_s=1e9))
+    assert result.unstable and result.unstable_reason.startswith("bimodal: ")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_unimodal_noise_is_not_bimodal(seed):
+    import math
+    import random
+
+    from roofline.samples import bimodal
+
+    rng = random.Random(seed)
+    for n in (20, 50, 200):
+        for draw in (lambda: rng.gauss(1, 0.1), lambda: rng.uniform(0.9, 1.1), lambda: math.exp(rng.gauss(0, 0.3))):
+            assert bimodal(sorted(draw() for _ in range(n))) is None
+    clean = [1.0 + 0.01 * i for i in range(12)] + [1.5 + 0.01 * i for i in range(12)]
+    modes = bimodal(sorted(clean))
+    assert modes is not None and modes.n_low == modes.n_high == 12
+
+
+def test_the_second_set_is_bounded():
+    rule = StoppingRule(max_time_s=1.0)
+    assert rule.confirm_count(12) == 10 and rule.confirm_count(400) == 100
+    # slow calls: after 5 samples the second set stops at a quarter of max_time_s
+    result, backend = run_fake(lambda i: 0.1, StoppingRule(min_samples=10, min_time_s=0.0, max_time_s=1.0))
+    assert result.n == 10 and len(result.confirm_samples_s) == 5
+    assert backend.calls == 1 + 10 + 5
+    unchecked, backend = run_fake(lambda i: 0.1, StoppingRule(min_samples=10, min_time_s=0.0), check=False)
+    assert unchecked.confirm_samples_s == [] and backend.calls == 1 + 10
+
+
+def test_rank_z_with_ties():
+    from roofline.samples import rank_z
+
+    assert rank_z([2.0] * 10, sorted([1.0] * 10)) > 3.5
+    assert rank_z([1.0] * 10, [1.0] * 10) == 0.0
+    assert rank_z([], [1.0]) == 0.0
+    assert rank_z([1.0, 2.0], [1.0, 2.0]) == pytest.approx(0.0)

@@ -35,6 +35,7 @@ from roofline.errors import RooflineError, WorkloadError, is_out_of_memory
 from roofline.measure.engine import Backend, ClockMonitor, Measurement, measure
 from roofline.measure.stats import StoppingRule
 from roofline.report.rows import BenchRow, Row
+from roofline.samples import median as median_of
 
 
 class Runnable(Protocol):
@@ -106,6 +107,7 @@ class Harness:
     cache: str | None = None  # 'cold' | 'warm' when ``flush`` does more than flush (None: from the measurement)
     rest_s: float = 0.0  # idle time before each item (CUDA: REST_S), after synchronising the device
     sleep: Callable[[float], None] = time.sleep
+    check: bool = True  # a second sample set per row; re-measure once when it disagrees (measure's ``check``)
 
     def measure(self, fn: Callable[[], object]) -> Measurement:
         if self.rest_s > 0:
@@ -120,6 +122,7 @@ class Harness:
             clock=self.clock,
             now=self.now,
             threads=self.threads,
+            check=self.check,
         )
 
 
@@ -156,6 +159,13 @@ def bench_row(
         throttle_reasons=list(m.throttle_reasons),
         clocks_mhz=list(m.clocks_mhz),
         threads=m.threads,
+        discarded=m.discarded,
+        confirm_n=len(m.confirm_samples_s),
+        confirm_median_s=median_of(m.confirm_samples_s) if m.confirm_samples_s else None,
+        remeasured=m.remeasured,
+        remeasure_reason=m.remeasure_reason,
+        unstable=m.unstable,
+        unstable_reason=m.unstable_reason,
         achieved_flops_per_s=row.flops / median if median > 0 else 0.0,
         achieved_bytes_per_s=row.bytes / median if median > 0 else 0.0,
         analytic_bound=row.bound,

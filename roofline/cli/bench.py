@@ -20,7 +20,7 @@ from roofline.cli.output import (
     write_requested_plot,
 )
 from roofline.cli.timeout import check_timeout, time_limit, timeout_option
-from roofline.cli.verbosity import info
+from roofline.cli.verbosity import info, verbose
 
 DEFAULT_OUTPUT = Path("roofline-bench.json")
 DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.target.DEFAULT_MAX_TIME_S (not imported: --help stays light)
@@ -170,6 +170,7 @@ def execute(
             skipped=result.skipped,
             interrupted=result.interrupted,
             total=result.total,
+            verbose=verbose(),
         )
         print_text(renderer.render(result.rows))
     save_report(report, where, opts.output)  # after the table: a full disk does not lose what was measured

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
 from roofline.measure.stats import StoppingRule
-from roofline.samples import median, quantile, relative_spread
+from roofline.samples import SampleSet, relative_spread
 
 
 class Backend(Protocol):
@@ -44,12 +44,17 @@ class Measurement:
     cache: str  # 'cold' (flushed before every sample) or 'warm'
     stop_reason: str
     warmup_calls: int
-    elapsed_s: float  # wall time spent measuring, warm-up and flushes included
+    elapsed_s: float  # wall time spent measuring, warm-up, flushes, second set and re-measurement included
     throttled: list[bool] = field(default_factory=list)  # per sample
     clocks_mhz: list[float | None] = field(default_factory=list)  # per sample
     throttle_reasons: list[str] = field(default_factory=list)  # union over samples
     threads: int | None = None  # CPU: torch's intra-op thread count
-    discarded: int = 0  # early samples dropped because the timings were still drifting
+    discarded: int = 0  # leading samples dropped as measured drift (StoppingRule.drift), over every pass
+    confirm_samples_s: list[float] = field(default_factory=list)  # the second, independent set (check=True)
+    remeasured: bool = False  # the first measurement failed the stability check and was taken again
+    remeasure_reason: str = ""  # why the first measurement was not trusted
+    unstable: bool = False  # the re-measurement failed the check too
+    unstable_reason: str = ""  # why (StoppingRule.disagreement): a second set that disagrees, or bimodal
 
     @property
     def n(self) -> int:
@@ -73,6 +78,83 @@ class Measurement:
 
 # NB: a sample taken below 75% of the maximum SM clock is marked throttled (measurement-facts.md).
 THROTTLE_FRACTION = 0.75
+#: the second sample set stops at its time budget only once it holds this many samples (a rank test needs some)
+CONFIRM_FLOOR = 5
+_CAPS = ("time-cap", "sample-cap")
+
+
+@dataclass
+class _Pass:
+    """One sample set as it is collected: the samples (kept sorted), their clocks, what drift removed."""
+
+    stats: SampleSet = field(default_factory=SampleSet)
+    throttled: list[bool] = field(default_factory=list)
+    clocks: list[float | None] = field(default_factory=list)
+    reasons: set[str] = field(default_factory=set)
+    discarded: int = 0
+    stop: str = ""
+
+    def take(
+        self, fn: Callable[[], object], backend: Backend, flush: Callable[[], object] | None, clock: ClockMonitor | None
+    ) -> None:
+        self.stats.add(backend.time_once(fn, flush))
+        if clock is not None:
+            mhz, why = clock.sample()
+            self.clocks.append(mhz)
+            low = mhz is not None and clock.max_clock_mhz is not None and mhz < THROTTLE_FRACTION * clock.max_clock_mhz
+            self.throttled.append(bool(low or why))
+            self.reasons.update(why)
+
+    def drop(self, k: int) -> None:
+        """Discard the k oldest samples (the sorted copy and its spreads are rebuilt: rare, O(n log n))."""
+        self.discarded += k
+        self.stats = SampleSet(self.stats.values[k:])
+        del self.throttled[:k], self.clocks[:k]
+
+
+def _main_pass(
+    fn: Callable[[], object],
+    backend: Backend,
+    flush: Callable[[], object] | None,
+    rule: StoppingRule,
+    clock: ClockMonitor | None,
+    now: Callable[[], float],
+) -> _Pass:
+    """Samples until ``rule`` says stop. Whenever it would stop, the drift test runs: measured drift is dropped
+    and sampling goes on (unless a cap was reached)."""
+    run = _Pass()
+    start = now()
+    stop: str | None = None
+    while stop is None:
+        run.take(fn, backend, flush, clock)
+        stop = rule.decide(run.stats, now() - start)
+        if stop is not None:
+            drift = rule.drift(run.stats.values)
+            if drift:
+                run.drop(drift)
+                if stop not in _CAPS:
+                    stop = None
+    run.stop = stop
+    return run
+
+
+def _confirm_pass(
+    fn: Callable[[], object],
+    backend: Backend,
+    flush: Callable[[], object] | None,
+    rule: StoppingRule,
+    clock: ClockMonitor | None,
+    now: Callable[[], float],
+    first: int,
+) -> _Pass:
+    """The second, independent set after a first of ``first`` samples: StoppingRule.confirm_count samples, or
+    fewer (at least CONFIRM_FLOOR) once StoppingRule.confirm_time_s is spent."""
+    run = _Pass(stop="confirm")
+    count, budget = rule.confirm_count(first), rule.confirm_time_s()
+    start = now()
+    while len(run.stats) < count and not (len(run.stats) >= CONFIRM_FLOOR and now() - start >= budget):
+        run.take(fn, backend, flush, clock)
+    return run
 
 
 def measure(
@@ -86,15 +168,22 @@ def measure(
     clock: ClockMonitor | None = None,
     now: Callable[[], float] = time.perf_counter,
     threads: int | None = None,
+    check: bool = False,
 ) -> Measurement:
     """Time ``fn``: one untimed call (lazy init), one timed call as the first estimate, warm-up calls sized
     from it to fill ``warmup_s``, then timed samples until ``rule`` says stop. With ``flush`` every sample
     is cold-cache (the flush runs before it, untimed); without it the cache is warm.
 
     NB: the rule's clock starts with the first sample: a slow first call (library initialisation, autotuning)
-    must not use up the sampling budget before any sample is taken. When the samples drift (the first window's
-    median and the last one's differ by more than the rule's drift_tolerance), the older half is discarded as
-    late warm-up and counted in ``discarded``; the time cap still holds."""
+    must not use up the sampling budget before any sample is taken. Leading samples that drifted (a rank test
+    over blocks against the latest half: StoppingRule.drift) are discarded as late warm-up and counted in
+    ``discarded``; a drift-free stream loses none; the time cap still holds.
+
+    With ``check`` (bench rows), a second, independent set of samples follows (StoppingRule.confirm_count:
+    a quarter of the first set's samples, at least 10; about a quarter of max_time_s for slow calls). When the
+    two disagree or the first set is bimodal (StoppingRule.disagreement), both sets are taken again, once; the
+    re-measurement is the result, and ``unstable`` with the reason when it fails the check too. The extra cost:
+    a quarter for a stable row; at most about 2.5x the unchecked time for a re-measured one."""
     rule = rule or StoppingRule()
     start = now()
     fn()
@@ -105,39 +194,37 @@ def measure(
         fn()
     backend.synchronize()
 
-    sampling_start = now()
-    samples: list[float] = []
-    throttled: list[bool] = []
-    clocks: list[float | None] = []
-    reasons: set[str] = set()
-    discarded = 0
-    stop: str | None = None
-    while stop is None:
-        samples.append(backend.time_once(fn, flush))
-        if clock is not None:
-            mhz, why = clock.sample()
-            clocks.append(mhz)
-            low = mhz is not None and clock.max_clock_mhz is not None and mhz < THROTTLE_FRACTION * clock.max_clock_mhz
-            throttled.append(bool(low or why))
-            reasons.update(why)
-        if rule.drifting(samples):
-            half = len(samples) // 2
-            discarded += half
-            del samples[:half], throttled[:half], clocks[:half]
-        stop = rule.decide(samples, now() - sampling_start)
+    run = _main_pass(fn, backend, flush, rule, clock, now)
+    discarded = run.discarded
+    confirm: _Pass | None = None
+    remeasure_reason = unstable_reason = ""
+    if check:
+        confirm = _confirm_pass(fn, backend, flush, rule, clock, now, len(run.stats))
+        remeasure_reason = rule.disagreement(run.stats, confirm.stats) or ""
+        if remeasure_reason:
+            run = _main_pass(fn, backend, flush, rule, clock, now)
+            discarded += run.discarded
+            confirm = _confirm_pass(fn, backend, flush, rule, clock, now, len(run.stats))
+            unstable_reason = rule.disagreement(run.stats, confirm.stats) or ""
+    stats = run.stats
     return Measurement(
-        median_s=median(samples),
-        p20_s=quantile(samples, 0.2),
-        p80_s=quantile(samples, 0.8),
-        samples_s=samples,
+        median_s=stats.median,
+        p20_s=stats.quantile(0.2),
+        p80_s=stats.quantile(0.8),
+        samples_s=list(stats.values),
         method=backend.method,
         cache="cold" if flush is not None else "warm",
-        stop_reason=stop,
+        stop_reason=run.stop,
         warmup_calls=warmup_calls,
         elapsed_s=now() - start,
-        throttled=throttled,
-        clocks_mhz=clocks,
-        throttle_reasons=sorted(reasons),
+        throttled=run.throttled,
+        clocks_mhz=run.clocks,
+        throttle_reasons=sorted(run.reasons),
         threads=threads,
         discarded=discarded,
+        confirm_samples_s=list(confirm.stats.values) if confirm is not None else [],
+        remeasured=bool(remeasure_reason),
+        remeasure_reason=remeasure_reason,
+        unstable=bool(unstable_reason),
+        unstable_reason=unstable_reason,
     )

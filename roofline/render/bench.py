@@ -43,6 +43,7 @@ class BenchRenderer(Renderer):
         total: int = 0,
         color: bool | None = None,
         max_rows: int = MAX_TABLE_ROWS,
+        verbose: bool = False,
     ) -> None:
         self.device = device
         self.timing = timing
@@ -53,6 +54,7 @@ class BenchRenderer(Renderer):
         self.total = total
         self.color = color
         self.max_rows = max_rows
+        self.verbose = verbose  # --verbose: how each row was sampled (drift dropped, second set, re-measured)
 
     def render(self, rows: Sequence[Any]) -> str:
         parts: list[Any] = self._header(rows)
@@ -86,7 +88,7 @@ class BenchRenderer(Renderer):
         for index in shown:
             row = rows[index]
             unit = f"{ops_unit(row.dtype)}/s"
-            mark = "*" if row.throttled_count else ""
+            mark = ("*" if row.throttled_count else "") + ("!" if row.unstable else "")
             style = BOUND_STYLE.get(row.bound, "")
             table.add_row(
                 escape(labels[index]),
@@ -110,6 +112,15 @@ class BenchRenderer(Renderer):
             "compute and memory time per kernel, no launch floor); eff. = roofline time / median; bound 'launch' = "
             f"median within {LAUNCH_FACTOR:g}x the launch floor[/]"
         )
+        unstable = [r for r in rows if r.unstable]
+        if unstable:
+            lines.append(
+                f"[bold yellow]! {len(unstable)} of {len(rows)} rows unstable[/]: re-measured once and still "
+                "inconsistent, so their times may not hold in another run"
+            )
+            lines += [f"  • {escape(r.kind + ' ' + r.label)}: {escape(r.unstable_reason)}" for r in unstable]
+        if self.verbose:
+            lines += self._sampling(rows)
         if any(r.efficiency > 1.05 and r.cache == "warm" for r in rows):
             lines.append(
                 "[dim]eff. above 100% with a warm cache: the data came from cache, faster than the DRAM roof "
@@ -128,4 +139,20 @@ class BenchRenderer(Renderer):
         if self.interrupted:
             done = len(rows) + len(self.skipped)
             lines.append(f"\n[bold]Interrupted[/] after {done} of {self.total} workloads: the report holds these rows.")
+        return lines
+
+    @staticmethod
+    def _sampling(rows: Sequence[Any]) -> list[str]:
+        """--verbose: per row, the samples kept, the second set, what the drift rule dropped, why it stopped."""
+        lines = ["\n[bold]Sampling[/] (samples kept, stop reason; dropped as drift; the second sample set)"]
+        for r in rows:
+            text = (
+                f"  • {escape(r.kind + ' ' + r.label)}: {r.n} samples, {escape(r.stop_reason)}; "
+                f"{r.discarded} dropped as drift"
+            )
+            if r.confirm_n:
+                text += f"; second set {r.confirm_n} samples, median {format_time(r.confirm_median_s or 0.0)}"
+            if r.remeasured:
+                text += f"; re-measured ({escape(r.remeasure_reason)})"
+            lines.append(text)
         return lines

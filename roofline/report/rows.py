@@ -137,6 +137,13 @@ class BenchRow(Row):
     throttle_reasons: list[str] = Field(default_factory=list)
     clocks_mhz: list[float | None] = Field(default_factory=list)
     threads: int | None = None
+    discarded: int = 0  # leading samples dropped as measured drift (roofline.measure.StoppingRule.drift)
+    confirm_n: int = 0  # samples in the second, independent set taken after the first (0: no check)
+    confirm_median_s: float | None = None  # its median
+    remeasured: bool = False  # the first measurement failed the stability check and was taken again
+    remeasure_reason: str = ""
+    unstable: bool = False  # the re-measurement failed it too: a second sample set disagreed, or bimodal
+    unstable_reason: str = ""
     achieved_flops_per_s: float
     achieved_bytes_per_s: float
     analytic_bound: str
