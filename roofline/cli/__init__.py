@@ -14,6 +14,7 @@ from roofline.cli import analyze, bench, diagnose, plot, report, specs, verbosit
 from roofline.cli import baseline as baseline_cli
 from roofline.cli import calibrate as calibrate_cli
 from roofline.cli import completion as completion_cli
+from roofline.cli import counters as counters_cli
 from roofline.cli import gate as gate_cli
 
 
@@ -53,6 +54,7 @@ app.add_typer(analyze.app, name="analyze")
 app.add_typer(bench.app, name="bench")
 app.command("calibrate")(calibrate_cli.calibrate)
 app.command("diagnose")(diagnose.diagnose)
+app.add_typer(counters_cli.app, name="counters")
 app.command("plot")(plot.plot)
 app.command("report")(report.report)
 app.command("gate")(gate_cli.gate)

@@ -75,6 +75,12 @@ def diagnose(
         help="After the diagnosis, apply each finding's mechanical technique (torch.compile, CUDA graphs, "
         "channels_last, TF32/bf16 autocast) to a fresh copy of the model, check its outputs and measure the gain.",
     ),
+    counters: bool = typer.Option(
+        False,
+        "--counters",
+        help="Also run one iteration under Nsight Compute (ncu on PATH): measured DRAM bytes per op against "
+        "compulsory, the counters' bound beside ours, a locality finding where the traffic is far above compulsory.",
+    ),
     force: bool = force_option(),
     timeout: float | None = timeout_option("says which stage was running, writes no report, exit 124"),
 ) -> None:
@@ -87,7 +93,8 @@ def diagnose(
     `--` go to the script. --verify measures what each finding's technique gains: a table of the roofline's
     bound beside the measured gain, outputs match and notes, stored as `verified` in the report (`roofline report`
     shows it in html/markdown, `roofline plot --verified` draws each op before and after). --timeout bounds the
-    run's wall-clock time. See docs/diagnose.md.
+    run's wall-clock time. --counters adds Nsight Compute's measured bytes and throughputs per op. See
+    docs/diagnose.md.
     """
     from roofline.diagnose.pipeline import diagnose as run
     from roofline.errors import UsageError
@@ -113,6 +120,7 @@ def diagnose(
             roofs=roofs,
             argv=script_args or [],
             verify=verify,
+            counters=counters,
             progress=progress,
         )
     report = result.report(command_line())
@@ -122,6 +130,14 @@ def diagnose(
         from roofline.render.diagnose import DiagnoseRenderer
 
         print_text(DiagnoseRenderer(top=top).render(result))
+        if result.counters is not None:
+            from roofline.findings.counters import RULE
+            from roofline.render.counters import CountersRenderer
+
+            local = [f for f in result.findings if f.rule == RULE]
+            print_text(CountersRenderer(top=top).render(result.counters, local))
+    if result.counters_error:
+        info(f"note: {result.counters_error}")
     save_report(report, where, output)  # after the tables: a full disk does not lose what was measured
     write_requested_plot(report, output.stem)
     info(f"Report written to {output}")

@@ -53,6 +53,12 @@ def _verify(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], finding
     return verify(model, inputs, kwargs, findings, **kw)
 
 
+def _counters(path: Any, **kw: Any) -> list[Any]:
+    from roofline.diagnose.counters import collect
+
+    return collect(path, **kw)
+
+
 def _resolve(device: str | None) -> str:
     return roof_resolver.torch_device(device)  # looked up per call (tests patch roofline.roofs)
 
@@ -73,6 +79,8 @@ class Stages:
     rules: Sequence[Rule] = RULES
     # (model, inputs, kwargs, findings, device=, warmup=, iters=, combined_gain=, progress=) -> [VerifiedFinding]
     verify: Callable[..., list[Any]] = _verify
+    # (path, device=, mode=, warmup=, dtype=, entry=, argv=) -> [KernelCounters] (--counters: one iteration under ncu)
+    counters: Callable[..., list[Any]] = _counters
 
 
 @dataclass
@@ -91,6 +99,8 @@ class DiagnoseResult:
     verified: list[Any] | None = None  # --verify: roofline.diagnose.verify.VerifiedFinding per finding, and "all"
     # what stopped --verify (Ctrl-C, SIGTERM/SIGHUP, --timeout): ``verified`` holds what was measured before it
     interruption: KeyboardInterrupt | None = None
+    counters: Any = None  # --counters: roofline.findings.counters.Counters
+    counters_error: str = ""  # --counters: why there are none (ncu missing, no permission), naming the fix
 
     def combined_dict(self) -> dict[str, Any] | None:
         """What the findings allow together, each op's saving counted once (roofline.findings.combine)."""
@@ -119,6 +129,7 @@ class DiagnoseResult:
                 "uncounted": [u.model_dump(mode="json") for u in self.placed.uncounted],
                 **({} if self.verified is None else {"verified": [v.model_dump(mode="json") for v in self.verified]}),
                 **({"interrupted": True} if self.interruption is not None else {}),
+                **({} if self.counters is None else {"counters": self.counters.model_dump(mode="json")}),
             }
         )
 
@@ -154,6 +165,7 @@ def diagnose(
     roofs: str = "auto",
     argv: Sequence[str] = (),
     verify: bool = False,
+    counters: bool = False,
     stages: Stages | None = None,
     progress: Progress | None = None,
 ) -> DiagnoseResult:
@@ -248,6 +260,24 @@ def diagnose(
         placed = place(records, timing, dev)
         ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
         findings = run_rules(ctx, tuple(stages.rules))
+        measured, counters_error = None, ""
+        if counters:
+            stage("profiling under Nsight Compute", "profiling one iteration under Nsight Compute (ncu)")
+            measured, counters_error = _with_counters(
+                stages,
+                getattr(loaded, "path", None) or path,
+                placed,
+                torch_device,
+                entry=entry,
+                dtype=dtype,
+                mode=mode,
+                warmup=warmup,
+                argv=list(argv),
+            )
+            if measured is not None:
+                from roofline.findings.counters import locality_findings
+
+                findings += locality_findings(measured, placed.points, ctx.total_time_s)
         findings = rank([*findings, *cover(ctx, findings)])  # every group that costs time gets a verdict
         verified = None
         interruption: KeyboardInterrupt | None = None
@@ -312,7 +342,23 @@ def diagnose(
         notes=notes,
         verified=verified,
         interruption=interruption,
+        counters=measured,
+        counters_error=counters_error,
     )
+
+
+def _with_counters(stages: Stages, path: Any, placed: Placed, torch_device: str, **options: Any) -> tuple[Any, str]:
+    """(the counters attached to the ops, '') or (None, why not: one line naming the fix)."""
+    from roofline.findings.counters import attach
+    from roofline.measure.ncu import CountersUnavailable
+
+    if not torch_device.startswith("cuda"):
+        return None, "--counters: Nsight Compute counts GPU kernels; this run is on the CPU: no counters"
+    try:
+        kernels = stages.counters(Path(path), device=torch_device, **options)
+    except CountersUnavailable as exc:
+        return None, f"--counters: {exc}; the diagnosis is shown without counters"
+    return attach(placed.points, kernels, "ncu (diagnose --counters)"), ""
 
 
 __all__ = ["DiagnoseResult", "Stages", "diagnose", "finding_dict"]

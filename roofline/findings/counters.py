@@ -1,0 +1,338 @@
+"""Nsight Compute counters beside a diagnosis: measured bytes per op, the counters' bound, the locality finding.
+
+:func:`attach` gives each diagnosed op (:class:`roofline.report.rows.OpPoint`) the counters of its kernels, found
+by name: an op's kernels are its ``kernel_facts`` (the torch profiler's names, launches per iteration). Names are
+compared as given, then normalised (no return type, parameters, namespaces, spaces or integer suffixes: ncu and
+the torch profiler demangle differently), then by the bare function name. The launches of one kernel name are
+shared out in the ops' order (eager ops launch in that order): when ncu holds a whole number of iterations of
+them, launch by launch; otherwise each op gets its share of that name's summed counters by its measured kernel
+time (``approximate``). Per op, per iteration: DRAM bytes read + written (measured) against the op's compulsory
+bytes, L2 bytes, and the throughputs (% of peak, weighted by kernel duration).
+
+The counters' bound is the busier unit: ``memory`` when the memory throughput % is at least the SM throughput %,
+else ``compute``; ``low`` marks ops where both are under LOW_PCT (Nsight Compute's own rule for a kernel limited by
+latency, neither unit near its peak). It agrees with ours when it equals the op's roofline bound.
+
+The locality finding (rule ``excess-dram-traffic``, property locality): an op whose measured DRAM bytes are at least
+LOCALITY_FACTOR x its compulsory bytes (and the compulsory bytes at least MIN_LOCALITY_BYTES: smaller tensors sit
+in L2 and the ratio is noise), when the excess traffic is what sets its floor (the DRAM time of the measured
+bytes is above its roofline time). Technique: block/tile for reuse or fuse so each byte is read once. Its bound
+(roofline.findings.base.bounded): the op's roofline time with compulsory bytes -- never below it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from roofline.findings.base import bounded, rank
+from roofline.findings.model import MIN_FINDING_SHARE, ModelFinding
+from roofline.ironlaw import memory_time, roofline_time
+from roofline.measure.ncu import KernelCounters
+from roofline.properties import Property
+from roofline.report.rows import OpPoint
+from roofline.units import format_bytes, format_time
+
+LOCALITY_FACTOR = 2.0  # measured DRAM bytes / compulsory bytes at or above which the locality finding is raised
+MIN_LOCALITY_BYTES = 1 << 20  # compulsory bytes below which the ratio is not judged (the tensors sit in L2)
+LOW_PCT = 60.0  # both throughputs under this % of peak: neither unit is the limit (latency)
+RULE = "excess-dram-traffic"
+
+
+class OpCounters(BaseModel):
+    """One op's counters per iteration, beside what we counted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index: int  # the op's OpPoint index
+    op: str
+    module: str
+    kernels: list[str]  # the kernel names matched
+    launches: float  # kernel launches per iteration the counters cover
+    approximate: bool = False  # shared out by kernel time, not launch by launch
+    compulsory_bytes: int
+    dram_read_bytes: float
+    dram_write_bytes: float
+    dram_bytes: float
+    ratio: float | None  # measured DRAM bytes / compulsory bytes (None: no compulsory bytes)
+    l2_bytes: float | None = None
+    sm_pct: float | None = None
+    memory_pct: float | None = None
+    occupancy_pct: float | None = None
+    tensor_pct: float | None = None
+    duration_s: float | None = None  # ncu's kernel time per iteration (clocks as they were)
+    counters_bound: str | None = None  # compute | memory (None: no throughput metrics)
+    low: bool = False  # both throughputs under LOW_PCT
+    roofline_bound: str  # ours: compute | memory | none
+    limiter: str = ""  # ours: the evidence bound class
+    agree: bool | None = None  # counters_bound == roofline_bound (None: either unknown)
+
+
+class Counters(BaseModel):
+    """The counters of a diagnose report: per op, and what could not be matched."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str  # the CSV file, or 'ncu' (diagnose --counters)
+    launches: int  # kernel launches in the export
+    matched_launches: int
+    unmatched_kernels: list[str]  # names in the export no op launched (at most 20)
+    unmatched_dram_bytes: int
+    ops: list[OpCounters]
+    agreement: float | None  # share of the ops with both bounds whose bounds agree
+    locality_factor: float = LOCALITY_FACTOR
+    notes: list[str] = []
+
+
+# ------------------------------------------------------------------------------------------------ names
+
+_NAMESPACE = re.compile(r"[A-Za-z_]\w*::")
+_INT_SUFFIX = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
+_NCU_LAMBDA = re.compile(r"\[lambda\(([^)]*)\) \(instance (\d+)\)\]")  # ncu: [lambda(float) (instance 1)]
+_BOOLS = {"false": "0", "true": "1"}
+
+
+def _cut_params(text: str) -> str:
+    """The name before its parameter list: the first '(' outside template brackets."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(depth - 1, 0)
+        elif ch == "(" and depth == 0 and i > 0:
+            return text[:i]
+    return text
+
+
+def normalized(name: str) -> str:
+    """A kernel name as both tools agree on it: no return type, parameters, namespaces, spaces or integer
+    suffixes, ncu's lambdas and template booleans written as the torch profiler writes them.
+    'void at::native::k<4, at::native::F<float>, std::array<char*, 3ul> >(int, ...)' ->
+    'k<4,F<float>,array<char*,3>>'."""
+    text = re.sub(r"^void\s+", "", name.strip())
+    text = text.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
+    text = _NCU_LAMBDA.sub(r"{lambda(\1)#\2}", text)  # as the torch profiler writes it: {lambda(float)#1}
+    text = _cut_params(text)
+    text = re.sub(r"\b(false|true)\b", lambda m: _BOOLS[m.group(1)], text)
+    text = _NAMESPACE.sub("", text)
+    text = _INT_SUFFIX.sub(r"\1", text)
+    return re.sub(r"\s+", "", text)
+
+
+def base_name(name: str) -> str:
+    """The bare function name: 'k<4, ...>(...)' -> 'k'."""
+    text = normalized(name)
+    cut = min((i for i in (text.find("<"), text.find("(")) if i > 0), default=len(text))
+    return text[:cut]
+
+
+# ------------------------------------------------------------------------------------------------ attaching
+
+
+class _Share:
+    """What one op gets of one kernel name: counters summed with a weight, per iteration."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.launches = 0.0
+        self.read = 0.0
+        self.write = 0.0
+        self.l2: float | None = None
+        self.weighted: dict[str, float] = defaultdict(float)  # metric -> sum of pct x duration
+        self.weights: dict[str, float] = defaultdict(float)
+        self.duration: float | None = None
+        self.approximate = False
+
+    def add(self, k: KernelCounters, weight: float) -> None:
+        self.launches += weight
+        self.read += k.dram_read_bytes * weight
+        self.write += k.dram_write_bytes * weight
+        if k.l2_bytes is not None:
+            self.l2 = (self.l2 or 0.0) + k.l2_bytes * weight
+        if k.duration_s is not None:
+            self.duration = (self.duration or 0.0) + k.duration_s * weight
+        time = (k.duration_s or 1e-9) * weight
+        for metric in ("sm_pct", "memory_pct", "occupancy_pct", "tensor_pct"):
+            value = getattr(k, metric)
+            if value is not None:
+                self.weighted[metric] += value * time
+                self.weights[metric] += time
+
+    def mean(self, metric: str) -> float | None:
+        weight = self.weights.get(metric, 0.0)
+        return self.weighted[metric] / weight if weight > 0 else None
+
+
+def _assign(
+    wanted: dict[str, list[tuple[int, int, float]]],
+    launches: dict[str, list[KernelCounters]],
+    shares: dict[int, _Share],
+) -> set[str]:
+    """Share each key's launches among the ops that want it (``wanted``: key -> [(op index, launches per
+    iteration, kernel time)] in op order); returns the keys used."""
+    used = set()
+    for key, ops in wanted.items():
+        found = launches.get(key)
+        if not found:
+            continue
+        used.add(key)
+        per_iteration = sum(n for _, n, _ in ops)
+        if per_iteration > 0 and len(found) % per_iteration == 0:
+            iterations = len(found) // per_iteration
+            position = 0
+            for _ in range(iterations):
+                for index, n, _ in ops:
+                    for k in found[position : position + n]:
+                        shares[index].add(k, 1.0 / iterations)
+                    position += n
+            for index, _, _ in ops:
+                shares[index].names.append(found[0].name)
+            continue
+        total_time = sum(t for _, _, t in ops)
+        iterations = len(found) / per_iteration if per_iteration > 0 else 1.0
+        for index, n, t in ops:  # that name's counters by kernel time (by launches when no time)
+            share = t / total_time if total_time > 0 else n / max(per_iteration, 1)
+            for k in found:
+                shares[index].add(k, share / iterations)
+            shares[index].approximate = True
+            shares[index].names.append(found[0].name)
+    return used
+
+
+def attach(points: Sequence[OpPoint], kernels: Sequence[KernelCounters], source: str) -> Counters:
+    """The counters of ``kernels`` (one ncu export) on the diagnosed ops ``points``."""
+    shares: dict[int, _Share] = defaultdict(_Share)
+    by_index = {p.index: p for p in points}
+    left = list(kernels)
+    left_ops = {p.index: list(p.kernel_facts) for p in points if p.kernel_facts}
+    for key_of in (lambda name: name, normalized, base_name):
+        wanted: dict[str, list[tuple[int, int, float]]] = defaultdict(list)
+        owner: dict[tuple[int, str], str] = {}
+        for index in sorted(left_ops):
+            for fact in left_ops[index]:
+                key = key_of(fact.name)
+                wanted[key].append((index, max(fact.launches, 1), fact.time_s))
+                owner[(index, fact.name)] = key
+        launches: dict[str, list[KernelCounters]] = defaultdict(list)
+        for k in sorted(left, key=lambda k: k.id):
+            launches[key_of(k.name)].append(k)
+        used = _assign(wanted, launches, shares)
+        left = [k for k in left if key_of(k.name) not in used]
+        left_ops = {i: [f for f in facts if owner[(i, f.name)] not in used] for i, facts in left_ops.items()}
+        left_ops = {i: facts for i, facts in left_ops.items() if facts}
+    ops = [_op_counters(by_index[i], shares[i]) for i in sorted(shares) if i in by_index]
+    judged = [o for o in ops if o.agree is not None]
+    unmatched = sorted({k.name for k in left})
+    notes = []
+    if any(o.approximate for o in ops):
+        notes.append(
+            "some kernels were launched a different number of times under ncu than under the torch profiler: "
+            "their counters were shared out by kernel time (approximate)"
+        )
+    return Counters(
+        source=source,
+        launches=len(kernels),
+        matched_launches=len(kernels) - len(left),
+        unmatched_kernels=unmatched[:20],
+        unmatched_dram_bytes=sum(k.dram_bytes for k in left),
+        ops=ops,
+        agreement=sum(o.agree for o in judged) / len(judged) if judged else None,
+        notes=notes,
+    )
+
+
+def _op_counters(point: OpPoint, share: _Share) -> OpCounters:
+    measured = share.read + share.write
+    sm, memory = share.mean("sm_pct"), share.mean("memory_pct")
+    bound = None if sm is None or memory is None else ("memory" if memory >= sm else "compute")
+    ours = point.roofline_bound if point.roofline_bound in ("compute", "memory") else None
+    return OpCounters(
+        index=point.index,
+        op=point.op,
+        module=point.module,
+        kernels=share.names,
+        launches=round(share.launches, 6),
+        approximate=share.approximate,
+        compulsory_bytes=point.bytes,
+        dram_read_bytes=share.read,
+        dram_write_bytes=share.write,
+        dram_bytes=measured,
+        ratio=measured / point.bytes if point.bytes > 0 else None,
+        l2_bytes=share.l2,
+        sm_pct=sm,
+        memory_pct=memory,
+        occupancy_pct=share.mean("occupancy_pct"),
+        tensor_pct=share.mean("tensor_pct"),
+        duration_s=share.duration,
+        counters_bound=bound,
+        low=sm is not None and memory is not None and max(sm, memory) < LOW_PCT,
+        roofline_bound=point.roofline_bound,
+        limiter=point.limiter,
+        agree=None if bound is None or ours is None else bound == ours,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ the finding
+
+
+def locality_findings(
+    counters: Counters, points: Sequence[OpPoint], iteration_s: float, *, factor: float = LOCALITY_FACTOR
+) -> list[ModelFinding]:
+    """One finding per op moving at least ``factor`` x its compulsory bytes where that traffic sets its floor;
+    ranked, those under MIN_FINDING_SHARE of the iteration dropped."""
+    by_index = {p.index: p for p in points}
+    out = []
+    for c in counters.ops:
+        p = by_index.get(c.index)
+        if p is None or not p.timed or c.ratio is None or c.ratio < factor or p.bytes < MIN_LOCALITY_BYTES:
+            continue
+        if p.bandwidth_bytes_per_s <= 0:
+            continue
+        before = roofline_time(p.compute_time_s, memory_time(c.dram_bytes, p.bandwidth_bytes_per_s))
+        best, floor = bounded(p.time_s, before, p.roof_time_s)
+        if best is None:
+            continue  # the excess traffic is not what holds it (compute sets its floor) or it runs at the floor
+        share = p.time_s / iteration_s if iteration_s > 0 else 0.0
+        if share < MIN_FINDING_SHARE:
+            continue
+        out.append(
+            ModelFinding(
+                rule=RULE,
+                bottleneck="memory",
+                properties=[Property.LOCALITY.value],
+                technique=(
+                    "block/tile it for reuse (or fuse it with its neighbours) so each byte comes from DRAM once: "
+                    "it re-reads data that does not stay in cache"
+                ),
+                evidence=(
+                    f"{p.op} moved {format_bytes(c.dram_bytes)} from/to DRAM per iteration (Nsight Compute), "
+                    f"{c.ratio:.3g}x its {format_bytes(p.bytes)} compulsory bytes (threshold {factor:g}x); at that "
+                    f"traffic its floor is {format_time(before)}, with compulsory bytes {format_time(p.roof_time_s)}"
+                ),
+                time_s=p.time_s,
+                best_time_s=best,
+                floor_s=floor,
+                where=f"{p.op} @ {p.module}" if p.module else p.op,
+                ops=[p.index],
+                share=share,
+            )
+        )
+    return rank(out)
+
+
+__all__ = [
+    "LOCALITY_FACTOR",
+    "LOW_PCT",
+    "MIN_LOCALITY_BYTES",
+    "RULE",
+    "Counters",
+    "OpCounters",
+    "attach",
+    "base_name",
+    "locality_findings",
+    "normalized",
+]

@@ -1,0 +1,439 @@
+"""Nsight Compute counters (issue 16, item 2): the `ncu --csv --page raw` reader (tests/ncu/*.csv, written in the
+raw page's exact format: ncu's lines, a names row, a units row, thousands separators, NVTX columns), exact unit
+conversion, kernel-name matching between ncu and the torch profiler, attachment to a hand-built diagnosis, the
+locality finding and its bound, `roofline counters import`, `roofline diagnose --counters` with ncu injected, and
+bad input as one line. No GPU, no ncu, no torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from diagnose_devices import GPU, rec
+
+from roofline.diagnose.counters import child_command, collect
+from roofline.diagnose.pipeline import Stages, diagnose
+from roofline.diagnose.place import place
+from roofline.findings import counters as counters_rules
+from roofline.findings.counters import RULE, attach, base_name, locality_findings, normalized
+from roofline.measure import ncu
+from roofline.measure.ncu import CountersError, CountersUnavailable, parse_csv, read_csv
+from roofline.report.records import OpTiming, Timing
+from roofline.report.rows import KernelFacts
+from roofline.report.schema import new_report, write_report
+
+DATA = Path(__file__).resolve().parent / "ncu"
+RAW = DATA / "raw_page.csv"
+UNITS = DATA / "raw_units.csv"
+
+# the torch profiler's names of the kernels in raw_page.csv (ncu writes them differently), seen on an H200
+# (torch 2.11): namespaces, integer suffixes, lambdas and template booleans differ
+K_MM = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+K_ADD = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+    "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)"
+)
+K_COPY = (
+    "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::"
+    "{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>, "
+    "4, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, "
+    "at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, "
+    "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::"
+    "operator()() const::{lambda(float)#1}, std::array<char*, 2ul>, TrivialOffsetCalculator<1, unsigned int>, "
+    "TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, "
+    "at::native::memory::StoreWithCast<1>)"
+)
+N = 1 << 24
+RECORDS = [
+    rec(0, "aten::mm", [(4096, 4096), (4096, 4096)], [(4096, 4096)], 2 * 4096**3, 3 * 4096 * 4096 * 2),
+    rec(1, "aten::add", [(N,), (N,)], [(N,)], N, 3 * N * 4, dtype="fp32", math="vector"),
+    rec(2, "aten::copy_", [(4096, 1024), (4096, 1024)], [(4096, 1024)], 0, 2 * 4096 * 1024 * 4, dtype="fp32",
+        math="vector"),
+    rec(3, "aten::add", [(1 << 20,), (1 << 20,)], [(1 << 20,)], 1 << 20, 3 * (1 << 20) * 4, dtype="fp32",
+        math="vector"),
+]  # fmt: skip
+TIMES = {0: (250e-6, K_MM), 1: (70e-6, K_ADD), 2: (200e-6, K_COPY), 3: (8e-6, K_ADD)}
+
+
+def timing() -> Timing:
+    ops = [
+        OpTiming(i, t, 1, kernel_facts=(KernelFacts(name=name, time_s=t, launches=1),))
+        for i, (t, name) in TIMES.items()
+    ]
+    return Timing(device="cuda", iterations=10, wall_s=600e-6, ops=ops, kernel_count=4)
+
+
+@pytest.fixture
+def placed():
+    return place(RECORDS, timing(), GPU)
+
+
+# ------------------------------------------------------------------------------------------------ the reader
+
+
+def test_the_raw_page_is_read_exactly():
+    kernels = read_csv(RAW)
+    assert [k.id for k in kernels] == list(range(9))  # ncu's '==' lines, NVTX and extra columns skipped
+    randn = kernels[0]
+    assert randn.name.startswith("void at::<unnamed>::distribution_elementwise_grid_stride_kernel<float, 4>")
+    mm = kernels[1]
+    assert mm.name == K_MM
+    assert (mm.dram_read_bytes, mm.dram_write_bytes, mm.dram_bytes) == (300_000_000, 33_554_432, 333_554_432)
+    assert mm.l2_bytes == 1_084_428_160
+    assert (mm.sm_pct, mm.memory_pct, mm.occupancy_pct, mm.tensor_pct) == (71.10, 55.40, 14.22, 71.10)
+    assert mm.duration_s == pytest.approx(250e-6, rel=1e-12)
+    add = kernels[2]
+    assert (add.dram_read_bytes, add.dram_write_bytes) == (134_230_528, 49_165_568)  # seen on an H100: x + y
+    assert add.tensor_pct == 0.0
+
+
+def test_units_are_converted_exactly():
+    sgemm, triton = read_csv(UNITS)
+    assert sgemm.dram_read_bytes == 33_550_000  # 33.55 Mbyte (decimal, not 33.55 * 2**20)
+    assert sgemm.dram_write_bytes == 1_024_500  # 1,024.50 Kbyte
+    assert sgemm.l2_bytes == 1_500_000_000  # 1.5 Gbyte
+    assert sgemm.duration_s == pytest.approx(63.14e-6, rel=1e-12)  # usecond
+    assert sgemm.sm_pct == 4.08 and sgemm.memory_pct is None and sgemm.occupancy_pct is None  # absent: None
+    assert triton.dram_read_bytes == 1  # 0.000001 Mbyte: exact, no float rounding
+    assert triton.duration_s == pytest.approx(1e-3)  # 1,000 usecond
+    assert triton.sm_pct is None  # n/a
+
+
+@pytest.mark.parametrize(
+    ("unit", "value", "expected"),
+    [("byte", "1,234", 1234), ("KB", "2", 2000), ("KiB", "2", 2048), ("MiB", "1.5", 1_572_864), ("Tbyte", "1", 10**12)],
+)
+def test_byte_units(unit, value, expected):
+    text = (
+        '"ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum"\n'
+        f'"","","{unit}","byte"\n"0","k","{value}","0"\n'
+    )
+    assert parse_csv(text)[0].dram_read_bytes == expected
+
+
+def test_time_units():
+    for unit, seconds in (("nsecond", 1e-9), ("ns", 1e-9), ("usecond", 1e-6), ("msecond", 1e-3), ("second", 1.0)):
+        text = (
+            '"ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum","gpu__time_duration.sum"\n'
+            f'"","","byte","byte","{unit}"\n"0","k","0","0","2"\n'
+        )
+        assert parse_csv(text)[0].duration_s == pytest.approx(2 * seconds)
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+
+HEADER = '"ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum"\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("name,time_ms\nmatmul,1.0\n", "not an Nsight Compute CSV"),  # another tool's CSV
+        ("", "not an Nsight Compute CSV"),
+        (
+            '"ID","Process ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+            '"0","1","k","SOL","dram__bytes_read.sum","byte","1"\n',
+            "details-page export",
+        ),
+        ('"ID","Kernel Name","gpu__time_duration.sum"\n"","","ns"\n"0","k","5"\n', "lacks dram__bytes_read.sum"),
+        (HEADER + '"0","k","1","2"\n', "no units row"),  # an export without its units row
+        (HEADER + '"","","byte","byte"\n"0","k","1"\n', "truncated"),
+        (HEADER + '"","","byte","byte"\n', "no kernel launches"),
+        (HEADER + '"","","cycle","byte"\n"0","k","1","2"\n', "not bytes"),
+        (
+            '"ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum","gpu__time_duration.sum"\n'
+            '"","","byte","byte","cycle"\n"0","k","1","2","3"\n',
+            "not a time",
+        ),
+    ],
+)
+def test_bad_exports_are_one_clear_error(text, says):
+    with pytest.raises(CountersError, match=says):
+        parse_csv(text, "x.csv")
+
+
+def test_a_truncated_file(tmp_path):
+    text = RAW.read_text()
+    cut = tmp_path / "cut.csv"
+    cut.write_text(text[: len(text) - 200])  # the last row loses its tail
+    with pytest.raises(CountersError, match="truncated or damaged"):
+        read_csv(cut)
+    with pytest.raises(CountersError, match="no such file"):
+        read_csv(tmp_path / "missing.csv")
+
+
+# ------------------------------------------------------------------------------------------------ names
+
+
+@pytest.mark.parametrize(
+    ("torch_name", "ncu_name"),
+    [
+        (K_ADD, "void at::vectorized_elementwise_kernel<4, at::CUDAFunctor_add<float>, std::array<char *, 3>>"
+                "(int, T2, T3)"),
+        ("void (anonymous namespace)::softmax_warp_forward<float, float, float, 9, false, false>(float*, float const*, "
+         "int, int, int, bool const*, int, bool)",
+         "void <unnamed>::softmax_warp_forward<float, float, float, 9, 0, 0>(T2 *, const T1 *, int, int, int, "
+         "const bool *, int, bool)"),
+        ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float, false>(int, float, "
+         "float const*, float const*, float const*, float*, float*, float*)",
+         "void at::<unnamed>::vectorized_layer_norm_kernel<float, float, 0>(int, T2, const T1 *, const T1 *, "
+         "const T1 *, T2 *, T2 *, T1 *)"),
+    ],
+)  # fmt: skip
+def test_torch_and_ncu_names_normalise_alike(torch_name, ncu_name):
+    # pairs seen on an H200 (torch 2.11, ncu 2025.3): the torch profiler's name, then ncu's
+    assert normalized(torch_name) == normalized(ncu_name)
+    assert base_name(torch_name) == base_name(ncu_name)
+
+
+# ------------------------------------------------------------------------------------------------ attaching
+
+
+def test_counters_attach_to_the_ops_by_name_and_order(placed):
+    c = attach(placed.points, read_csv(RAW), "raw_page.csv")
+    assert (c.launches, c.matched_launches) == (9, 8)
+    assert len(c.unmatched_kernels) == 1 and "distribution_elementwise" in c.unmatched_kernels[0]
+    assert c.unmatched_dram_bytes == 16_128 + 44_442_368
+    by = {o.index: o for o in c.ops}
+    mm, big, copy, small = by[0], by[1], by[2], by[3]
+    # two iterations in the export: per iteration = half the sum; the two adds get their own launches, in order
+    assert mm.launches == 1 and not mm.approximate
+    assert mm.dram_bytes == 333_554_432 and mm.compulsory_bytes == 100_663_296
+    assert mm.ratio == pytest.approx(333_554_432 / 100_663_296)  # 3.31x: tiles re-read
+    assert (mm.counters_bound, mm.roofline_bound, mm.agree) == ("compute", "compute", True)
+    assert mm.tensor_pct == pytest.approx(71.10) and mm.duration_s == pytest.approx(250e-6)
+    assert big.dram_read_bytes == 134_230_528 and big.dram_write_bytes == 49_165_568
+    assert big.ratio == pytest.approx(183_396_096 / 201_326_592)
+    assert (big.counters_bound, big.agree, big.low) == ("memory", True, False)
+    assert small.dram_bytes == 12_582_912 and small.ratio == pytest.approx(1.0)
+    assert small.counters_bound == "memory" and small.low  # 20.5% and 3%: neither unit near its peak
+    assert copy.ratio == pytest.approx(6.5) and copy.l2_bytes == 434_110_464
+    assert c.agreement == 1.0
+
+
+def test_a_different_launch_count_is_shared_by_kernel_time(placed):
+    kernels = [k for k in read_csv(RAW) if k.id != 8]  # the second iteration's small add is missing
+    c = attach(placed.points, kernels, "x")
+    by = {o.index: o for o in c.ops}
+    assert by[1].approximate and by[3].approximate and not by[0].approximate
+    # 3 add launches for 2 per iteration: 1.5 iterations; the ops share the summed counters by kernel time 70:8
+    total = 2 * (134_230_528 + 49_165_568) + 12_582_912
+    assert by[1].dram_bytes == pytest.approx(total / 1.5 * 70 / 78)
+    assert c.notes and "approximate" in c.notes[0]
+
+
+def test_the_locality_finding_and_its_bound(placed):
+    c = attach(placed.points, read_csv(RAW), "x")
+    findings = locality_findings(c, placed.points, 600e-6)
+    assert [f.rule for f in findings] == [RULE]  # the copy; not the GEMM (compute sets its floor)
+    f = findings[0]
+    copy = next(p for p in placed.points if p.index == 2)
+    assert f.ops == [2] and f.properties == ["locality"] and f.bottleneck == "memory"
+    assert "6.5x" in f.evidence and "threshold 2x" in f.evidence
+    assert f.time_s == 200e-6
+    assert f.best_time_s == pytest.approx(copy.roof_time_s) and f.floor_s == f.best_time_s  # never below the roof
+    assert f.gain == pytest.approx(200e-6 / (2 * 4096 * 1024 * 4 / 2e12))
+    # a higher threshold: none
+    assert locality_findings(c, placed.points, 600e-6, factor=7.0) == []
+
+
+def test_small_tensors_are_not_judged(placed, monkeypatch):
+    monkeypatch.setattr(counters_rules, "MIN_LOCALITY_BYTES", 1 << 30)
+    c = attach(placed.points, read_csv(RAW), "x")
+    assert locality_findings(c, placed.points, 600e-6) == []
+
+
+def test_disagreement_is_reported(placed):
+    kernels = [
+        k.model_copy(update={"sm_pct": 90.0, "memory_pct": 10.0}) if k.name.startswith("void at::vectorized") else k
+        for k in read_csv(RAW)
+    ]
+    c = attach(placed.points, kernels, "x")
+    by = {o.index: o for o in c.ops}
+    assert by[1].counters_bound == "compute" and by[1].agree is False
+    assert c.agreement == pytest.approx(2 / 4)
+
+
+# ------------------------------------------------------------------------------------------------ the CLI
+
+
+@pytest.fixture
+def report_file(tmp_path, placed):
+    report = new_report("roofline diagnose test", "diagnose", [GPU], list(placed.points))
+    report = report.model_copy(
+        update={"summary": placed.summary.model_dump(mode="json"), "findings": [], "diagnose": {"model": "m.py"}}
+    )
+    path = tmp_path / "r.json"
+    write_report(report, path)
+    return path
+
+
+def test_counters_import_shows_the_table(cli, report_file):
+    result = cli("counters", "import", str(RAW), "--report", str(report_file))
+    assert result.code == 0, result.err
+    assert "8 of 9 kernel launches matched to 4 ops" in result.out
+    assert "6.50x" in result.out and "3.31x" in result.out
+    assert "locality" in result.out and "copy_" in result.out
+
+
+def test_counters_import_writes_the_report(cli, report_file, tmp_path):
+    out = tmp_path / "with.json"
+    result = cli("counters", "import", str(RAW), "--report", str(report_file), "-o", str(out))
+    assert result.code == 0, result.err
+    data = json.loads(out.read_text())
+    assert data["counters"]["matched_launches"] == 8
+    assert [f["rule"] for f in data["findings"]] == [RULE]
+    assert data["findings"][0]["gain"] > 1
+    twice = tmp_path / "twice.json"
+    again = cli("counters", "import", str(RAW), "--report", str(out), "-o", str(twice))
+    assert again.code == 0, again.err
+    assert [f["rule"] for f in json.loads(twice.read_text())["findings"]] == [RULE]  # replaced, not added twice
+    same = cli("counters", "import", str(RAW), "--report", str(out), "-o", str(out), "--force")
+    assert same.code == 2 and "not overwritten" in same.error_line()
+
+
+def test_counters_import_json(cli, report_file):
+    result = cli("counters", "import", str(RAW), "--report", str(report_file), "--json")
+    assert result.code == 0, result.err
+    data = result.json()
+    assert len(data["counters"]["ops"]) == 4 and data["findings"][0]["rule"] == RULE
+
+
+def test_counters_import_bad_input(cli, report_file, tmp_path):
+    other = tmp_path / "other.csv"
+    other.write_text("name,time_ms\nmatmul,1.0\n")
+    result = cli("counters", "import", str(other), "--report", str(report_file))
+    assert result.code == 2 and "not an Nsight Compute CSV" in result.error_line()
+    result = cli("counters", "import", str(UNITS), "--report", str(report_file))  # another model's kernels
+    assert result.code == 2 and "matches a kernel" in result.error_line()
+    analytic = tmp_path / "a.json"
+    write_report(new_report("x", "analytic", [GPU], []), analytic)
+    result = cli("counters", "import", str(RAW), "--report", str(analytic))
+    assert result.code == 2 and "diagnose" in result.error_line()
+
+
+# ------------------------------------------------------------------------------------------------ running ncu
+
+
+def test_the_ncu_command_asks_for_the_metrics_only(tmp_path):
+    command = ncu.ncu_command("/usr/bin/ncu", tmp_path / "o.csv", ["python", "-m", "x"])
+    assert command[:3] == ["/usr/bin/ncu", "--metrics", ",".join(ncu.METRICS)]
+    for flag in ("--clock-control none", "--csv", "--page raw", f"--nvtx-include {ncu.NVTX_RANGE}/"):
+        assert flag in " ".join(command)
+    assert command[-3:] == ["python", "-m", "x"]
+    child = child_command("m.py", device="cuda:0", mode="training", warmup=0, dtype="bf16", argv=["--n", "2"])
+    assert child[1:3] == ["-m", "roofline.diagnose.counters"]
+    assert "--warmup 1 --dtype bf16" in " ".join(child) and child[-3:] == ["--", "--n", "2"]
+
+
+def test_ncu_missing_names_the_fix(tmp_path):
+    with pytest.raises(CountersUnavailable, match="not on PATH: install Nsight Compute"):
+        ncu.run_ncu(["python"], tmp_path, which=lambda name: None)
+
+
+def _fake_run(csv_text: str = "", stderr: str = "", code: int = 0):
+    def run(command, **kwargs):
+        log = Path(command[command.index("--log-file") + 1])
+        log.write_text(csv_text)
+        return subprocess.CompletedProcess(command, code, "", stderr)
+
+    return run
+
+
+def test_ncu_without_permission_names_the_fix(tmp_path):
+    said = (
+        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters "
+        "on the target device 0.\n"
+    )
+    with pytest.raises(CountersUnavailable, match=r"ERR_NVGPUCTRPERM.*developer\.nvidia\.com/ERR_NVGPUCTRPERM"):
+        ncu.run_ncu(["python"], tmp_path, which=lambda name: "/x/ncu", run=_fake_run(said, code=0))
+
+
+def test_ncu_run_failures(tmp_path):
+    with pytest.raises(CountersUnavailable, match=r"failed \(exit 1\): RuntimeError: boom"):
+        ncu.run_ncu(["python"], tmp_path, which=lambda n: "/x/ncu", run=_fake_run("", "x\nRuntimeError: boom\n", 1))
+    with pytest.raises(CountersUnavailable, match="==ERROR== no kernels were profiled"):
+        ncu.run_ncu(["python"], tmp_path, which=lambda n: "/x/ncu", run=_fake_run("==ERROR== no kernels were profiled"))
+
+
+def test_collect_runs_the_child_under_ncu(tmp_path):
+    seen = {}
+
+    def run(command, **kwargs):
+        seen.update(kwargs, command=command)
+        return _fake_run(RAW.read_text())(command)
+
+    model = tmp_path / "m.py"
+    model.write_text("")
+    kernels = collect(model, device="cuda", which=lambda name: "/x/ncu", run=run)
+    assert len(kernels) == 9
+    assert "roofline.diagnose.counters" in seen["command"] and str(model.resolve()) in seen["command"]
+    assert seen["cwd"] == str(tmp_path.resolve()) and "PYTHONPATH" in seen["env"]
+
+
+# ------------------------------------------------------------------------------------------------ diagnose --counters
+
+
+def _stages(counters):
+    loaded = SimpleNamespace(model=None, inputs=(), kwargs={}, convention="test", path=None, compiled=False)
+    return Stages(
+        resolve=lambda device: "cuda",
+        load=lambda path, **kw: loaded,
+        roofs=lambda device, **kw: (GPU, []),
+        count=lambda model, inputs, kwargs, mode="inference": list(RECORDS),
+        time=lambda *a, **kw: timing(),
+        counters=counters,
+    )
+
+
+def test_diagnose_with_counters_adds_them_and_the_finding(tmp_path):
+    seen = {}
+
+    def counters(path, **options):
+        seen.update(options, path=path)
+        return read_csv(RAW)
+
+    result = diagnose(tmp_path / "m.py", counters=True, stages=_stages(counters), warmup=2)
+    assert seen["device"] == "cuda" and seen["warmup"] == 2 and seen["mode"] == "inference"
+    assert result.counters is not None and result.counters.matched_launches == 8
+    assert RULE in [f.rule for f in result.findings] and not result.counters_error
+    report = result.report("roofline diagnose --counters")
+    assert report.counters["ops"][0]["index"] == 0  # type: ignore[attr-defined]
+
+
+def test_diagnose_without_ncu_still_diagnoses(tmp_path):
+    def counters(path, **options):
+        raise CountersUnavailable(ncu.MISSING_FIX)
+
+    result = diagnose(tmp_path / "m.py", counters=True, stages=_stages(counters))
+    assert result.counters is None and result.findings
+    assert result.counters_error.startswith("--counters: ncu (Nsight Compute) is not on PATH")
+    assert "without counters" in result.counters_error
+    assert "counters" not in result.report("x").model_dump()
+    off = diagnose(tmp_path / "m.py", stages=_stages(counters))  # not asked: not run
+    assert off.counters is None and not off.counters_error
+
+
+def test_diagnose_counters_on_the_cpu_says_so(tmp_path):
+    stages = _stages(lambda path, **kw: pytest.fail("ncu run on the CPU"))
+    stages.resolve = lambda device: "cpu"
+    result = diagnose(tmp_path / "m.py", counters=True, stages=stages)
+    assert "on the CPU" in result.counters_error
+
+
+@pytest.mark.gpu
+def test_collect_on_a_gpu_with_ncu():
+    """On a CUDA machine with ncu on PATH: one iteration of an example model profiled for real."""
+    import shutil
+
+    if shutil.which("ncu") is None:
+        pytest.skip("ncu not on PATH")
+    model = Path(__file__).resolve().parents[1] / "workloads" / "models" / "gelu_chain_unfused.py"
+    try:
+        kernels = collect(model, device="cuda", warmup=1)
+    except CountersUnavailable as exc:
+        pytest.skip(str(exc))
+    assert kernels and all(k.dram_bytes >= 0 for k in kernels)
