@@ -95,8 +95,8 @@ class AnalysisRenderer(Renderer):
             assert sv is not None
             where = f" on {row.device}" if len(self.devices) > 1 else ""
             lines.append(
-                f"• {escape(labels[index[id(row)]])}{where}: {sv.tokens_per_s:.4g} tokens/s, "
-                f"{sv.time_per_token_s * 1e3:.4g} ms/token; with CUDA graphs {sv.graph_tokens_per_s:.4g} tokens/s; "
+                f"• {escape(labels[index[id(row)]])}{where}: {_rate(sv.tokens_per_s)} tokens/s, "
+                f"{sv.time_per_token_s * 1e3:.4g} ms/token; with CUDA graphs {_rate(sv.graph_tokens_per_s)} tokens/s; "
                 f"compute binds at batch {_batch(sv.compute_batch, sv.compute_batch_limit)}, "
                 f"memory runs out above batch {_memory_batch(sv.memory_batch)}"
             )
@@ -221,16 +221,17 @@ def serving_fields(sv: Serving, kind: str) -> list[tuple[str, str]]:
     fields = [
         (
             "tokens/s",
-            f"{sv.tokens_per_s:.4g} ({sv.time_per_token_s * 1e3:.4g} ms/{per}; "
-            f"{sv.tokens_per_step} token{plural} per step of {format_time(sv.time_per_token_s * sv.tokens_per_step)}); at the roofline alone "
-            f"{sv.roofline_tokens_per_s:.4g}; weights alone ({format_time(sv.weights_time_s)} to read them once) "
-            f"{sv.weights_tokens_per_s:.4g}",
+            f"{_rate(sv.tokens_per_s)} ({sv.time_per_token_s * 1e3:.4g} ms/{per}; "
+            f"{sv.tokens_per_step} token{plural} per step of {format_time(sv.time_per_token_s * sv.tokens_per_step)}); "
+            "at the roofline alone "
+            f"{_rate(sv.roofline_tokens_per_s)}; weights alone ({format_time(sv.weights_time_s)} to read them once) "
+            f"{_rate(sv.weights_tokens_per_s)}",
         ),
         (
             "launches",
             f"{sv.launches} x {format_time(sv.launch_floor_s)} = {format_time(sv.launch_time_s)} per step; CUDA graphs "
             f"(one graph launch) save {format_time(sv.graph_saving_s)}: {format_time(sv.graph_time_s)} per step, "
-            f"{sv.graph_tokens_per_s:.4g} tokens/s",
+            f"{_rate(sv.graph_tokens_per_s)} tokens/s",
         ),
     ]
     if sv.tp > 1:
@@ -263,3 +264,8 @@ def serving_fields(sv: Serving, kind: str) -> list[tuple[str, str]]:
         )
     )
     return fields
+
+
+def _rate(tokens_per_s: float) -> str:
+    """191.3, 1,320, 48,470: tokens/s with 4 significant digits, thousands written out."""
+    return f"{tokens_per_s:,.0f}" if tokens_per_s >= 1000 else f"{tokens_per_s:.4g}"
