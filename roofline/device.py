@@ -42,6 +42,27 @@ class SmFacts:
 
 
 @dataclass(frozen=True)
+class LinkRoof:
+    """One GPU's link to its peers: ``bytes_per_s`` it sends at, per direction (a bidirectional figure halved; an
+    unstated one taken as it is, so a time computed from it is a lower bound), and the direction the sheet's source
+    gives (``bidirectional``, ``unidirectional`` or ``unstated``)."""
+
+    name: str  # 'nvlink', 'infinity_fabric', 'pcie'
+    bytes_per_s: float
+    direction: str
+    sheet_gb_per_s: float  # the figure as the sheet gives it
+
+    def describe(self) -> str:
+        """'nvlink 900 GB/s bidirectional (450 GB/s per direction)'."""
+        text = f"{self.name.replace('_', ' ')} {self.sheet_gb_per_s:g} GB/s"
+        if self.direction == "bidirectional":
+            return f"{text} bidirectional ({self.bytes_per_s / 1e9:g} GB/s per direction)"
+        if self.direction == "unidirectional":
+            return f"{text} per direction"
+        return f"{text} (direction not stated by the sheet's source: taken as per direction, a lower bound on time)"
+
+
+@dataclass(frozen=True)
 class Device:
     name: str
     display_name: str
@@ -56,6 +77,12 @@ class Device:
     measured: frozenset[tuple[str, str]] = frozenset()
     unit_name: str = "SM"
     sm: SmFacts = SmFacts()
+    # links to peer GPUs, preferred first (NVLink, Infinity Fabric, then PCIe); empty when the sheet gives none
+    links: tuple[LinkRoof, ...] = ()
+
+    def peer_link(self) -> LinkRoof | None:
+        """The link tensor parallelism uses: the first of :attr:`links` (None when the sheet gives none)."""
+        return self.links[0] if self.links else None
 
     @property
     def dram_bandwidth(self) -> float:

@@ -26,7 +26,11 @@ gate's totals) follows the same law on its sums (:func:`group`): attainable = su
 time, efficiency = summed roofline time / summed measured time, bound = the bound holding most of the measured
 time (most members when none was timed).
 
-Only the DRAM level is used here: the costs count compulsory DRAM bytes.
+Only the DRAM level is used here for memory: the costs count compulsory DRAM bytes. A kernel's ``link_bytes`` (a
+collective: what one GPU sends to its peers) take link bytes / the device's peer-link bandwidth per direction; that
+communication time is part of the kernel's roofline time (max of compute, memory and communication) and counts as
+data movement ('memory') in the bound. A device without a peer link on its sheet leaves it out (``comm_modelled``
+False; the reader says the communication time is not modelled).
 """
 
 from __future__ import annotations
@@ -144,6 +148,8 @@ class Placement:
     attainable_flops_per_s: float  # FLOPs / roofline time
     efficiency: float  # roofline time / minimum time: the share of the prediction that is not launch floors
     roof_source: str
+    comm_s: float = 0.0  # summed link time of the collectives (link bytes / peer-link bandwidth per direction)
+    comm_modelled: bool = True  # False: the cost sends link bytes but the device has no peer link on its sheet
 
 
 def gain(time_s: float | None, best_time_s: float | None) -> float | None:
@@ -166,17 +172,20 @@ def place_cost(cost: Cost, device: Device) -> Placement:
     bw = device.dram_bandwidth
     floor = device.launch_floor_s
     share: dict[Bound, float] = {"compute": 0.0, "memory": 0.0, "launch": 0.0}
-    compute_s = memory_s = launch_s = total = work = 0.0
+    compute_s = memory_s = launch_s = total = work = comm_s = 0.0
+    link = device.peer_link()
     for k in cost.kernels:
         roof = device.roof(k.dtype, k.math, tf32=k.tf32)
         c = compute_time(k.flops, roof.flops_per_s)
         if k.vector_flops:
             c += compute_time(k.vector_flops, device.roof("fp32", "vector").flops_per_s)
         m = memory_time(k.bytes, bw)
-        r = roofline_time(c, m)
-        share[bound(c, m, floor)] += k.count * (r + floor)
+        x = memory_time(k.link_bytes, link.bytes_per_s) if k.link_bytes and link is not None else 0.0
+        r = roofline_time(c, max(m, x))
+        share[bound(c, max(m, x), floor)] += k.count * (r + floor)
         compute_s += k.count * c
         memory_s += k.count * m
+        comm_s += k.count * x
         launch_s += k.count * floor
         work += k.count * r
         total += k.count * (r + floor)
@@ -202,6 +211,8 @@ def place_cost(cost: Cost, device: Device) -> Placement:
         attainable_flops_per_s=float("inf") if rate is None else rate,
         efficiency=efficiency(work, total),
         roof_source=device.source_of(main_roof),
+        comm_s=comm_s,
+        comm_modelled=link is not None or not cost.link_bytes,
     )
 
 

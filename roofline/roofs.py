@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roofline.device import Device, SmFacts
+from roofline.device import Device, LinkRoof, SmFacts
 from roofline.errors import DeviceError, RooflineError, UsageError
 from roofline.specs.schema import SpecSheet
 from roofline.units import split_list
@@ -70,6 +70,16 @@ def device_from_sheet(sheet: SpecSheet) -> Device:
                 bandwidth[level] = cache.bandwidth_gb_per_s * 1e9
     if mem.smem is not None and mem.smem.bandwidth_gb_per_s:
         bandwidth["smem"] = mem.smem.bandwidth_gb_per_s * 1e9
+    links: list[LinkRoof] = []
+    if sheet.interconnect is not None:
+        for field, name in (
+            ("nvlink_bandwidth_per_gpu", "nvlink"),
+            ("infinity_fabric_bandwidth_per_gpu", "infinity_fabric"),
+            ("pcie_bandwidth", "pcie"),
+        ):
+            link = getattr(sheet.interconnect, field)
+            if link is not None:
+                links.append(LinkRoof(name, link.per_direction_gb_per_s * 1e9, link.direction, link.gb_per_s))
     return Device(
         name=sheet.name,
         display_name=sheet.display_name,
@@ -81,6 +91,7 @@ def device_from_sheet(sheet: SpecSheet) -> Device:
         compute_units=sheet.compute_units,
         unit_name=sheet.compute_unit_name,
         sm=sm_facts(sheet),
+        links=tuple(links),
     )
 
 

@@ -189,8 +189,11 @@ def test_wave_quantization_1792_vs_1793_on_an_a100(cli):
     assert "120 tiles on 108 SMs = 2 waves" in wave["evidence"]
     row = by_shape[(1793, 1793)]
     roof, launch = row["roof_time_s"], row["time_s"] - row["roof_time_s"]
-    # 120 tiles in 2 waves of 108: the SMs busy 120/216 of the time; 1792^2: 98 tiles in one wave (98/108 busy)
-    assert wave["time_s"] == pytest.approx(roof * 216 / 120 + launch)
+    # 120 tiles in 2 waves of 108, each tile (edge tiles too) a whole 256x128 tile's time; 1792^2: 98 tiles in one
+    # wave (98/108 busy)
+    tile = 2 * 256 * 128 * 4096 / (312e12 / 108)
+    assert wave["time_s"] == pytest.approx(2 * tile + launch)
+    assert wave["time_s"] == pytest.approx(roof * 216 * 256 * 128 / 1793**2 + launch)
     assert wave["best_time_s"] == pytest.approx(roof * (1792 / 1793) ** 2 * 108 / 98 + launch)
     assert wave["best_time_s"] >= by_shape[(1792, 1792)]["time_s"]  # never below the 1792 GEMM's own roofline
 

@@ -397,7 +397,7 @@ def test_napkin_intensity_is_the_source_formula(batch, params, d_model, b_param,
         ({"params": 1000}, "both params and d_model"),
         ({}, "give model"),
         ({"params": 1000, "d_model": 8, "model": "gpt2"}, "not both"),
-        ({"params": 1000, "d_model": 8, "context": 5}, "does not model the KV cache"),
+        ({"params": 1000, "d_model": 8, "context": 5}, "models the KV cache only with layers and heads"),
         ({"params": 1000, "d_model": 8, "seq": 5}, "seq: unknown key"),  # decode has no seq
         ({"params": 1000, "d_model": 8, "attention": "flash"}, "attention"),
     ],

@@ -506,3 +506,22 @@ def test_built_in_sheets_are_parsed_on_demand():
     assert "a100-sxm-80gb" in registry.pending  # only the named sheet was parsed
     assert registry.find("NVIDIA H200").name == "h200-sxm"  # an alias needs them all
     assert registry.pending == {}
+
+
+def test_interconnect_links_carry_direction_and_source():
+    sheet = load_sheet(SPECS_DIR / "h100-sxm.yaml")
+    nvlink = sheet.interconnect.nvlink_bandwidth_per_gpu
+    assert (nvlink.gb_per_s, nvlink.direction) == (900, "bidirectional") and "seed 004" in nvlink.source
+    assert nvlink.per_direction_gb_per_s == 450
+    link = device_from_sheet(sheet).peer_link()
+    assert link.name == "nvlink" and link.bytes_per_s == 450e9
+
+
+def test_the_old_interconnect_keys_are_refused_with_their_new_names(tmp_path):
+    text = (SPECS_DIR / "h100-sxm.yaml").read_text()
+    start = text.index("interconnect:")
+    end = text.index("tdp_w:")
+    sheet = tmp_path / "old.yaml"
+    sheet.write_text(text[:start] + "interconnect: {nvlink_gb_per_s: 900}\n" + text[end:])
+    with pytest.raises(SpecError, match="nvlink_gb_per_s was renamed: write nvlink_bandwidth_per_gpu"):
+        load_sheet(sheet)

@@ -155,7 +155,7 @@ def test_brackets_nested_past_libyaml_are_refused_not_a_segfault(tmp_path):
         ("launch_floor_us: 4.0", "launch_floor_us: 1e-300", "launch_floor_us", "1 ns to 1 s"),
         ("launch_floor_us: 4.0", "launch_floor_us: .inf", "launch_floor_us", "finite number"),
         ("boost_clock_mhz: 1980", "boost_clock_mhz: .inf", "boost_clock_mhz", "MHz"),
-        ("nvlink_gb_per_s: 900", "nvlink_gb_per_s: .nan", "interconnect.nvlink_gb_per_s", "GB/s"),
+        ("gb_per_s: 900", "gb_per_s: .nan", "interconnect.nvlink_bandwidth_per_gpu.gb_per_s", "GB/s"),
         ("compute_units: 132", "compute_units: 1e400", "compute_units", "valid integer"),
         ("compute_units: 132", "compute_units: 100000000000", "compute_units", "less than or equal"),
         ("compute_units: 132", "compute_units: true", "compute_units", "not true/false"),

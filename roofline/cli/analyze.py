@@ -198,6 +198,14 @@ def _llm(
 
     if (values["model"] is None) == (values["params"] is None):
         raise UsageError("give either --model NAME|FILE.yaml or --params P (with --d-model) for the napkin form")
+    if values["model"] is None and values.get("kv_dtype") is not None and values.get("layers") is None:
+        raise UsageError(
+            "--kv-dtype in the napkin form needs the KV cache's shape: give --layers and --heads (--kv-heads for GQA)"
+        )
+    if values["model"] is not None:
+        for key, option in (("layers", "--layers"), ("heads", "--heads"), ("kv_heads", "--kv-heads")):
+            if values.get(key) is not None:
+                raise UsageError(f"{option} is for the napkin form (--params): the model config has its own")
     run(kind, values, device, spec, as_json, output, roofs)
 
 
@@ -234,6 +242,84 @@ def _attention_impl() -> Any:
     return typer.Option("fused", "--attention", help="fused or naive." + SWEEP)
 
 
+def _layers() -> Any:
+    return typer.Option(None, "--layers", help="Napkin form: layers (KV cache, --tp all-reduces, launches)." + SWEEP)
+
+
+def _heads() -> Any:
+    return typer.Option(None, "--heads", help="Napkin form: query heads (head_dim = d_model / heads)." + SWEEP)
+
+
+def _kv_heads() -> Any:
+    return typer.Option(None, "--kv-heads", help="Napkin form: KV heads (GQA; default --heads)." + SWEEP)
+
+
+def _tp() -> Any:
+    return typer.Option(
+        "1", "--tp", help="Tensor parallelism: weights and heads split N ways, 2 all-reduces per layer." + SWEEP
+    )
+
+
+def _kernels_per_layer() -> Any:
+    return typer.Option(
+        None,
+        "--kernels-per-layer",
+        help="Kernel launches per layer (default: as counted, 12 for a gated layer)." + SWEEP,
+    )
+
+
+def _launch_floor() -> Any:
+    return typer.Option(None, "--launch-floor", help="Launch floor in us (default: the device's)." + SWEEP)
+
+
+def _memory() -> Any:
+    return typer.Option(
+        None, "--memory", help="Memory budget per GPU, e.g. 80G or 75.6e9 bytes (default: the device's capacity)."
+    )
+
+
+def _numbers(text: str | None, option: str) -> Any:
+    """A float option (microseconds): None, one number or a sweep."""
+    from roofline.units import parse_sizes
+
+    if text is None:
+        return None
+    values = parse_sizes(text, option, integer=False)
+    return values if len(values) > 1 else values[0]
+
+
+def _bytes(text: str | None, option: str) -> Any:
+    """A byte count such as 80G, 80GB, 75.6e9: None or an int."""
+    from roofline.units import parse_size
+
+    if text is None:
+        return None
+    stripped = text.strip()
+    if stripped[-1:] in ("B", "b"):
+        stripped = stripped[:-1]
+    return int(parse_size(stripped, option, integer=False))
+
+
+def _serving_values(
+    layers: str | None,
+    heads: str | None,
+    kv_heads: str | None,
+    tp: str,
+    kernels_per_layer: str | None,
+    launch_floor: str | None,
+    memory: str | None,
+) -> dict[str, Any]:
+    return {
+        "layers": sizes_value(layers, "--layers"),
+        "heads": sizes_value(heads, "--heads"),
+        "kv_heads": sizes_value(kv_heads, "--kv-heads"),
+        "tp": sizes_value(tp, "--tp"),
+        "kernels_per_layer": sizes_value(kernels_per_layer, "--kernels-per-layer"),
+        "launch_floor_us": _numbers(launch_floor, "--launch-floor"),
+        "memory": _bytes(memory, "--memory"),
+    }
+
+
 def _llm_values(
     model: str | None,
     params: str | None,
@@ -263,12 +349,19 @@ def decode(
     d_model: str | None = _d_model(),
     batch: str = typer.Option("1", "--batch", "-b", help="Concurrent sequences." + SWEEP),
     context: str | None = typer.Option(
-        None, "--context", help="Tokens already in the KV cache of each sequence (default 0)." + SWEEP
+        None, "--context", help="Tokens already in the KV cache of each sequence, at least 1 (default: none)." + SWEEP
     ),
     dtype: str = _act_dtype(),
     weight_dtype: str | None = _weight_dtype(),
     kv_dtype: str | None = _kv_dtype(),
     attention_impl: str = _attention_impl(),
+    layers: str | None = _layers(),
+    heads: str | None = _heads(),
+    kv_heads: str | None = _kv_heads(),
+    tp: str = _tp(),
+    kernels_per_layer: str | None = _kernels_per_layer(),
+    launch_floor: str | None = _launch_floor(),
+    memory: str | None = _memory(),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
     roofs: str = _roofs(),
@@ -279,7 +372,8 @@ def decode(
 ) -> None:
     """One LLM decode step (one new token per sequence): weights streamed once per step."""
     values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
-    values["context"] = sizes_value(context, "--context", allow_zero=True)
+    values["context"] = sizes_value(context, "--context")  # NB: 0 is refused; leave it out for an empty cache
+    values |= _serving_values(layers, heads, kv_heads, tp, kernels_per_layer, launch_floor, memory)
     _llm("decode", values, device, spec, as_json, output, roofs)
 
 
@@ -294,6 +388,13 @@ def prefill(
     weight_dtype: str | None = _weight_dtype(),
     kv_dtype: str | None = _kv_dtype(),
     attention_impl: str = _attention_impl(),
+    layers: str | None = _layers(),
+    heads: str | None = _heads(),
+    kv_heads: str | None = _kv_heads(),
+    tp: str = _tp(),
+    kernels_per_layer: str | None = _kernels_per_layer(),
+    launch_floor: str | None = _launch_floor(),
+    memory: str | None = _memory(),
     device: str | None = _device(),
     spec: list[Path] | None = spec_option(),
     roofs: str = _roofs(),
@@ -305,6 +406,7 @@ def prefill(
     """LLM prefill of a prompt: every prompt token through every layer, causal attention."""
     values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
     values["seq"] = sizes_value(seq, "--seq")
+    values |= _serving_values(layers, heads, kv_heads, tp, kernels_per_layer, launch_floor, memory)
     _llm("prefill", values, device, spec, as_json, output, roofs)
 
 

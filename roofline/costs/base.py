@@ -8,6 +8,7 @@ Counts are Python ints, so tests can pin them exactly.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -26,7 +27,9 @@ class Kernel:
     """One kernel (or ``count`` identical kernels).
 
     ``flops`` run on the (dtype, math) roof; ``vector_flops`` are extra element-wise FLOPs inside the
-    same kernel (the softmax of fused attention) that run on the vector roof, after the rest.
+    same kernel (the softmax of fused attention) that run on the vector roof, after the rest. ``link_bytes``: what
+    one GPU sends to its peers over the interconnect (a collective such as a tensor-parallel all-reduce), timed
+    against the device's peer link.
     """
 
     name: str
@@ -37,6 +40,7 @@ class Kernel:
     count: int = 1
     vector_flops: int = 0
     tf32: bool = False
+    link_bytes: int = 0
 
     @property
     def total_flops(self) -> int:
@@ -58,6 +62,11 @@ class Cost:
     @property
     def bytes(self) -> int:
         return sum(k.count * k.bytes for k in self.kernels)
+
+    @property
+    def link_bytes(self) -> int:
+        """Bytes one GPU sends over the interconnect (collectives), summed over the kernels."""
+        return sum(k.count * k.link_bytes for k in self.kernels)
 
     @property
     def kernel_count(self) -> int:
@@ -92,9 +101,7 @@ def combine(kind: str, parts: list[Cost], notes: tuple[str, ...] = ()) -> Cost:
 
 def scale(cost: Cost, times: int) -> Cost:
     """``times`` repetitions of ``cost`` (e.g. one layer x n_layers)."""
-    kernels = tuple(
-        Kernel(k.name, k.flops, k.bytes, k.dtype, k.math, k.count * times, k.vector_flops, k.tf32) for k in cost.kernels
-    )
+    kernels = tuple(dataclasses.replace(k, count=k.count * times) for k in cost.kernels)
     return Cost(cost.kind, kernels, cost.notes, {key: v * times for key, v in cost.byte_terms.items()})
 
 

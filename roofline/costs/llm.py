@@ -127,6 +127,15 @@ class LlmParams(Params):
     weight_dtype: str | None = None  # None: = act_dtype
     kv_dtype: str | None = None  # None: = act_dtype
     attention: Literal["fused", "naive"] = "fused"
+    # napkin form only: the shape of the KV cache and of the layers (KV cache, --tp, launches per layer)
+    layers: Size | None = None
+    heads: Size | None = None
+    kv_heads: Size | None = None  # None: = heads
+    # tensor parallelism: weights and heads split tp ways, two all-reduces per layer over the peer link
+    tp: Size = 1
+    kernels_per_layer: Size | None = None  # launches per layer (None: config form, as counted; napkin, 12)
+    launch_floor_us: Annotated[float, Field(gt=0, le=1e6)] | None = None  # None: the device's
+    memory: Size | None = None  # bytes per GPU for weights + KV cache + activations (None: the device's capacity)
 
     _config: ModelConfig | None = PrivateAttr(None)
 
@@ -145,14 +154,57 @@ class LlmParams(Params):
         napkin = self.params is not None or self.d_model is not None
         if self.model is not None and napkin:
             raise ValueError("give either model (a config) or params and d_model (napkin form), not both")
+        shape = {"layers": self.layers, "heads": self.heads, "kv_heads": self.kv_heads}
         if self.model is None:
             if self.params is None or self.d_model is None:
                 raise ValueError("give model (a name or a YAML path), or both params and d_model")
-            if self.context:
-                raise ValueError("the napkin form (params, d_model) does not model the KV cache: give model")
+            if self.kv_heads is not None and self.heads is None:
+                raise ValueError("kv_heads needs heads (the query heads) in the napkin form")
+            if self.heads is not None and self.d_model % self.heads:
+                raise ValueError(f"heads ({self.heads}) must divide d_model ({self.d_model}): head_dim = d_model/heads")
+            if self.heads is not None and self.heads % self.n_kv_heads:
+                raise ValueError(f"kv_heads ({self.n_kv_heads}) must divide heads ({self.heads})")
+            if self.context and not self.models_kv_cache:
+                raise ValueError(
+                    "the napkin form models the KV cache only with layers and heads (and kv_heads for GQA): "
+                    "give them, or give model"
+                )
+            if self.tp > 1 and self.layers is None:
+                raise ValueError(f"tp={self.tp} in the napkin form needs layers (two all-reduces per layer)")
+            if self.kernels_per_layer is not None and self.layers is None:
+                raise ValueError("kernels_per_layer in the napkin form needs layers")
         else:
+            given = [name for name, value in shape.items() if value is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)}: napkin-form options; a model config has its own")
             self._config = load_config(self.model)  # WorkloadError names the problem and the choices
+        heads, kv_heads = self.query_heads, self.n_kv_heads
+        if self.tp > 1 and heads is not None and (heads % self.tp or kv_heads % self.tp):
+            raise ValueError(f"tp={self.tp} must divide the heads ({heads}) and the KV heads ({kv_heads})")
+        if self._config is not None and self.kernels_per_layer is not None:
+            counted = layer_kernel_count(self, self._config)
+            if self.kernels_per_layer < counted:
+                raise ValueError(
+                    f"kernels_per_layer={self.kernels_per_layer} is below the {counted} kernels a "
+                    f"{self._config.name} layer counts: fusing kernels also removes activation bytes, which this "
+                    "form does not model"
+                )
         return self
+
+    @property
+    def query_heads(self) -> int | None:
+        return self._config.heads if self._config is not None else self.heads
+
+    @property
+    def n_kv_heads(self) -> int:
+        if self._config is not None:
+            return self._config.n_kv_heads
+        return self.kv_heads if self.kv_heads is not None else (self.heads or 0)
+
+    @property
+    def models_kv_cache(self) -> bool:
+        """The config form always; the napkin form when it has the layers and the heads."""
+        return self._config is not None or (self.layers is not None and self.heads is not None)
 
     @property
     def config(self) -> ModelConfig | None:
@@ -170,6 +222,8 @@ class LlmParams(Params):
             text += f" seq={self.seq}"
         if self.context or self._config is not None:
             text += f" context={self.context}"
+        if self.tp > 1:
+            text += f" tp={self.tp}"
         return text
 
 
@@ -193,25 +247,87 @@ class PrefillParams(LlmParams):
 # Napkin form
 
 
+def _split(value: int, tp: int) -> int:
+    """One GPU's share of ``value`` split ``tp`` ways (rounded up)."""
+    return -(-value // tp)
+
+
+def _all_reduces(kind: str, layers: int, tokens: int, width: int, p: LlmParams) -> Cost:
+    # NB: tensor parallelism (Megatron): two all-reduces per layer (after the attention output projection and after
+    # the FFN down projection), each of the tokens x width activations at act_dtype. A ring all-reduce sends
+    # 2(tp-1)/tp of the message from each GPU over its peer link (link_bytes); it reads and writes the message in
+    # DRAM once (counted as activations). Each all-reduce is one launch. Not overlapped with compute.
+    message = nbytes(tokens * width, p.act_dtype)
+    sent = _split(2 * (p.tp - 1) * message, p.tp)
+    kernel = Kernel("all_reduce", 0, 2 * message, p.act_dtype, "vector", count=2 * layers, link_bytes=sent)
+    notes = (
+        f"tp={p.tp}: 2 all-reduces per layer of {message} B each; a ring sends 2(tp-1)/tp of it per GPU over the peer "
+        "link, not overlapped with compute",
+    )
+    return Cost(kind, (kernel,), notes, {"activations": 2 * message * 2 * layers})
+
+
+def _launches(kind: str, count: int) -> Cost:
+    # NB: launches the cost does not count as work (kernels_per_layer above what the formula counts): each takes one
+    # launch floor and no FLOPs or bytes.
+    if count <= 0:
+        return Cost(kind, ())
+    return Cost(kind, (Kernel("uncounted_launch", 0, 0, "fp32", "vector", count=count),))
+
+
+def napkin_kv_per_token(p: LlmParams) -> int:
+    """KV-cache bytes per token per GPU of the napkin form: 2 (K, V) x layers x kv_heads/tp x head_dim x b_kv."""
+    assert p.layers is not None and p.heads is not None and p.d_model is not None
+    return 2 * p.layers * nbytes(p.n_kv_heads // p.tp * (p.d_model // p.heads), p.kv_dtype)
+
+
 def _napkin(kind: str, p: LlmParams) -> Cost:
     # NB: napkin form (the source text's I_decode): every parameter is one multiply-add per token
     # (FLOPs = 2 P tokens), all weights are read once per step (P b_param) and one d_model-wide
-    # activation vector per token moves (tokens d_model b_elem). Attention, the KV cache, the embedding
-    # gather and per-layer activations are not modelled: give a model config for those.
+    # activation vector per token moves (tokens d_model b_elem). With layers and heads it also reads the KV cache
+    # (context + new tokens per sequence) and does attention's 4 x head_dim FLOPs per query head per score pair;
+    # with tp, each GPU holds P/tp parameters and heads/tp heads, and the activations are replicated.
     assert p.params is not None and p.d_model is not None
     tokens = p.batch * p.new_tokens
-    weights = nbytes(p.params, p.weight_dtype)
+    weights = _split(nbytes(p.params, p.weight_dtype), p.tp)
     acts = nbytes(tokens * p.d_model, p.act_dtype)
+    flops = _split(2 * p.params * tokens, p.tp)
+    terms = {"weights": weights, "activations": acts}
     notes = [
         "napkin form: FLOPs = 2*params*tokens; bytes = params*b_param + tokens*d_model*b_elem",
-        "napkin form: attention, KV cache and per-layer activations not modelled",
     ]
+    if p.models_kv_cache:
+        assert p.layers is not None and p.heads is not None
+        seq_kv = p.context + p.new_tokens
+        kv = p.batch * seq_kv * napkin_kv_per_token(p)
+        q = p.new_tokens
+        pairs = q * (seq_kv - q) + q * (q + 1) // 2  # causal; decode: every key
+        flops += 4 * p.batch * p.layers * (p.heads // p.tp) * (p.d_model // p.heads) * pairs
+        terms["kv_cache"] = kv
+        notes.append(
+            f"napkin form: KV cache of {p.layers} layers x {p.n_kv_heads} KV heads x head_dim {p.d_model // p.heads} "
+            f"at {p.kv_dtype}, context + new tokens read once; attention 4*head_dim FLOPs per head per pair; "
+            "per-layer activations not modelled"
+        )
+    else:
+        notes.append("napkin form: attention, KV cache and per-layer activations not modelled")
     if p.attention != "fused":
         notes.append("napkin form: attention implementation ignored")
     if p.weight_dtype != p.act_dtype:
         notes.append(f"weight-only {p.weight_dtype}: weights dequantised on the fly, math at {p.act_dtype}")
-    kernel = Kernel(f"{kind}_step", 2 * p.params * tokens, weights + acts, p.act_dtype, "tensor")
-    return Cost(kind, (kernel,), tuple(notes), {"weights": weights, "activations": acts})
+    kernel = Kernel(f"{kind}_step", flops, sum(terms.values()), p.act_dtype, "tensor")
+    parts = [Cost(kind, (kernel,), tuple(notes), terms)]
+    if p.layers is not None:
+        per_layer = p.kernels_per_layer or DEFAULT_KERNELS_PER_LAYER
+        parts.append(_launches(kind, p.layers * per_layer - 1))
+        notes.append(f"napkin form: {p.layers} layers x {per_layer} kernel launches per step (the work in one)")
+        if p.tp > 1:
+            parts.append(_all_reduces(kind, p.layers, tokens, p.d_model, p))
+    return combine(kind, parts, tuple(notes))
+
+
+#: kernels per layer the napkin form charges a launch floor for when it knows the layers (a gated layer's count)
+DEFAULT_KERNELS_PER_LAYER = 12
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -263,8 +379,8 @@ def _attention(p: LlmParams, cfg: ModelConfig) -> Cost:
     part = attention(
         AttentionParams(
             batch=p.batch,
-            heads=cfg.heads,
-            kv_heads=cfg.n_kv_heads,
+            heads=cfg.heads // p.tp,
+            kv_heads=cfg.n_kv_heads // p.tp,
             seq_q=seq_q,
             seq_kv=p.context + seq_q,
             head_dim=cfg.dim_head,
@@ -289,7 +405,7 @@ def _kv_write(tokens: int, p: LlmParams, cfg: ModelConfig) -> Cost:
     # NB: the new tokens' K and V (written by the QKV GEMM at act_dtype) are copied into the cache at
     # kv_dtype (read once, written once; a quantizing copy's few FLOPs are not counted). Rotary position
     # embedding is assumed fused into this copy / the attention kernel: no kernel, no bytes counted.
-    numel = 2 * tokens * cfg.n_kv_heads * cfg.dim_head
+    numel = 2 * tokens * (cfg.n_kv_heads // p.tp) * cfg.dim_head
     read = nbytes(numel, p.act_dtype)
     write = nbytes(numel, p.kv_dtype)
     kernel = Kernel("kv_cache_write", 0, read + write, p.act_dtype, "vector")
@@ -311,35 +427,44 @@ def _embedding(tokens: int, p: LlmParams, cfg: ModelConfig) -> Cost:
 
 
 def _layer(p: LlmParams, cfg: ModelConfig) -> Cost:
+    # NB: tensor parallelism (Megatron): QKV, gate/up (up) and the LM head split by columns (N/tp), the output and
+    # down projections by rows (K/tp), attention by heads (heads/tp, kv_heads/tp); norms, residual adds and the
+    # embedding gather run in full on every GPU. tp=1: the whole model.
     tokens = p.batch * p.new_tokens
-    hd, kv = cfg.dim_head, cfg.n_kv_heads
+    hd, kv, tp = cfg.dim_head, cfg.n_kv_heads, p.tp
+    ffn = _split(cfg.ffn, tp)
     parts = [
         _norm("attn_norm", tokens, p, cfg),
-        _linear("qkv_proj", tokens, (cfg.heads + 2 * kv) * hd, cfg.hidden, p, cfg),
+        _linear("qkv_proj", tokens, (cfg.heads + 2 * kv) // tp * hd, cfg.hidden, p, cfg),
         _kv_write(tokens, p, cfg),
         _attention(p, cfg),
-        _linear("o_proj", tokens, cfg.hidden, cfg.heads * hd, p, cfg),
+        _linear("o_proj", tokens, cfg.hidden, cfg.heads // tp * hd, p, cfg),
         _elementwise("residual_add", "add", tokens * cfg.hidden, p),
         _norm("ffn_norm", tokens, p, cfg),
     ]
     if cfg.ffn_type == "gated":
         # NB: SwiGLU: gate and up as one GEMM (N = 2 ffn), silu on the gate half (a view), times up.
         parts += [
-            _linear("gate_up_proj", tokens, 2 * cfg.ffn, cfg.hidden, p, cfg),
-            _elementwise("silu", "silu", tokens * cfg.ffn, p),
-            _elementwise("mul", "mul", tokens * cfg.ffn, p),
+            _linear("gate_up_proj", tokens, 2 * ffn, cfg.hidden, p, cfg),
+            _elementwise("silu", "silu", tokens * ffn, p),
+            _elementwise("mul", "mul", tokens * ffn, p),
         ]
     else:
         # NB: plain MLP: up, GELU (erf form; GPT-2's tanh form is 9 FLOPs per element, not 5), down.
         parts += [
-            _linear("up_proj", tokens, cfg.ffn, cfg.hidden, p, cfg),
-            _elementwise("gelu", "gelu", tokens * cfg.ffn, p),
+            _linear("up_proj", tokens, ffn, cfg.hidden, p, cfg),
+            _elementwise("gelu", "gelu", tokens * ffn, p),
         ]
     parts += [
-        _linear("down_proj", tokens, cfg.hidden, cfg.ffn, p, cfg),
+        _linear("down_proj", tokens, cfg.hidden, ffn, p, cfg),
         _elementwise("residual_add", "add", tokens * cfg.hidden, p),
     ]
     return combine("layer", parts)
+
+
+def layer_kernel_count(p: LlmParams, cfg: ModelConfig) -> int:
+    """Kernels one layer of the config form counts (12 gated, 11 mlp; naive attention 2 more)."""
+    return _layer(p, cfg).kernel_count
 
 
 def _config_step(kind: str, p: LlmParams, cfg: ModelConfig) -> Cost:
@@ -351,8 +476,13 @@ def _config_step(kind: str, p: LlmParams, cfg: ModelConfig) -> Cost:
         # NB: LM head over every token processed: decode batch rows; prefill all batch*seq rows (as a
         # plain forward does; serving engines that keep only each prompt's last logits do 1/seq of it).
         # Tied embeddings: the same matrix, still read in full once. Sampling is not counted.
-        _linear("lm_head", tokens, cfg.vocab, cfg.hidden, p, cfg),
+        _linear("lm_head", tokens, _split(cfg.vocab, p.tp), cfg.hidden, p, cfg),
     ]
+    counted = layer_kernel_count(p, cfg)
+    if p.kernels_per_layer is not None:
+        parts.append(_launches(kind, (p.kernels_per_layer - counted) * cfg.layers))
+    if p.tp > 1:
+        parts.append(_all_reduces(kind, cfg.layers, tokens, cfg.hidden, p))
     notes = [
         f"{cfg.name}: {cfg.layers} layers, hidden {cfg.hidden}, {cfg.heads} heads ({cfg.n_kv_heads} KV), "
         f"ffn {cfg.ffn} {cfg.ffn_type}, vocab {cfg.vocab} (source: {cfg.source})",
@@ -361,6 +491,16 @@ def _config_step(kind: str, p: LlmParams, cfg: ModelConfig) -> Cost:
         "LM head computed for every token processed (prefill: all batch*seq rows)",
         "norm weights, biases and embedding rows kept at act_dtype (other_weights)",
     ]
+    if p.tp > 1:
+        notes.append(
+            f"tp={p.tp}: matrices and heads split {p.tp} ways (LM head by vocab, logits gather not counted); "
+            "norms, residual adds and the embedding gather in full on each GPU; figures per GPU"
+        )
+    if p.kernels_per_layer is not None and p.kernels_per_layer > counted:
+        notes.append(
+            f"{p.kernels_per_layer} launches per layer: {counted} counted kernels plus "
+            f"{p.kernels_per_layer - counted} launches without counted work"
+        )
     if p.weight_dtype != p.act_dtype:
         notes.append(f"weight-only {p.weight_dtype}: dequantised on the fly, GEMM math at {p.act_dtype}")
     if p.context + p.new_tokens > cfg.max_context:
@@ -383,3 +523,55 @@ def decode(p: DecodeParams) -> Cost:
 @register("prefill", PrefillParams, "one LLM prefill step over seq prompt tokens per sequence")
 def prefill(p: PrefillParams) -> Cost:
     return _step("prefill", p)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Memory per GPU: what a batch must fit (weights, KV cache per request, activations per request)
+
+
+def weight_memory(p: LlmParams) -> int:
+    """Bytes of weights one GPU stores. Napkin: params x b_param / tp. Config: the weight matrices (and the LM head
+    unless tied) at weight_dtype and the embedding table at act_dtype, split tp ways; norm weights, biases and
+    learned positions at act_dtype on every GPU."""
+    # NB: the table is stored whole (a gather reads only the rows it touches, but the table lives in memory).
+    cfg = p.config
+    if cfg is None:
+        assert p.params is not None
+        return _split(nbytes(p.params, p.weight_dtype), p.tp)
+    hd, kv = cfg.dim_head, cfg.n_kv_heads
+    per_layer = cfg.hidden * (cfg.heads + 2 * kv) * hd + cfg.heads * hd * cfg.hidden
+    per_layer += (3 if cfg.ffn_type == "gated" else 2) * cfg.hidden * cfg.ffn
+    matrices = cfg.layers * per_layer + (0 if cfg.tied_embeddings else cfg.vocab * cfg.hidden)
+    split = _split(nbytes(matrices, p.weight_dtype), p.tp) + _split(nbytes(cfg.vocab * cfg.hidden, p.act_dtype), p.tp)
+    replicated = parameter_count(cfg) - matrices - cfg.vocab * cfg.hidden  # norms, biases, positions
+    return split + nbytes(replicated, p.act_dtype)
+
+
+def kv_cache_per_request(p: LlmParams) -> int:
+    """KV-cache bytes one sequence holds on one GPU after the step: context + new tokens (0 when not modelled)."""
+    if not p.models_kv_cache:
+        return 0
+    tokens = p.context + p.new_tokens
+    cfg = p.config
+    if cfg is None:
+        return tokens * napkin_kv_per_token(p)
+    return tokens * 2 * cfg.layers * nbytes(cfg.n_kv_heads // p.tp * cfg.dim_head, p.kv_dtype)
+
+
+def activation_per_request(p: LlmParams) -> int:
+    """Live activation bytes of one sequence's new tokens on one GPU. Napkin: d_model per token (what the napkin
+    counts). Config: the residual stream plus the widest intermediate (gated: the gate/up output and the silu
+    output; mlp: the up and gelu outputs; the QKV output; the logits), per token at act_dtype."""
+    # NB: an eager step frees each intermediate after its consumer; the allocator's caching and fragmentation, the
+    # attention kernel's workspace and the sampling buffers are not counted.
+    cfg = p.config
+    if cfg is None:
+        assert p.d_model is not None
+        return nbytes(p.new_tokens * p.d_model, p.act_dtype)
+    ffn = _split(cfg.ffn, p.tp)
+    widest = max(
+        3 * ffn if cfg.ffn_type == "gated" else 2 * ffn,
+        (cfg.heads + 2 * cfg.n_kv_heads) // p.tp * cfg.dim_head,
+        _split(cfg.vocab, p.tp),
+    )
+    return nbytes(p.new_tokens * (cfg.hidden + widest), p.act_dtype)

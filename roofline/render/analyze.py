@@ -10,7 +10,7 @@ from rich import box
 from roofline.device import Device
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.render.escape import console_text as escape
-from roofline.report.rows import Row
+from roofline.report.rows import Row, Serving
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 BOUND_STYLE = {"compute": "bold green", "memory": "bold yellow", "launch": "bold magenta"}
@@ -77,9 +77,30 @@ class AnalysisRenderer(Renderer):
         return to_text(
             *_header(self.devices, rows),
             self._table(rows),
+            *self._serving(rows),
             *self._findings(rows, single=False),
             color=self.color,
         )
+
+    def _serving(self, rows: Sequence[Row]) -> list[str]:
+        """One line per decode/prefill row: tokens/s, ms/token, and the batches where compute and memory bind."""
+        served = [row for row in rows if row.serving is not None]
+        if not served:
+            return []
+        _, labels = split_labels(rows)
+        index = {id(row): i for i, row in enumerate(rows)}
+        lines = ["\n[bold]Serving[/] (per GPU; tokens/s = tokens per step / min time)"]
+        for row in served:
+            sv = row.serving
+            assert sv is not None
+            where = f" on {row.device}" if len(self.devices) > 1 else ""
+            lines.append(
+                f"• {escape(labels[index[id(row)]])}{where}: {_rate(sv.tokens_per_s)} tokens/s, "
+                f"{sv.time_per_token_s * 1e3:.4g} ms/token; with CUDA graphs {_rate(sv.graph_tokens_per_s)} tokens/s; "
+                f"compute binds at batch {_batch(sv.compute_batch, sv.compute_batch_limit)}, "
+                f"memory runs out above batch {_memory_batch(sv.memory_batch)}"
+            )
+        return lines
 
     def _card(self, row: Row) -> list[str]:
         """One workload on one device: every quantity on its own line."""
@@ -105,6 +126,8 @@ class AnalysisRenderer(Renderer):
             ),
             ("fits", " + ".join(row.top.properties) if row.top else "-"),
         ]
+        if row.serving is not None:
+            fields += serving_fields(row.serving, row.kind)
         lines = [
             f"[bold]{escape(row.kind + ' ' + row.label)}[/] on {escape(device.display_name)} ({device.name}), "
             f"roofs from {source}"
@@ -179,3 +202,70 @@ class AnalysisRenderer(Renderer):
         if single and rows and rows[0].notes:
             lines.append("\n[dim]Assumptions: " + escape("; ".join(rows[0].notes)) + "[/]")
         return lines
+
+
+def _batch(batch: int | None, limit: int) -> str:
+    return str(batch) if batch is not None else f"none up to {limit:,}"
+
+
+def _memory_batch(batch: int | None) -> str:
+    if batch is None:
+        return "- (no memory budget)"
+    return str(batch) if batch > 0 else "0 (one request does not fit)"
+
+
+def serving_fields(sv: Serving, kind: str) -> list[tuple[str, str]]:
+    """The serving lines of a decode/prefill card: tokens/s, launches and CUDA graphs, communication, memory."""
+    per = "token" if kind == "decode" else "prompt token"
+    plural = "s" if sv.tokens_per_step != 1 else ""
+    fields = [
+        (
+            "tokens/s",
+            f"{_rate(sv.tokens_per_s)} ({sv.time_per_token_s * 1e3:.4g} ms/{per}; "
+            f"{sv.tokens_per_step} token{plural} per step of {format_time(sv.time_per_token_s * sv.tokens_per_step)}); "
+            "at the roofline alone "
+            f"{_rate(sv.roofline_tokens_per_s)}; weights alone ({format_time(sv.weights_time_s)} to read them once) "
+            f"{_rate(sv.weights_tokens_per_s)}",
+        ),
+        (
+            "launches",
+            f"{sv.launches} x {format_time(sv.launch_floor_s)} = {format_time(sv.launch_time_s)} per step; CUDA graphs "
+            f"(one graph launch) save {format_time(sv.graph_saving_s)}: {format_time(sv.graph_time_s)} per step, "
+            f"{_rate(sv.graph_tokens_per_s)} tokens/s",
+        ),
+    ]
+    if sv.tp > 1:
+        if sv.comm_modelled:
+            comm = (
+                f"{sv.all_reduces} all-reduces of {format_bytes(sv.all_reduce_bytes)}: {format_bytes(sv.link_bytes)} "
+                f"sent per GPU over {sv.link}: {format_time(sv.comm_time_s)} per step"
+            )
+        else:
+            comm = (
+                f"{sv.all_reduces} all-reduces of {format_bytes(sv.all_reduce_bytes)}: communication time not "
+                "modelled (the sheet gives no peer link bandwidth)"
+            )
+        fields.append((f"tp {sv.tp}", comm))
+    if sv.memory_batch is not None:
+        kv = format_bytes(sv.kv_cache_per_request_bytes) if sv.kv_cache_per_request_bytes else "none modelled"
+        fields.append(
+            (
+                "memory",
+                f"{format_bytes(sv.memory_budget_bytes)} ({sv.memory_budget_source}) = weights "
+                f"{format_bytes(sv.weight_memory_bytes)} + batch x (KV cache {kv} + activations "
+                f"{format_bytes(sv.activation_per_request_bytes)} per request)",
+            )
+        )
+    fields.append(
+        (
+            "batch",
+            f"compute binds at {_batch(sv.compute_batch, sv.compute_batch_limit)}; memory runs out above "
+            f"{_memory_batch(sv.memory_batch)}",
+        )
+    )
+    return fields
+
+
+def _rate(tokens_per_s: float) -> str:
+    """191.3, 1,320, 48,470: tokens/s with 4 significant digits, thousands written out."""
+    return f"{tokens_per_s:,.0f}" if tokens_per_s >= 1000 else f"{tokens_per_s:.4g}"

@@ -100,9 +100,16 @@ class SpecShowRenderer(Renderer):
         items.append(memory)
         items.append(f"launch floor: {sheet.launch_floor_us:g} us")
         if sheet.interconnect is not None:
-            links = {k: v for k, v in sheet.interconnect.model_dump().items() if v}
+            links = [(name, getattr(sheet.interconnect, name)) for name in type(sheet.interconnect).model_fields]
             items.append(
-                "interconnect: " + ", ".join(f"{k.replace('_gb_per_s', '')} {v:g} GB/s" for k, v in links.items())
+                "interconnect: "
+                + escape(
+                    ", ".join(
+                        f"{name.replace('_bandwidth', '').replace('_', ' ')} {link.gb_per_s:g} GB/s ({link.direction})"
+                        for name, link in links
+                        if link is not None
+                    )
+                )
             )
         if sheet.unconfirmed:
             items.append("[yellow]unconfirmed:[/] " + escape(", ".join(sheet.unconfirmed)))

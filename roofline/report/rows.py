@@ -72,6 +72,42 @@ class Finding(BaseModel):
 # ------------------------------------------------------------------------------------------------ analytic
 
 
+class Serving(BaseModel):
+    """What one LLM step (decode or prefill, on one GPU of ``tp``) means for serving: tokens per second, the launch
+    overhead and what CUDA graphs save, the communication, and the batches where compute binds and memory runs out.
+    Computed once by roofline.analysis from the row's placement; units in the field names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    tokens_per_step: int  # decode: batch; prefill: batch x seq
+    tokens_per_s: float  # tokens_per_step / the row's minimum time (launches and communication included)
+    time_per_token_s: float  # the row's minimum time / tokens_per_step (decode batch 1: the time per token)
+    roofline_tokens_per_s: float  # at the roofline time alone (no launch floors)
+    weights_time_s: float  # the weights per GPU read once from DRAM: the weight-streaming floor of a step
+    weights_tokens_per_s: float  # tokens_per_step / weights_time_s (the source texts' "bandwidth-only limit")
+    launches: int  # kernel launches per step (all-reduces included)
+    launch_floor_s: float  # per launch
+    launch_time_s: float  # launches x launch floor
+    graph_time_s: float  # with CUDA graphs: the roofline time plus one graph launch (one launch floor)
+    graph_saving_s: float  # launch_time_s - one launch floor
+    graph_tokens_per_s: float
+    tp: int = 1
+    link: str = ""  # the peer link tensor parallelism uses, as the sheet gives it ('' when tp is 1 or none)
+    all_reduces: int = 0  # per step
+    all_reduce_bytes: int = 0  # the message of one all-reduce
+    link_bytes: int = 0  # what one GPU sends over the link per step
+    comm_time_s: float = 0.0  # link bytes / the link's bandwidth per direction
+    comm_modelled: bool = True  # False: tp > 1 on a sheet without a peer link
+    memory_budget_bytes: float = 0.0  # per GPU
+    memory_budget_source: str = ""  # 'device capacity' or '--memory'
+    weight_memory_bytes: int = 0  # per GPU, as stored
+    kv_cache_per_request_bytes: int = 0  # per GPU, at context + new tokens (0: not modelled)
+    activation_per_request_bytes: int = 0  # per GPU, the live activations of one request's new tokens
+    memory_batch: int | None = None  # the largest batch that fits the budget (None: not computed)
+    compute_batch: int | None = None  # the smallest batch where compute time reaches memory time (None: not found)
+    compute_batch_limit: int = 0  # the largest batch searched for compute_batch
+
+
 class Row(BaseModel):
     """One workload on one device. Field names carry their units; this is what reports store."""
 
@@ -102,6 +138,8 @@ class Row(BaseModel):
     byte_terms: dict[str, int] = {}
     notes: list[str] = []
     findings: list[Finding] = []
+    comm_time_s: float = 0.0  # link time of the collectives (tensor parallelism), inside roof_time_s
+    serving: Serving | None = None  # decode and prefill rows
 
     @property
     def top(self) -> Finding | None:
@@ -520,6 +558,7 @@ __all__ = [
     "Placed",
     "PointBound",
     "Row",
+    "Serving",
     "Stored",
     "UncountedOp",
     "bits_of",

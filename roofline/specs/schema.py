@@ -116,10 +116,52 @@ class Memory(_Strict):
     smem: SharedMemory | None = None
 
 
+#: how a link's figure counts: both directions summed, one direction, or not said by the source
+Direction = Literal["bidirectional", "unidirectional", "unstated"]
+
+
+class Link(_Strict):
+    """One GPU's bandwidth on a link (NVLink, Infinity Fabric, PCIe), with the direction and the source of the figure.
+
+    ``bidirectional``: both directions summed (NVIDIA's NVLink figures: the H100's 900 GB/s is 450 each way);
+    ``unidirectional``: each way; ``unstated``: the source does not say. A multi-GPU model needs the rate one GPU
+    sends at, :attr:`per_direction_gb_per_s`: half a bidirectional figure, the figure itself otherwise (for an
+    unstated one that is the faster reading, so a time computed from it is a lower bound)."""
+
+    gb_per_s: Bandwidth
+    direction: Direction
+    source: str = Field(min_length=1, description="where the figure (and its direction) comes from")
+
+    @property
+    def per_direction_gb_per_s(self) -> float:
+        return self.gb_per_s / 2 if self.direction == "bidirectional" else self.gb_per_s
+
+
+_RENAMED = {
+    "nvlink_gb_per_s": "nvlink_bandwidth_per_gpu",
+    "infinity_fabric_gb_per_s": "infinity_fabric_bandwidth_per_gpu",
+    "pcie_gb_per_s": "pcie_bandwidth",
+}
+
+
 class Interconnect(_Strict):
-    nvlink_gb_per_s: Bandwidth | None = None
-    infinity_fabric_gb_per_s: Bandwidth | None = None
-    pcie_gb_per_s: Bandwidth | None = None
+    """One GPU's links to its peers (per GPU, not the node's aggregate) and to the host."""
+
+    nvlink_bandwidth_per_gpu: Link | None = None
+    infinity_fabric_bandwidth_per_gpu: Link | None = None
+    pcie_bandwidth: Link | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for old, new in _RENAMED.items():
+                if old in data:
+                    raise ValueError(
+                        f"{old} was renamed: write {new}: {{gb_per_s: ..., direction: bidirectional|unidirectional|"
+                        "unstated, source: ...}"
+                    )
+        return data
 
 
 class SpecSheet(_Strict):
