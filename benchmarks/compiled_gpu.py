@@ -77,7 +77,9 @@ def main(argv: list[str]) -> int:
     plain, loop = median(per_call), median(back_to_back)
     iteration = max(summary.get("wall_s") or 0.0, device_s + unattributed)
     result = {
-        "model": str(args.model.relative_to(ROOT)),
+        "model": str(args.model.resolve().relative_to(ROOT))
+        if args.model.resolve().is_relative_to(ROOT)
+        else str(args.model),
         "compiled": options.get("compiled"),
         "compile_s": options.get("compile_s"),
         "ops_timed": len(rows),

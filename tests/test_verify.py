@@ -511,3 +511,20 @@ def test_a_model_that_fails_to_compile_is_diagnosed_eagerly_with_the_error_in_on
     assert line in " ".join(result.out.split())
     doc = json.loads(out.read_text())
     assert doc["diagnose"]["compiled"] is False and doc["diagnose"]["compile_failure"] == line
+
+
+def test_low_precision_outputs_match_by_relative_rms_when_a_few_elements_differ():
+    torch.manual_seed(0)
+    eager = torch.randn(1000) * 10
+    eager[:3] = 0.001
+    fixed = eager.clone()
+    fixed[:3] = 0.06  # three small elements beyond rtol 2e-2 + atol 1e-2; the whole output agrees
+    rtol, atol = verify_module.LOW_PRECISION_RTOL, verify_module.LOW_PRECISION_ATOL
+    match, note = outputs_close(eager, fixed, rtol, atol)
+    error = float((eager - fixed).norm() / eager.norm())
+    assert (match, error <= verify_module.LOW_PRECISION_RMS) == (True, True)
+    assert note.startswith("outputs match within relative RMS error")
+    match32, note32 = outputs_close(eager, fixed, FP32_RTOL, verify_module.FP32_ATOL)  # fp32: element-wise only
+    assert match32 is False and "relative RMS error" in note32
+    far = eager * 1.05  # 5% off everywhere: no match at either tolerance
+    assert outputs_close(eager, far, rtol, atol)[0] is False

@@ -39,6 +39,9 @@ FP32_ATOL = 1e-4
 LOW_PRECISION_RTOL = 2e-2
 LOW_PRECISION_ATOL = 1e-2
 LOW_PRECISION_TECHNIQUES = frozenset({"tf32", "bf16-autocast"})
+# ... and, for those, outputs whose element-wise comparison fails still match when their relative RMS error
+# ||fixed - eager|| / ||eager|| is at most this (a bf16 GPT-2's logits after torch.compile: 0.044 max abs difference)
+LOW_PRECISION_RMS = 1e-2
 
 COMPILER_MISSING = "torch.compile needs a C++ compiler ({detail}): install one (gcc/g++) or set CXX"
 
@@ -300,6 +303,7 @@ def outputs_close(eager: Any, fixed: Any, rtol: float, atol: float) -> tuple[boo
     import torch
 
     a, b = _leaves(eager), _leaves(fixed)
+    notes: list[str] = []
     if len(a) != len(b):
         return False, f"outputs differ from eager: {len(b)} tensors, eager returned {len(a)}"
     for x, y in zip(a, b, strict=True):
@@ -312,8 +316,34 @@ def outputs_close(eager: Any, fixed: Any, rtol: float, atol: float) -> tuple[boo
         x32, y32 = x.detach().float().cpu(), y.detach().float().cpu()
         if not torch.allclose(x32, y32, rtol=rtol, atol=atol, equal_nan=True):
             worst = float((x32 - y32).abs().nan_to_num(float("inf")).max()) if x32.numel() else 0.0
-            return False, f"outputs differ from eager (max abs difference {worst:.3g}; rtol {rtol:g}, atol {atol:g})"
-    return True, ""
+            error = _relative_rms(x32, y32)
+            if rtol >= LOW_PRECISION_RTOL and error <= LOW_PRECISION_RMS:
+                # NB: a low-precision model through many layers: element-wise bounds fail on a few large values
+                # while the outputs as a whole agree (a compiled graph keeps fp32 where eager rounds to bf16)
+                notes.append(
+                    f"outputs match within relative RMS error {error:.2g} (<= {LOW_PRECISION_RMS:g}; element-wise "
+                    f"max abs difference {worst:.3g})"
+                )
+                continue
+            return False, (
+                f"outputs differ from eager (max abs difference {worst:.3g}, relative RMS error {error:.2g}; rtol "
+                f"{rtol:g}, atol {atol:g})"
+            )
+    return True, "; ".join(dict.fromkeys(notes))
+
+
+def _relative_rms(x: Any, y: Any) -> float:
+    """||x - y|| / ||x|| over the finite elements (0 when both are zero; inf when only x is)."""
+    import torch
+
+    finite = torch.isfinite(x) & torch.isfinite(y)
+    if not bool(torch.equal(torch.isfinite(x), torch.isfinite(y))):
+        return float("inf")
+    diff, ref = (x - y)[finite].double(), x[finite].double()
+    norm = float(ref.norm())
+    if norm == 0.0:
+        return 0.0 if float(diff.norm()) == 0.0 else float("inf")
+    return float(diff.norm()) / norm
 
 
 def tolerance(technique: str, eager: Any) -> tuple[float, float]:
