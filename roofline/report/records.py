@@ -113,3 +113,8 @@ class Timing:
     compiled: bool = False  # the timed callable is torch.compile'd (its fused kernels attributed by name)
     compile_s: float = 0.0  # a compiled model: its first call (compilation included), not in the timings
     notes: list[str] = field(default_factory=list)
+    # which profiler op went to which counted op (its index): the ops matched, and every op whose time an op owns
+    # (the matched one, its children, the launcher of a kernel); ids are the trace's External ids
+    matched_ops: dict[int, int] = field(default_factory=dict)
+    op_owners: dict[int, int] = field(default_factory=dict)
+    trace: dict[str, Any] | None = None  # the profiler's Chrome trace, when asked for (--export-trace)
