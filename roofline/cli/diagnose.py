@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -14,7 +15,7 @@ from roofline.cli.output import (
     diagnose_status,
     force_option,
     plot_option,
-    prepare_outputs,
+    prepare_all,
     save_report,
     write_requested_plot,
 )
@@ -25,10 +26,10 @@ DEFAULT_OUTPUT = Path("roofline-report.json")
 
 
 def diagnose(
-    model: Path = typer.Argument(
-        ...,
+    model: Path | None = typer.Argument(
+        None,
         help="The model file (Python): class Model + get_inputs() + get_init_inputs(), or a module-level `model` "
-        "with `example_inputs` / get_inputs(), or --entry NAME.",
+        "with `example_inputs` / get_inputs(), or --entry NAME. Or --trace instead.",
         metavar="MODEL.py",
     ),
     script_args: list[str] | None = typer.Argument(
@@ -81,6 +82,20 @@ def diagnose(
         help="Also run one iteration under Nsight Compute (ncu on PATH): measured DRAM bytes per op against "
         "compulsory, the counters' bound beside ours, a locality finding where the traffic is far above compulsory.",
     ),
+    trace: Path | None = typer.Option(
+        None,
+        "--trace",
+        help="Diagnose a torch.profiler (Kineto) trace recorded with record_shapes=True instead of running a model "
+        "(its median ProfilerStep#N step).",
+        metavar="TRACE.json[.gz]",
+    ),
+    export_trace: Path | None = typer.Option(
+        None,
+        "--export-trace",
+        help="Write the profiled run as a Chrome trace (Perfetto, chrome://tracing), each op and kernel annotated "
+        "with its FLOPs, bytes, intensity, bound and efficiency.",
+        metavar="FILE.json",
+    ),
     force: bool = force_option(),
     timeout: float | None = timeout_option("says which stage was running, writes no report, exit 124"),
 ) -> None:
@@ -93,36 +108,63 @@ def diagnose(
     `--` go to the script. --verify measures what each finding's technique gains: a table of the roofline's
     bound beside the measured gain, outputs match and notes, stored as `verified` in the report (`roofline report`
     shows it in html/markdown, `roofline plot --verified` draws each op before and after). --timeout bounds the
-    run's wall-clock time. --counters adds Nsight Compute's measured bytes and throughputs per op. See
+    run's wall-clock time. --counters adds Nsight Compute's measured bytes and throughputs per op. --trace
+    diagnoses a torch.profiler trace instead; --export-trace writes the run's trace, annotated. See
     docs/diagnose.md.
     """
     from roofline.diagnose.pipeline import diagnose as run
+    from roofline.diagnose.pipeline import diagnose_trace
     from roofline.errors import UsageError
 
     if top < 1:
         raise UsageError(f"--top {top}: at least 1")
-    inputs = [("the model file", model), *(("a --spec sheet", path) for path in spec or [])]
-    where = prepare_outputs(output, "report", inputs=inputs)  # before the model runs (it may chdir)
+    if (model is None) == (trace is None):
+        raise UsageError("give a model file (roofline diagnose MODEL.py) or --trace TRACE.json, not both")
+    if trace is not None:
+        live_only = {
+            "MODEL.py's arguments after --": bool(script_args),
+            "--entry": entry is not None,
+            "--device": device is not None,
+            "--dtype": dtype is not None,
+            "--mode": mode != "inference",
+            "--warmup": warmup != 3,
+            "--iters": iters != 10,
+            "--verify": verify,
+            "--counters": counters,
+        }
+        given = [name for name, used in live_only.items() if used]
+        if given:
+            raise UsageError(f"{given[0]}: only for a live run (MODEL.py): --trace diagnoses what the trace recorded")
+    inputs = [
+        ("the model file" if trace is None else "the trace", model if trace is None else trace),
+        *(("a --spec sheet", path) for path in spec or []),
+    ]
+    # before the model runs (it may chdir)
+    where, trace_where = prepare_all(output, "report", [("--export-trace", export_trace, "trace")], inputs=inputs)
     assert where is not None
     # NB: with --json, standard output carries the report alone: whatever the user's file prints goes to stderr.
     quiet_stdout = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
     with time_limit(timeout), quiet_stdout, diagnose_status() as progress:
-        result = run(
-            model,
-            entry=entry,
-            device=device,
-            dtype=dtype,
-            mode=mode,
-            warmup=warmup,
-            iters=iters,
-            sheet=sheet,
-            spec_files=spec or [],
-            roofs=roofs,
-            argv=script_args or [],
-            verify=verify,
-            counters=counters,
-            progress=progress,
-        )
+        if trace is not None:
+            result = diagnose_trace(trace, sheet=sheet, spec_files=spec or [], roofs=roofs, progress=progress)
+        else:
+            result = run(
+                model,
+                entry=entry,
+                device=device,
+                dtype=dtype,
+                mode=mode,
+                warmup=warmup,
+                iters=iters,
+                sheet=sheet,
+                spec_files=spec or [],
+                roofs=roofs,
+                argv=script_args or [],
+                verify=verify,
+                counters=counters,
+                keep_trace=export_trace is not None,
+                progress=progress,
+            )
     report = result.report(command_line())
     if as_json:
         print_text(report.to_json())
@@ -141,6 +183,8 @@ def diagnose(
     save_report(report, where, output)  # after the tables: a full disk does not lose what was measured
     write_requested_plot(report, output.stem)
     info(f"Report written to {output}")
+    if export_trace is not None and trace_where is not None:
+        _export_trace(result, trace_where, export_trace)
     from roofline.roofs import check_over_roof
 
     over_roof = check_over_roof(result.placed.points, result.device)
@@ -155,3 +199,19 @@ def diagnose(
         else:
             info(f"Interrupted while verifying: {done}")
         raise typer.Exit(interrupt_exit_code(result.interruption))
+
+
+def _export_trace(result: Any, where: Path, shown: Path) -> None:
+    """--export-trace: the run's profiler trace, each matched op and kernel annotated with its placed row."""
+    from roofline.diagnose.trace import annotate, trace_json
+    from roofline.errors import UsageError
+    from roofline.report.outputs import write
+
+    timing = result.timing
+    if timing.trace is None:
+        why = next((n for n in timing.notes if "trace could not be read" in n), "the profiler gave no trace")
+        raise UsageError(f"--export-trace {shown}: not written: {why} (the report was written)")
+    about = {"device": result.device.name, "model": str(result.path), **{"step": result.options.get("step", "")}}
+    annotated = annotate(timing.trace, timing.matched_ops, timing.op_owners, result.placed.points, about)
+    write(where, trace_json(annotated), option="--export-trace", shown=shown)
+    info(f"Trace written to {shown} (open it in https://ui.perfetto.dev or chrome://tracing)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextvars
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -119,15 +119,31 @@ def prepare_outputs(
     """Before any work (measuring, the user's code): check -o and --plot (roofline.report.outputs.prepare) and
     return -o's absolute path (None without -o); --plot's is kept for :func:`write_requested_plot`. ``force``:
     default --force (force_option)."""
+    return prepare_all(output, kind, inputs=inputs, force=force, option=option)[0]
+
+
+def prepare_all(
+    output: Path | None,
+    kind: Any,
+    extra: Sequence[tuple[str, Path | None, Any]] = (),
+    *,
+    inputs: Iterable[tuple[str, Path | str | None]] = (),
+    force: bool | None = None,
+    option: str = "-o",
+) -> list[Path | None]:
+    """:func:`prepare_outputs` with more outputs checked with them (``extra``: (option, path, kind), e.g.
+    diagnose's --export-trace): [-o's absolute path, then each extra one's] (None where not asked for)."""
     from roofline.report.outputs import prepare
 
     force = _FORCE.get() if force is None else force
 
     plot = _REQUESTED.get()
     plot_kind = CHART_FORMATS.get(plot.suffix.lower()) if plot is not None else None
-    where, plot_where = prepare([(option, output, kind), ("--plot", plot, plot_kind)], inputs=inputs, force=force)
+    where, plot_where, *more = prepare(
+        [(option, output, kind), ("--plot", plot, plot_kind), *extra], inputs=inputs, force=force
+    )
     _PREPARED_PLOT.set(plot_where)
-    return where
+    return [where, *more]
 
 
 def save_report(report: Any, path: Path, shown: Path | str, option: str = "-o") -> None:

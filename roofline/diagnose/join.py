@@ -492,6 +492,8 @@ def join(
         for i, record in enumerate(records)
         if hits[i]
     ]
+    matched_ops = {op_id: records[i].index for op_id, i in matched.items()}
+    op_owners = {op.id: records[rec].index for op in cpu_ops if (rec := owner(op.id)) is not None}
     busy_us = sum(_union_us(intervals) for intervals in spans.values())
     span_us = sum(max(e for _, e in iv) - min(s for s, _ in iv) for iv in spans.values())
     timing = Timing(
@@ -503,6 +505,8 @@ def join(
         gpu_busy_s=busy_us * 1e-6 / iters if kind == "cuda" else 0.0,
         gpu_idle_s=max(span_us - busy_us, 0.0) * 1e-6 / iters if kind == "cuda" else 0.0,
         unmatched_time_s=unmatched_us * 1e-6 / iters,
+        matched_ops=matched_ops,
+        op_owners=op_owners,
     )
     timing.notes += _notes(records, hits, iters, len(candidates), len(kernels), unattributed, kind)
     if kind == "cuda" and kernels and not any(k.has_facts for k in kernels):

@@ -67,6 +67,23 @@ def _roofs(torch_device: str, **options: Any) -> tuple[Device, list[str]]:
     return roof_resolver.device_roofs(torch_device, **options)
 
 
+def _trace_roofs(
+    kind: str,
+    gpu_names: Sequence[str],
+    *,
+    sheet: str | None = None,
+    spec_files: Sequence[Path] = (),
+    roofs: str = "auto",
+) -> tuple[Device, list[str]]:
+    """The roofs of a trace's device: a GPU trace's spec sheet (by the GPU names it records, or --sheet), as
+    --roofs asks; a CPU trace: this machine's CPU (measured), as a live CPU run."""
+    if kind == "cpu":
+        return roof_resolver.device_roofs("cpu", sheet=sheet, spec_files=spec_files, roofs=roofs)
+    spec = roof_resolver.gpu_sheet(list(gpu_names), sheet, spec_files)
+    assert spec is not None
+    return roof_resolver.with_roofs(roof_resolver.device_from_sheet(spec), roofs)
+
+
 @dataclass
 class Stages:
     """The stages `diagnose` runs; each replaceable (tests inject fakes)."""
@@ -81,6 +98,8 @@ class Stages:
     verify: Callable[..., list[Any]] = _verify
     # (path, device=, mode=, warmup=, dtype=, entry=, argv=) -> [KernelCounters] (--counters: one iteration under ncu)
     counters: Callable[..., list[Any]] = _counters
+    # (kind, gpu_names, sheet=, spec_files=, roofs=) -> the roofs of a trace's device
+    trace_roofs: Callable[..., tuple[Device, list[str]]] = _trace_roofs
 
 
 @dataclass
@@ -134,6 +153,83 @@ class DiagnoseResult:
         )
 
 
+def _diagnosed(
+    records: Sequence[OpRecord], timing: Timing, dev: Device, rules: Sequence[Rule]
+) -> tuple[Placed, ModelContext, list[ModelFinding]]:
+    """Place the ops and diagnose them: the same for a live run and a trace."""
+    placed = place(records, timing, dev)
+    ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
+    findings = run_rules(ctx, tuple(rules))
+    findings = rank([*findings, *cover(ctx, findings)])  # every group that costs time gets a verdict
+    return placed, ctx, findings
+
+
+def diagnose_trace(
+    path: str | Path,
+    *,
+    sheet: str | None = None,
+    spec_files: Sequence[Path] = (),
+    roofs: str = "auto",
+    stages: Stages | None = None,
+    progress: Progress | None = None,
+) -> DiagnoseResult:
+    """`roofline diagnose --trace TRACE`: a torch.profiler (Kineto) trace recorded with record_shapes, diagnosed
+    as a live run is: its ops rebuilt from their shapes and costed (roofline.diagnose.trace), timed by the
+    trace's own kernels (GPU) or op times (CPU) through the same join, placed and diagnosed by the same code.
+    One step is diagnosed: the median of the trace's ProfilerStep#N steps. WorkloadError (one line, exit 2) for
+    a file that is not such a trace."""
+    from roofline.diagnose.join import join, parse_events
+    from roofline.diagnose.trace import load_trace, read_trace
+
+    stages = stages or Stages()
+    tell = progress or (lambda stage: None)
+    roof_resolver.check_roofs(roofs)
+    path = Path(path)
+    tell(f"reading {path.name}")
+    raw = read_trace(path)
+    tell("rebuilding every op's cost from its recorded shapes")
+    run = load_trace(raw, f"--trace {path}")
+    tell(f"reading the roofs of the trace's {'GPU' if run.device == 'cuda' else 'CPU'}")
+    dev, notes = stages.trace_roofs(run.device, run.gpu_names, sheet=sheet, spec_files=list(spec_files), roofs=roofs)
+    notes = list(notes)
+    if run.device == "cpu":
+        notes.append("a CPU trace: placed on this machine's CPU roofs (measured here), not the recording machine's")
+    if not run.records:
+        raise WorkloadError(f"--trace {path}: the step diagnosed holds no aten ops: nothing to diagnose")
+    tell("placing ops on the roofline and diagnosing")
+    parsed = parse_events(run.events)
+    timing = join(
+        run.records, parsed.ops, parsed.kernels, 1, launches=parsed.launches, device=run.device, wall_s=run.wall_s
+    )
+    if run.device == "cuda" and timing.gpu_busy_s > 0:  # as a live run: idle at most what the step leaves
+        timing.gpu_idle_s = min(timing.gpu_idle_s, max(run.wall_s - timing.gpu_busy_s, 0.0))
+    timing.trace = raw
+    timing.notes = [*run.notes, *timing.notes]
+    placed, _, findings = _diagnosed(run.records, timing, dev, stages.rules)
+    notes += [n for n in [*timing.notes, *placed.notes] if n not in notes]
+    backward = any(r.phase == "backward" for r in run.records)
+    options = {
+        "trace": str(path),
+        "step": run.step,
+        "steps": run.steps,
+        "device": run.device,
+        "mode": "training" if backward else "inference",
+        "iters": 1,
+        "warmup": 0,
+    }
+    return DiagnoseResult(
+        path=path,
+        convention="trace",
+        options=options,
+        device=dev,
+        records=run.records,
+        timing=timing,
+        placed=placed,
+        findings=findings,
+        notes=notes,
+    )
+
+
 def _combined_dict(findings: Sequence[ModelFinding], time_s: float) -> dict[str, Any] | None:
     both = combined(findings, time_s)
     return None if both is None else {**both.model_dump(mode="json"), "gain": both.gain}
@@ -166,6 +262,7 @@ def diagnose(
     argv: Sequence[str] = (),
     verify: bool = False,
     counters: bool = False,
+    keep_trace: bool = False,
     stages: Stages | None = None,
     progress: Progress | None = None,
 ) -> DiagnoseResult:
@@ -224,6 +321,8 @@ def diagnose(
             extra: dict[str, Any] = {"compiled": True, "weigh": roofline_weight(dev)}
         else:
             extra = {}
+        if keep_trace:  # --export-trace: the profiled run's Chrome trace, in Timing.trace
+            extra["keep_trace"] = True
         stage(f"timing the model's {what}", shown)
         compile_failure = ""
         try:
@@ -257,9 +356,7 @@ def diagnose(
             timing.notes.insert(0, compile_failure)
             compiled = False
         stage("placing ops on the roofline and diagnosing", "placing ops on the roofline and diagnosing")
-        placed = place(records, timing, dev)
-        ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
-        findings = run_rules(ctx, tuple(stages.rules))
+        placed, ctx, findings = _diagnosed(records, timing, dev, stages.rules)
         measured, counters_error = None, ""
         if counters:
             stage("profiling under Nsight Compute", "profiling one iteration under Nsight Compute (ncu)")
@@ -277,8 +374,7 @@ def diagnose(
             if measured is not None:
                 from roofline.findings.counters import locality_findings
 
-                findings += locality_findings(measured, placed.points, ctx.total_time_s)
-        findings = rank([*findings, *cover(ctx, findings)])  # every group that costs time gets a verdict
+                findings = rank([*findings, *locality_findings(measured, placed.points, ctx.total_time_s)])
         verified = None
         interruption: KeyboardInterrupt | None = None
         if verify:
@@ -361,4 +457,4 @@ def _with_counters(stages: Stages, path: Any, placed: Placed, torch_device: str,
     return attach(placed.points, kernels, "ncu (diagnose --counters)"), ""
 
 
-__all__ = ["DiagnoseResult", "Stages", "diagnose", "finding_dict"]
+__all__ = ["DiagnoseResult", "Stages", "diagnose", "diagnose_trace", "finding_dict"]

@@ -131,10 +131,9 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def trace_facts(prof: Any) -> tuple[dict[int, dict[str, Any]], str]:
-    """Launch facts by correlation id from a stopped profiler's Chrome trace (written to a temporary file and read
-    back) and '' -- or ({}, why not) when the export fails. Never raises. (A trace without facts gives {}: the
-    join notes that.)"""
+def chrome_trace(prof: Any) -> tuple[Any, str]:
+    """A stopped profiler's Chrome trace (written to a temporary file and read back) and '' -- or (None, why not)
+    when the export fails. Never raises."""
     import json
     import tempfile
     from pathlib import Path
@@ -144,9 +143,20 @@ def trace_facts(prof: Any) -> tuple[dict[int, dict[str, Any]], str]:
             path = Path(folder) / "trace.json"
             prof.export_chrome_trace(str(path))
             with path.open(encoding="utf-8") as handle:
-                trace = json.load(handle)
-    except Exception as exc:  # an older torch, a trace that does not parse: no facts, never a crash
-        return {}, f"no kernel launch facts (the profiler's trace could not be read: {type(exc).__name__})"
+                return json.load(handle), ""
+    except Exception as exc:  # an older torch, a trace that does not parse: never a crash
+        return None, f"the profiler's trace could not be read: {type(exc).__name__}"
+
+
+def trace_facts(prof: Any, trace: Any = None) -> tuple[dict[int, dict[str, Any]], str]:
+    """Launch facts by correlation id from a stopped profiler's Chrome trace (``trace``, else exported now) and ''
+    -- or ({}, why not) when the export fails. Never raises. (A trace without facts gives {}: the join notes
+    that.)"""
+    why = ""
+    if trace is None:
+        trace, why = chrome_trace(prof)
+    if trace is None:
+        return {}, f"no kernel launch facts ({why})"
     return facts_from_trace(trace), ""
 
 
@@ -193,10 +203,13 @@ def events_from_profiler(
     return out
 
 
-def torch_profile(step: Callable[[], object], iters: int, device: str) -> tuple[list[dict[str, Any]], float]:
+def torch_profile(
+    step: Callable[[], object], iters: int, device: str, *, keep_trace: bool = False
+) -> tuple[list[dict[str, Any]], float]:
     """Run ``step`` ``iters`` times under torch.profiler (CPU activity, plus CUDA on a GPU; record_shapes), each
     inside a record_function marker, timed end to end (CUDA events around the loop on a GPU, the host clock on
-    the CPU). Returns the event dicts and the loop's seconds."""
+    the CPU). Returns the event dicts and the loop's seconds; ``keep_trace``: the profiler's Chrome trace too, as
+    an event ``{"kind": "trace", "trace": dict}`` (or a note when it could not be read)."""
     import os
     from contextlib import nullcontext
 
@@ -233,11 +246,14 @@ def torch_profile(step: Callable[[], object], iters: int, device: str) -> tuple[
             prof.stop()
     facts: dict[int, dict[str, Any]] = {}
     note = ""
+    trace, why = chrome_trace(prof) if keep_trace else (None, "")
     if cuda:
-        facts, note = trace_facts(prof)
+        facts, note = trace_facts(prof, trace)
     events = events_from_profiler(prof.events(), facts=facts)
     if note:
         events.append({"kind": "note", "text": f"{note}: {NO_FACTS}"})
+    if keep_trace:
+        events.append({"kind": "trace", "trace": trace} if trace is not None else {"kind": "note", "text": why})
     return events, loop_s
 
 
@@ -276,6 +292,7 @@ def time_model(
     warmup: int = 3,
     iters: int = 10,
     profile: ProfileFn | None = None,
+    keep_trace: bool = False,
     compiled: bool = False,
     weigh: Callable[[OpRecord], float] | None = None,
     clock: Callable[[], float] = time.perf_counter,
@@ -290,6 +307,9 @@ def time_model(
     compiles it, timed apart (-> ``compile_s``, by ``clock``; synchronised on a GPU); its fused kernels are
     attributed to the counted ops by name (``weigh``: an op's share of a kernel, see
     :func:`roofline.diagnose.join.attribute_fused`).
+
+    ``keep_trace`` (--export-trace): the profiler's Chrome trace is kept in ``Timing.trace`` (the profile
+    function's ``{"kind": "trace"}`` event; the default one is asked for it).
 
     WorkloadError when the counting pass saw no ops; DeviceError (naming what reduces memory) on out of memory;
     UserCodeError from the user's model passes through."""
@@ -313,7 +333,14 @@ def time_model(
     try:
         with kernel_profile:
             compile_s, plain_s, events, profiled_s = _timed_runs(
-                step, device=str(device), warmup=warmup, iters=iters, compiled=compiled, profile=profile, clock=clock
+                step,
+                device=str(device),
+                warmup=warmup,
+                iters=iters,
+                compiled=compiled,
+                profile=profile,
+                clock=clock,
+                keep_trace=keep_trace,
             )
     except UserCodeError as exc:
         if exc.__context__ is not None and is_out_of_memory(exc.__context__):
@@ -329,7 +356,8 @@ def time_model(
         zero_grad = getattr(model, "zero_grad", None) if mode == "training" else None
         if zero_grad is not None:
             zero_grad(set_to_none=True)
-    parsed = parse_events(events)
+    trace = next((e.get("trace") for e in events if e.get("kind") == "trace"), None)
+    parsed = parse_events([e for e in events if e.get("kind") != "trace"])
     wall_s = plain_s / iters
     timing = join(
         records,
@@ -342,6 +370,7 @@ def time_model(
         weigh=weigh,
         compiled=compiled,
     )
+    timing.trace = trace
     if compiled:
         from roofline.diagnose import dynamo
         from roofline.units import format_time
@@ -388,6 +417,7 @@ def _timed_runs(
     compiled: bool,
     profile: ProfileFn | None,
     clock: Callable[[], float],
+    keep_trace: bool = False,
 ) -> tuple[float, float, list[dict[str, Any]], float]:
     """(compile seconds, the plain loop's seconds, the profile's events, the profiled loop's seconds)."""
     compile_s = 0.0
@@ -399,7 +429,10 @@ def _timed_runs(
     for _ in range(warmup - 1 if compiled and warmup else warmup):
         step()
     plain_s = _time_loop(step, iters, device)
-    events, profiled_s = (profile or torch_profile)(step, iters, device)
+    if profile is None and keep_trace:
+        events, profiled_s = torch_profile(step, iters, device, keep_trace=True)
+    else:
+        events, profiled_s = (profile or torch_profile)(step, iters, device)
     return compile_s, plain_s, events, profiled_s
 
 
@@ -447,6 +480,7 @@ def _time_loop(step: Callable[[], object], iters: int, device: str) -> float:
 __all__ = [
     "MARKER",
     "ProfileFn",
+    "chrome_trace",
     "events_from_profiler",
     "facts_from_trace",
     "out_of_memory_error",

@@ -90,6 +90,9 @@ class DiagnoseRenderer(Renderer):
             f"{o.get('mode', 'inference')} · {dtype} · {o.get('iters')} profiled iterations after "
             f"{o.get('warmup')} warm-up{args}"
         )
+        if o.get("trace"):  # roofline diagnose --trace: one step of a recorded trace
+            step = f"step {o['step']}, the median of {o.get('steps')}" if o.get("step") else "the whole trace"
+            run = f"a torch.profiler trace · {o.get('mode', 'inference')} · {step}"
         return [
             f"[bold]{escape(str(result.path))}[/]{escape(convention)} · {escape(run)}",
             *device_header(d, roofs),

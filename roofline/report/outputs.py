@@ -27,7 +27,7 @@ from typing import Literal
 from roofline.errors import UsageError
 from roofline.fileio import absolute, atomic_write_bytes, same_file, writable_place, write_failure
 
-Kind = Literal["report", "baseline", "png", "svg", "pdf", "csv", "parquet", "markdown", "html", "junit"]
+Kind = Literal["report", "baseline", "png", "svg", "pdf", "csv", "parquet", "markdown", "html", "junit", "trace"]
 
 #: What each kind of output is, for messages.
 DESCRIPTIONS: dict[str, str] = {
@@ -41,8 +41,11 @@ DESCRIPTIONS: dict[str, str] = {
     "markdown": "roofline markdown",
     "html": "a roofline HTML report",
     "junit": "roofline gate JUnit XML",
+    "trace": "a trace written by roofline diagnose --export-trace",
 }
 
+#: the ``schema`` a trace written by `diagnose --export-trace` begins with (roofline.diagnose.trace writes it)
+TRACE_SCHEMA = "roofline-trace/1"
 _SNIFF_LIMIT = 64 * 2**20  # a file larger than this is not one of our charts or pages (reports: see _json_schema)
 _SCHEMA_FIRST = re.compile(rb'\s*\{\s*"schema"\s*:\s*"([^"\\]*)"')
 _MARKERS: dict[str, re.Pattern[bytes]] = {
@@ -81,6 +84,8 @@ def is_ours(path: Path, kind: Kind) -> bool:
         size = path.stat().st_size
         if size == 0:
             return True
+        if kind == "trace":
+            return _json_schema(path) == TRACE_SCHEMA
         if kind in ("report", "baseline"):
             from roofline.report.baseline import SCHEMA as BASELINE_SCHEMA
             from roofline.report.schema import SCHEMA as REPORT_SCHEMA

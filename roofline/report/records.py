@@ -118,3 +118,8 @@ class Timing:
     graph_breaks: list[tuple[str, int]] = field(default_factory=list)
     recompiles: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # which profiler op went to which counted op (its index): the ops matched, and every op whose time an op owns
+    # (the matched one, its children, the launcher of a kernel); ids are the trace's External ids
+    matched_ops: dict[int, int] = field(default_factory=dict)
+    op_owners: dict[int, int] = field(default_factory=dict)
+    trace: dict[str, Any] | None = None  # the profiler's Chrome trace, when asked for (--export-trace)
