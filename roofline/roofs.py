@@ -529,7 +529,12 @@ def over_roof_note(rows: Iterable[Any], device: Device, found: tuple[Calibration
     kind = "cpu" if cal.machine.kind == "cpu" else "cuda"
     # NB: the analytic bound names the roof a row's efficiency is measured against (a tiny row reads 'launch')
     names = dict.fromkeys(
-        ceiling_of(kind, r.dtype, getattr(r, "analytic_bound", None) or getattr(r, "roofline_bound", None) or r.bound)
+        ceiling_of(
+            kind,
+            r.dtype,
+            getattr(r, "analytic_bound", None) or getattr(r, "roofline_bound", None) or r.bound,
+            cal.dram_roof_name,
+        )
         for r in over
     )
     values = []

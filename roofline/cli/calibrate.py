@@ -26,8 +26,10 @@ def calibrate(
 ) -> None:
     """Measure this machine's ceilings (bandwidth, GEMM rate per dtype, launch floor) and cache them.
 
-    GPU: DRAM copy/read/write and L2 bandwidth, GEMM rate of bf16 fp16 tf32 fp32 fp64 fp8 int8, and the launch
-    floor (about 10 s on an H100). CPU: fp32/fp64 GEMM rate, copy and triad bandwidth, per-op overhead. A cached
+    GPU: DRAM read/copy/write (each the best of Triton and torch kernels; the best is the DRAM roof) and L2
+    bandwidth, GEMM rate of bf16 fp16 tf32 fp32 fp64 fp8 int8 (best over a few shapes; a burst figure from rest and
+    a sustained one after a thermal soak, the roof), and the launch floor; the measuring is planned to fit a 24 s
+    budget. CPU: fp32/fp64 GEMM rate, copy and triad bandwidth, per-op overhead. A cached
     result for this machine (same device, driver, CUDA, torch) is shown instead unless --refresh. Commands that
     time kernels use these as measured roofs. See docs/calibration.md.
     """

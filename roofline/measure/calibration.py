@@ -92,8 +92,22 @@ class CalibrationSummary(_Model):
         )
 
 
+class Candidate(_Model):
+    """One kernel or shape tried for a ceiling: its rate, or why it failed (``value`` None)."""
+
+    kernel: str  # 'triton-read block=8192 warps=8', 'torch: src.sum()', 'torch.mm'
+    shape: str = ""  # '1 GiB fp32', '8192x8192x8192'
+    value: float | None = None  # its rate in the ceiling's unit; None: it failed
+    error: str = ""
+
+
 class Ceiling(_Model):
-    """One measured ceiling in base units: byte/s (bandwidth), FLOP/s or OP/s (compute), s (latency)."""
+    """One measured ceiling in base units: byte/s (bandwidth), FLOP/s or OP/s (compute), s (latency).
+
+    A ceiling taken as the best of several kernels or shapes names the one that set it (``kernel``, ``shape``) and
+    lists every one tried (``candidates``). GEMM ceilings come as a burst figure ('gemm-bf16-burst', ``phase``
+    'burst': from rest, the first measurement after idle) and a sustained one ('gemm-bf16', ``phase`` 'sustained':
+    after ``soak_s`` seconds of back-to-back GEMMs); the sustained one is the roof."""
 
     name: str  # 'dram-copy', 'gemm-bf16', 'launch-events', 'cpu-triad', ...
     kind: CeilingKind
@@ -106,6 +120,21 @@ class Ceiling(_Model):
     shape: str = ""  # what was run: '8192x8192x8192', '1 GiB fp32 x2', ...
     note: str = ""
     measurement: CalibrationSummary | None = None
+    kernel: str = ""  # the kernel that set it ('' in files written before it was recorded)
+    candidates: list[Candidate] = Field(default_factory=list)  # every kernel or shape tried (best-of ceilings)
+    phase: Literal["burst", "sustained"] | None = None  # GEMMs: from rest, or after a thermal soak
+    soak_s: float | None = None  # sustained: seconds of back-to-back GEMMs before its samples
+
+
+class DramRoof(_Model):
+    """Which DRAM ceiling is the DRAM roof (the best of copy, read-only and write-only) and the kernel that set it."""
+
+    ceiling: str  # 'dram-read', 'dram-copy' or 'dram-write'
+    kernel: str = ""
+
+
+#: the DRAM ceiling a calibration without ``dram_roof`` (written before it was recorded) uses as its DRAM roof
+LEGACY_DRAM_ROOF = "dram-copy"
 
 
 class Skipped(_Model):
@@ -141,6 +170,7 @@ class Calibration(_Model):
     quick: bool = False  # small sizes for tests: not a ceiling
     load: Load | None = None  # CPU: how busy the machine was around the measurement (None: not recorded)
     busy: bool = False  # CPU: measured while the machine was busy (busy_reasons): re-measured at a quiet run
+    dram_roof: DramRoof | None = None  # GPU: the DRAM ceiling used as the DRAM roof (None: older file, 'dram-copy')
 
     model_config = ConfigDict(extra="ignore", defer_build=True, populate_by_name=True)
 
@@ -154,6 +184,14 @@ class Calibration(_Model):
     @property
     def key(self) -> str:
         return machine_key(self.machine)
+
+    @property
+    def dram_roof_name(self) -> str:
+        """The name of the ceiling used as the DRAM roof: ``dram_roof`` when recorded and present, else
+        'dram-copy' (what files written before ``dram_roof`` used)."""
+        if self.dram_roof is not None and self.get(self.dram_roof.ceiling) is not None:
+            return self.dram_roof.ceiling
+        return LEGACY_DRAM_ROOF
 
     def to_dict(self) -> dict:
         return self.model_dump(mode="json", by_alias=True)
@@ -432,8 +470,9 @@ def gemm_roof_key(dtype: str, compute: dict[tuple[str, str], float]) -> tuple[st
 def apply(device: Device, cal: Calibration) -> Device:
     """``device`` with its roofs replaced by the measured ceilings of ``cal`` (roof_source 'measured').
 
-    - DRAM bandwidth: the measured copy bandwidth ('dram-copy'), counting bytes read + bytes written, the
-      same convention the cost models use for compulsory bytes.
+    - DRAM bandwidth: the DRAM roof the calibration names (``dram_roof``: the best of 'dram-copy', 'dram-read' and
+      'dram-write', each counting the bytes it moves); a calibration written before that field uses the copy
+      bandwidth ('dram-copy', bytes read + bytes written).
     - Compute: each measured GEMM rate replaces the roof of its dtype (see :func:`gemm_roof_key`); roofs of
       dtypes that were not measured keep the sheet's value.
     - L2 bandwidth: the measured L2-resident copy (read + write), when there is one.
@@ -454,9 +493,9 @@ def apply(device: Device, cal: Calibration) -> Device:
             compute[key] = rate
             measured.add(key)
     bandwidth = dict(device.bandwidth)
-    copy = cal.value("dram-copy")
-    if copy:
-        bandwidth["dram"] = copy  # copy: bytes read + bytes written per second
+    dram = cal.value(cal.dram_roof_name)
+    if dram:
+        bandwidth["dram"] = dram  # bytes moved (read + written) per second
     l2 = cal.value("l2-copy")
     if l2:
         bandwidth["l2"] = l2
@@ -479,12 +518,13 @@ CPU_FP32_ROOF_NOTE = (
 )
 
 
-def ceiling_of(kind: str, dtype: str, bound: str) -> str | None:
+def ceiling_of(kind: str, dtype: str, bound: str, dram: str = LEGACY_DRAM_ROOF) -> str | None:
     """The name of the ceiling a row of ``dtype`` with this ``bound`` ran against on a device of ``kind`` ('cpu'
-    or 'cuda'): the GEMM rate of its dtype (CPU bf16/fp16: fp32's) when compute-bound, the copy bandwidth when
-    memory-bound; None for launch-bound rows. Pure."""
+    or 'cuda'): the GEMM rate of its dtype (CPU bf16/fp16: fp32's) when compute-bound, the DRAM roof when
+    memory-bound (CPU: the copy bandwidth; GPU: ``dram``, the calibration's :attr:`Calibration.dram_roof_name`);
+    None for launch-bound rows. Pure."""
     if bound == "memory":
-        return "cpu-copy" if kind == "cpu" else "dram-copy"
+        return "cpu-copy" if kind == "cpu" else dram
     if bound != "compute":
         return None
     if kind == "cpu":

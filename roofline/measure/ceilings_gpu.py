@@ -5,6 +5,7 @@ Conventions and the progress callback: :mod:`roofline.measure.ceilings`. torch i
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,51 +15,108 @@ from roofline.measure.calibration import Calibration, Ceiling, gemm_roof_key
 from roofline.measure.ceilings import (
     GIB,
     MIB,
+    GemmPlan,
     Progress,
+    Shape,
     Steps,
-    ceiling_time,
+    Trial,
+    best_rate,
     check_output,
+    dram_roof,
+    error_text,
+    gemm_burst,
+    gemm_sustained,
     latency_ceiling,
+    plan_gemms,
     rate_ceiling,
+    shape_text,
     size_text,
+    triton_note,
 )
 from roofline.measure.engine import measure
 from roofline.measure.stats import StoppingRule
 from roofline.specs.detect import describe_cuda, nvml_index
 
-# GPU sizes. fp32 and fp64 GEMMs run on CUDA cores / fp64 units and are slow: 4096 keeps them short.
-GEMM_SIZE = {"bf16": 8192, "fp16": 8192, "tf32": 8192, "fp8": 8192, "int8": 8192, "fp32": 4096, "fp64": 4096}
-# A GEMM ceiling is measured from a rested GPU: GEMM_REST_S idle, a short warm-up, then at least 10 samples
-# within GEMM_MAX_TIME_S. NB: under sustained load a GPU can hit its power cap within a second (on the lent
-# H100 a bf16 8192^3 GEMM fell from ~800 to ~690 TFLOP/s, SM clock 1980 -> 1425 MHz, NVML 'sw-power-cap').
-# The ceiling is the median of the samples NVML did not flag as throttled; throttled samples are counted.
-GEMM_REST_S = 1.0
-# NB: best of 3 bursts: on the lent H100s one burst of the same GEMM varied between 694 and 800 TFLOP/s (clocks
-# at 1980 MHz, nothing flagged); a ceiling is the best rate the device sustains for a burst, so the fastest
-# burst's median is kept (each burst's samples are still a median, never a single best sample).
-GEMM_BURSTS = 3
-GEMM_BURST_REST_S = 0.3
+# GEMM shapes per dtype, (m, n, k), best first as far as known: each dtype's GEMM ceiling is the best over the first
+# few (GemmPlan.shapes), as the MAMF finder does with its sweep (a small sweep here, bounded by the time budget).
+# fp32 and fp64 GEMMs run on CUDA cores / fp64 units and are slow: 4096^3 keeps them short.
+# NB: on a lent H200 (bf16, do_bench after 1 s idle) 4096x16384x8192 ran fastest of nine shapes from 4096^3 to
+# 16384^3, 8192x8192x16384 and 8192^3 among the next; which shape wins moves from run to run by a few percent.
+TENSOR_SHAPES = ((4096, 16384, 8192), (8192, 8192, 8192), (8192, 8192, 16384))
+GEMM_SHAPES = {
+    "bf16": TENSOR_SHAPES,
+    "fp16": TENSOR_SHAPES,
+    "tf32": TENSOR_SHAPES,
+    "fp8": TENSOR_SHAPES,
+    "int8": TENSOR_SHAPES,
+    "fp32": ((4096, 4096, 4096),),
+    "fp64": ((4096, 4096, 4096),),
+}
+GEMM_ORDER = ("bf16", "fp16", "tf32", "fp32", "fp64", "fp8", "int8")
+# A GEMM burst is measured from a rested GPU: GemmPlan.rest_s idle, a short warm-up, then at least 10 samples
+# within GemmPlan.burst_s. NB: under sustained load a GPU can hit its power cap within a second (on the lent H100
+# a bf16 8192^3 GEMM fell from ~800 to ~690 TFLOP/s, SM clock 1980 -> 1425 MHz, NVML 'sw-power-cap'): the burst
+# figure is the median of the samples NVML did not flag as throttled (throttled samples are counted), and the
+# sustained figure, measured after a thermal soak of back-to-back GEMMs, the median of all samples. The sustained
+# figure is the roof; the burst figure is shown beside it.
+# NB: one burst of the same GEMM varied between 694 and 800 TFLOP/s on the lent H100s (clocks at 1980 MHz, nothing
+# flagged): the best shape gets more bursts and the fastest burst's median is kept (never a single best sample).
 GEMM_WARMUP_S = 0.01
-GEMM_MIN_TIME_S = 0.0
-GEMM_MAX_TIME_S = 0.25
 FIRST_GEMM_WARMUP_S = 0.05  # the first GEMM also pays cuBLAS start-up (not timed: the untimed first call)
+GEMM_MIN_SAMPLES = 10
+#: seconds kept for the steps after the GEMMs (the launch floor) when the GEMM plan is sized from the budget
+AFTER_GEMMS_S = 1.5
 GPU_DRAM_MIN_BYTES = 256 * MIB
-GPU_DRAM_LARGE_BYTES = GIB  # used when the GPU has room for it
+GPU_DRAM_LARGE_BYTES = GIB  # used when the GPU has room for it (and at least 8x its L2)
 CUDA_STEPS = (
-    "dram-copy",
     "dram-read",
+    "dram-copy",
     "dram-write",
     "l2-copy",
-    "gemm-bf16",
-    "gemm-fp16",
-    "gemm-tf32",
-    "gemm-fp32",
-    "gemm-fp64",
-    "gemm-fp8",
-    "gemm-int8",
+    *(f"gemm-{name}-burst" for name in GEMM_ORDER),
+    "gemm-soak",
+    *(f"gemm-{name}" for name in GEMM_ORDER),
     "launch-events",
     "launch-host",
 )
+
+
+def dram_bytes(l2_bytes: int, free_bytes: int) -> int:
+    """The size of each DRAM test buffer: at least 8x the L2 and 1 GiB when two such buffers fit in a quarter of
+    the free memory, else at least 4x the L2 and 256 MiB. Pure."""
+    large = max(8 * l2_bytes, GPU_DRAM_LARGE_BYTES)
+    if free_bytes >= 8 * large:
+        return large
+    return max(4 * l2_bytes, GPU_DRAM_MIN_BYTES)
+
+
+DRAM_ORDER = ("dram-read", "dram-copy", "dram-write")
+TORCH_DRAM_KERNELS = {
+    "dram-read": "torch: src.sum()",
+    "dram-copy": "torch: dst.copy_(src)",
+    "dram-write": "torch: dst.fill_(v)",
+}
+
+
+def dram_kernels(kernels: Any) -> dict[str, list[tuple[str, Any]]]:
+    """For each DRAM ceiling, the kernels to try in order: (label, config) for each configuration of the Triton
+    kernel module ``kernels`` (READ_CONFIGS, COPY_CONFIGS, WRITE_CONFIGS), then torch's kernel (label, None), kept
+    as the fallback; ``kernels`` None (no Triton): torch's alone. Pure."""
+    plan: dict[str, list[tuple[str, Any]]] = {}
+    for name in DRAM_ORDER:
+        what = name.removeprefix("dram-")
+        configs = getattr(kernels, f"{what.upper()}_CONFIGS", ()) if kernels is not None else ()
+        plan[name] = [(config.label(what), config) for config in configs] + [(TORCH_DRAM_KERNELS[name], None)]
+    return plan
+
+
+def triton_kernels(import_module: Callable[[str], Any] = importlib.import_module) -> tuple[Any, str | None]:
+    """The Triton kernel module (:mod:`roofline.measure.kernels_triton`), or None and why it could not be imported
+    (Triton missing, or broken): the DRAM ceilings then use torch's kernels alone."""
+    try:
+        return import_module("roofline.measure.kernels_triton"), None
+    except Exception as exc:  # ImportError, or a Triton that fails while importing
+        return None, error_text(exc)
 
 
 class HostSync:
@@ -82,16 +140,27 @@ class HostSync:
         self._torch.cuda.synchronize()
 
 
+Checker = Callable[[], None]  # raises when a kernel did not write what it should have
+
+#: each DRAM kernel tried gets this sampling cap (a 1 GiB read takes well under a millisecond)
+DRAM_TRIAL_MAX_S = 0.3
+DRAM_TRIAL_MIN_S = 0.05
+
+
 def calibrate_cuda(
     torch: Any,
     *,
     spec: Device | None = None,
     progress: Progress | None = None,
-    budget_s: float = 25.0,
+    budget_s: float = 24.0,
+    gemm_plan: GemmPlan | None = None,
+    import_kernels: Callable[[], tuple[Any, str | None]] = triton_kernels,
 ) -> Calibration:
     """Measure torch's current CUDA device. ``spec``: the roofs of its spec sheet (roofline.roofs resolves it),
-    which give spec values and ratios; None: no sheet matches. ``budget_s`` bounds the whole run (each
-    measurement gets a share, 0.3-1.5 s).
+    which give spec values and ratios; None: no sheet matches. ``budget_s`` bounds the whole run: the GEMM sweep
+    is planned from what is left of it (:func:`roofline.measure.ceilings.plan_gemms`; ``gemm_plan`` overrides the
+    full plan), the other measurements get a share each (0.3-1.5 s). ``import_kernels``: the Triton kernels, or
+    None and why (then torch's kernels alone, with a note).
     """
     from roofline.measure.backends import CudaEvents, CudaGraph, l2_flush, nvml_clock
 
@@ -124,56 +193,91 @@ def calibrate_cuda(
     ) -> Any:
         return measure(fn, backend, flush=flush, rule=rule(min_time_s), warmup_s=warmup_s, clock=clock)
 
-    def timed_gemm(fn: Callable[[], object], warmup_s: float = GEMM_WARMUP_S) -> Any:
-        """A GEMM from a rested GPU: GEMM_BURSTS bursts, each an idle pause, a short warm-up and >= 10 cold
-        samples within GEMM_MAX_TIME_S; the burst with the fastest ceiling time is kept (best of N)."""
-        gemm_rule = StoppingRule(min_samples=10, min_time_s=GEMM_MIN_TIME_S, max_time_s=GEMM_MAX_TIME_S)
-        bursts = []
-        for burst in range(GEMM_BURSTS):
-            torch.cuda.synchronize()
-            time.sleep(GEMM_REST_S if burst == 0 else GEMM_BURST_REST_S)
-            bursts.append(measure(fn, events, flush=flush, rule=gemm_rule, warmup_s=warmup_s, clock=clock))
-        return min(bursts, key=lambda m: ceiling_time(m)[0])
-
     l2_bytes = machine.l2_bytes or 50 * MIB
     free_bytes, _ = torch.cuda.mem_get_info(dev)
-    nbytes = max(4 * l2_bytes, GPU_DRAM_MIN_BYTES)
-    if free_bytes >= 8 * GPU_DRAM_LARGE_BYTES:
-        nbytes = max(nbytes, GPU_DRAM_LARGE_BYTES)
-    numel = nbytes // 4
+    numel = dram_bytes(l2_bytes, free_bytes) // 4
     nbytes = numel * 4
-    notes_by_name = {
-        "dram-copy": "dst.copy_(src): bytes read + written",
-        "dram-read": "src.sum(): bytes read",
-        "dram-write": "dst.fill_(random nonzero value): bytes written",
-    }
-    dram_note = f"buffer {size_text(nbytes)} >= 4x L2 ({l2_bytes / MIB:g} MiB): no flush needed"
+    dram_note = f"buffer {size_text(nbytes)}, {nbytes / l2_bytes:.0f}x L2 ({l2_bytes / MIB:g} MiB): no flush needed"
 
-    # ---- DRAM: copy, read-only, write-only
+    # ---- DRAM: read-only, copy, write-only; each the best of the Triton kernels and torch's
+    kernels, import_error = import_kernels()
+
     def dram() -> None:
         src = torch.rand(numel, device=dev) + 0.5
         dst = torch.empty_like(src)
         fill_value = 0.5 + float(torch.rand(1).item())  # nonzero, random: no all-zero shortcut anywhere
-        for name, fn, work, what in (
-            ("dram-copy", lambda: dst.copy_(src), 2 * nbytes, "copy"),
-            ("dram-read", lambda: src.sum(), nbytes, "sum"),
-            ("dram-write", lambda: dst.fill_(fill_value), nbytes, "fill"),
+        dram_rule = StoppingRule(min_time_s=DRAM_TRIAL_MIN_S, max_time_s=DRAM_TRIAL_MAX_S)
+
+        def timed_dram(fn: Callable[[], object]) -> Any:
+            return measure(fn, events, rule=dram_rule, warmup_s=0.02, clock=clock)
+
+        def copied() -> None:
+            if not bool(torch.equal(dst, src)):
+                raise RuntimeError("the copy did not write its destination")
+
+        def written() -> None:
+            if not bool(dst.eq(fill_value).all()):
+                raise RuntimeError("the write did not fill its destination")
+
+        def trial(kernel: str, work: int, build: Callable[[], tuple[Callable[[], object], Checker]]) -> Trial:
+            def run() -> Any:
+                dst.zero_()
+                fn, check = build()
+                m = timed_dram(fn)
+                check()
+                return m
+
+            return Trial(kernel=kernel, shape=f"{size_text(nbytes)} fp32", work=work, run=run)
+
+        def triton_read(config: Any) -> tuple[Callable[[], object], Checker]:
+            fn, partial = kernels.read(torch, src, config)
+            return fn, lambda: check_output(torch, partial, "dram-read")
+
+        def torch_read() -> tuple[Callable[[], object], Checker]:
+            holder: list[Any] = []
+            return (lambda: holder.__setitem__(slice(None), [src.sum()])), lambda: check_output(
+                torch, holder[0], "dram-read"
+            )
+
+        def build(name: str, config: Any) -> Callable[[], tuple[Callable[[], object], Checker]]:
+            if name == "dram-read":
+                return (lambda: triton_read(config)) if config is not None else torch_read
+            if name == "dram-copy":
+                if config is not None:
+                    return lambda: (kernels.copy(src, dst, config), copied)
+                return lambda: ((lambda: dst.copy_(src)), copied)
+            if config is not None:
+                return lambda: (kernels.write(dst, fill_value, config), written)
+            return lambda: ((lambda: dst.fill_(fill_value)), written)
+
+        plan = dram_kernels(kernels)
+        work = {"dram-read": nbytes, "dram-copy": 2 * nbytes, "dram-write": nbytes}
+        read_trials, copy_trials, write_trials = (
+            [trial(label, work[name], build(name, config)) for label, config in plan[name]] for name in DRAM_ORDER
+        )
+        for name, trials, what in (
+            ("dram-read", read_trials, "bytes read (a sum: Triton writes one partial sum per program)"),
+            ("dram-copy", copy_trials, "bytes read + written"),
+            ("dram-write", write_trials, "bytes written, a random nonzero value"),
         ):
             steps.run(
                 name,
-                lambda name=name, fn=fn, work=work, what=what: rate_ceiling(
+                lambda name=name, trials=trials, what=what: best_rate(
                     name,
                     "bandwidth",
-                    work,
-                    timed(fn),
                     "B/s",
-                    shape=f"{size_text(nbytes)} fp32 {what}",
+                    trials,
                     spec=dram_spec,
-                    note=f"{dram_note}; {notes_by_name[name]}",
+                    note=f"{dram_note}; {what}; best of {len(trials)} kernels",
                 ),
             )
 
     dram()  # the buffers are freed on return
+    roof = dram_roof(steps.ceilings)
+    tried = [c for ceiling in steps.ceilings if ceiling.name.startswith("dram-") for c in ceiling.candidates]
+    kernel_note = triton_note(import_error, tried)
+    if kernel_note:
+        notes.append(kernel_note)
 
     # ---- L2-resident copy: two buffers of L2/4 each (half the L2 in all), warm, replayed from a CUDA graph.
     # NB: a reduction (sum, amax) over an L2-sized buffer reached only 0.4-2.3 TB/s on an H100, below its DRAM
@@ -194,6 +298,7 @@ def calibrate_cuda(
             spec=l2_spec,
             note="lower bound: each call is a few-microsecond kernel whose ramp-up and tail are included",
         )
+        ceiling.kernel = "torch: dst.copy_(src)"
         dram_copy = next((c.value for c in steps.ceilings if c.name == "dram-copy"), None)
         if dram_copy is not None and ceiling.value <= dram_copy:
             raise RuntimeError(
@@ -204,99 +309,140 @@ def calibrate_cuda(
 
     steps.run("l2-copy", l2_copy)
 
-    # ---- GEMMs on random data, L2 flushed before every sample
+    # ---- GEMMs on random data, L2 flushed before every sample: a burst sweep per dtype from rest, a thermal
+    # soak, then a sustained figure per dtype (its best shape, no idle pause)
     flush = l2_flush(torch, l2_bytes, device=str(dev))
     capability = (machine_cc := torch.cuda.get_device_capability(dev))[0] * 10 + machine_cc[1]
+    kinds = _gemm_kinds(torch, dev, capability, machine.compute_capability)
+    runnable = [name for name in GEMM_ORDER if kinds[name].skip is None]
+    left = budget_s - (time.perf_counter() - started) - AFTER_GEMMS_S
+    plan = plan_gemms(left, [len(GEMM_SHAPES[name]) for name in runnable], gemm_plan or GemmPlan())
+    best_shapes: dict[str, Shape] = {}
+    burst_medians: dict[str, float] = {}
+    first = [True]
 
-    def float_gemm(
-        dtype_name: str, torch_dtype: Any, tf32: bool = False, warmup_s: float = GEMM_WARMUP_S
-    ) -> Callable[[], Ceiling]:
+    def burst_of(kind: GemmKind) -> Callable[[Shape], Any]:
+        def burst(shape: Shape) -> Any:
+            fn, out = kind.build(shape)
+            warmup_s = FIRST_GEMM_WARMUP_S if first[0] else GEMM_WARMUP_S
+            first[0] = False
+            torch.cuda.synchronize()
+            time.sleep(plan.rest_s)
+            gemm_rule = StoppingRule(min_samples=GEMM_MIN_SAMPLES, min_time_s=0.0, max_time_s=plan.burst_s)
+            with kind.mode():
+                m = measure(fn, events, flush=flush, rule=gemm_rule, warmup_s=warmup_s, clock=clock)
+            check_output(torch, out(), f"gemm-{kind.name}")
+            return m
+
+        return burst
+
+    def burst_step(kind: GemmKind) -> Callable[[], Ceiling]:
         def body() -> Ceiling:
-            n = GEMM_SIZE[dtype_name]
-            a = torch.randn(n, n, device=dev, dtype=torch_dtype)
-            b = torch.randn(n, n, device=dev, dtype=torch_dtype)
-            holder: list[Any] = []
-
-            def fn() -> None:
-                # NB: not mm(out=c): on the lent H100 the out= path ran a bf16 8192^3 GEMM ~9% slower (728 vs
-                # 797 TFLOP/s, same clocks), so a ceiling measured through it would be too low.
-                holder[:] = [torch.mm(a, b)]
-
-            old = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = tf32
-            try:
-                m = timed_gemm(fn, warmup_s=warmup_s)
-            finally:
-                torch.backends.cuda.matmul.allow_tf32 = old
-            check_output(torch, holder[0], f"gemm-{dtype_name}")
-            return _gemm_ceiling(dtype_name, n, m)
+            ceiling, shape = gemm_burst(
+                kind.name,
+                GEMM_SHAPES[kind.name],
+                burst_of(kind),
+                plan=plan,
+                unit=kind.unit,
+                kernel=kind.kernel,
+                spec=_spec(kind.name),
+                note=kind.note,
+                progress=steps.detail,
+            )
+            best_shapes[kind.name] = shape
+            if ceiling.measurement is not None:
+                burst_medians[kind.name] = ceiling.measurement.median_s
+            return ceiling
 
         return body
 
-    def _gemm_ceiling(dtype_name: str, n: int, m: Any, note: str = "") -> Ceiling:
+    def _spec(dtype_name: str) -> float | None:
         key = gemm_roof_key(dtype_name, roofs) if roofs else None
-        return rate_ceiling(
-            f"gemm-{dtype_name}",
-            "compute",
-            2.0 * n**3,
-            m,
-            "OP/s" if dtype_name == "int8" else "FLOP/s",
-            shape=f"{n}x{n}x{n}",
-            dtype=dtype_name,
-            spec=roofs.get(key) if key else None,
-            note=note or "random operands, L2 flushed before each sample",
+        return roofs.get(key) if key else None
+
+    for name in GEMM_ORDER:
+        if kinds[name].skip is not None:
+            steps.skip(f"gemm-{name}-burst", kinds[name].skip or "")
+        else:
+            steps.run(f"gemm-{name}-burst", burst_step(kinds[name]))
+
+    soak_started: list[float] = []
+
+    def back_to_back(fn: Callable[[], object], seconds: float, per_call_s: float) -> tuple[list[float], set[str]]:
+        """Run ``fn`` back to back for ``seconds`` (synchronising about every 50 ms); the SM clocks and slowdown
+        reasons NVML reported at each synchronisation."""
+        batch = max(1, int(0.05 / per_call_s)) if per_call_s > 0 else 1
+        clocks: list[float] = []
+        reasons: set[str] = set()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            for _ in range(batch):
+                fn()
+            torch.cuda.synchronize()
+            if clock is not None:
+                mhz, why = clock.sample()
+                if mhz is not None:
+                    clocks.append(mhz)
+                reasons.update(why)
+        return clocks, reasons
+
+    def soak() -> None:
+        name = next((n for n in GEMM_ORDER if n in best_shapes), None)
+        if name is None:
+            raise RuntimeError("no GEMM ran: nothing to soak with")
+        kind = kinds[name]
+        fn, _ = kind.build(best_shapes[name])
+        soak_started.append(time.perf_counter())
+        with kind.mode():
+            clocks, reasons = back_to_back(fn, plan.soak_s, burst_medians.get(name, 1e-3))
+        seen = f"; SM clock {min(clocks):,.0f}-{max(clocks):,.0f} MHz" if clocks else ""
+        why = f", slowdown reasons seen: {', '.join(sorted(reasons))}" if reasons else ""
+        notes.append(
+            f"thermal soak before the sustained GEMM figures: {plan.soak_s:.1f} s of back-to-back {name} "
+            f"{shape_text(best_shapes[name])} GEMMs{seen}{why}"
         )
 
-    steps.run("gemm-bf16", float_gemm("bf16", torch.bfloat16, warmup_s=FIRST_GEMM_WARMUP_S))
-    steps.run("gemm-fp16", float_gemm("fp16", torch.float16))
-    if capability >= 80:
-        steps.run("gemm-tf32", float_gemm("tf32", torch.float32, tf32=True))
+    if best_shapes:
+        steps.run("gemm-soak", soak)
     else:
-        steps.skip("gemm-tf32", f"compute capability {machine.compute_capability} has no TF32 (needs 8.0)")
-    steps.run("gemm-fp32", float_gemm("fp32", torch.float32))
-    steps.run("gemm-fp64", float_gemm("fp64", torch.float64))
+        steps.skip("gemm-soak", "no GEMM burst ran")
 
-    def fp8() -> Ceiling:
-        n = GEMM_SIZE["fp8"]
-        a = (torch.randn(n, n, device=dev) * 0.5).to(torch.float8_e4m3fn)
-        b = (torch.randn(n, n, device=dev) * 0.5).to(torch.float8_e4m3fn)  # row-major; b.t() is column-major
-        one = torch.ones((), device=dev, dtype=torch.float32)
-        bt = b.t()
-        holder: list[Any] = []
+    def sustained_step(kind: GemmKind) -> Callable[[], Ceiling]:
+        def sustain(shape: Shape) -> Any:
+            fn, out = kind.build(shape)
+            gemm_rule = StoppingRule(min_samples=GEMM_MIN_SAMPLES, min_time_s=0.0, max_time_s=plan.sustain_s)
+            with kind.mode():
+                back_to_back(fn, plan.sustain_warmup_s, burst_medians.get(kind.name, 1e-3))
+                soaked[0] = time.perf_counter() - (soak_started[0] if soak_started else started_sustained[0])
+                m = measure(fn, events, flush=flush, rule=gemm_rule, warmup_s=0.0, clock=clock)
+            check_output(torch, out(), f"gemm-{kind.name}")
+            return m
 
-        def fn() -> None:
-            holder[:] = [torch._scaled_mm(a, bt, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)]
+        soaked = [0.0]
 
-        m = timed_gemm(fn)
-        check_output(torch, holder[0], "gemm-fp8")
-        return _gemm_ceiling(
-            "fp8", n, m, "e4m3 operands, B column-major, bf16 output, torch._scaled_mm; L2 flushed before each sample"
-        )
+        def body() -> Ceiling:
+            if not started_sustained:
+                started_sustained.append(time.perf_counter())
+            measured = sustain(best_shapes[kind.name])
+            return gemm_sustained(
+                kind.name,
+                best_shapes[kind.name],
+                lambda _shape: measured,
+                soaked_s=soaked[0],
+                unit=kind.unit,
+                kernel=kind.kernel,
+                spec=_spec(kind.name),
+                note=kind.note,
+            )
 
-    if capability >= 89 and hasattr(torch, "float8_e4m3fn") and hasattr(torch, "_scaled_mm"):
-        steps.run("gemm-fp8", fp8)
-    else:
-        steps.skip("gemm-fp8", f"compute capability {machine.compute_capability}: fp8 GEMMs need 8.9 or later")
+        return body
 
-    def int8() -> Ceiling:
-        n = GEMM_SIZE["int8"]
-        a = torch.randint(-128, 128, (n, n), device=dev, dtype=torch.int8)
-        b = torch.randint(-128, 128, (n, n), device=dev, dtype=torch.int8)  # row-major; b.t() is column-major
-        bt = b.t()
-        holder: list[Any] = []
-
-        def fn() -> None:
-            holder[:] = [torch._int_mm(a, bt)]
-
-        m = timed_gemm(fn)
-        check_output(torch, holder[0], "gemm-int8")
-        # NB: a row-major B runs ~7x slower on an H100 (127 vs 956 TOPS, hardware-facts.md)
-        return _gemm_ceiling("int8", n, m, "int32 output, B column-major, torch._int_mm; L2 flushed before each sample")
-
-    if hasattr(torch, "_int_mm"):
-        steps.run("gemm-int8", int8)
-    else:
-        steps.skip("gemm-int8", f"torch {torch.__version__} has no torch._int_mm")
+    started_sustained: list[float] = []
+    for name in GEMM_ORDER:
+        if name in best_shapes:
+            steps.run(f"gemm-{name}", sustained_step(kinds[name]))
+        else:
+            steps.skip(f"gemm-{name}", kinds[name].skip or f"gemm-{name}-burst did not run")
 
     # ---- launch floor: one tiny kernel
     # NB: on an idle GPU the start event fires at once and the events time the host's launch call (20 us on
@@ -331,4 +477,124 @@ def calibrate_cuda(
     torch.cuda.empty_cache()
     if spec is None:
         notes.append(f"no spec sheet matches {machine.name!r}: no spec values or ratios")
-    return steps.calibration(machine, notes, started)
+    return steps.calibration(machine, notes, started, dram_roof=roof)
+
+
+class GemmKind:
+    """How one dtype's GEMM is run: ``build(shape)`` allocates random operands and returns the call and a getter of
+    its last output; ``mode()`` is the context it runs in (TF32 on or off); ``skip``: why this GPU or torch cannot
+    run it (None: it can)."""
+
+    def __init__(
+        self,
+        name: str,
+        build: Callable[[Shape], tuple[Callable[[], object], Callable[[], Any]]],
+        *,
+        mode: Callable[[], Any],
+        unit: str = "FLOP/s",
+        kernel: str = "torch.mm",
+        note: str = "",
+        skip: str | None = None,
+    ) -> None:
+        self.name, self.build, self.mode, self.unit, self.kernel, self.note, self.skip = (
+            name,
+            build,
+            mode,
+            unit,
+            kernel,
+            note,
+            skip,
+        )
+
+
+def _gemm_kinds(torch: Any, dev: Any, capability: int, cc_text: str | None) -> dict[str, GemmKind]:
+    """The GEMM of every dtype on this device (torch.mm, torch._scaled_mm for fp8, torch._int_mm for int8)."""
+
+    class tf32_mode:
+        def __init__(self, on: bool) -> None:
+            self.on = on
+
+        def __enter__(self) -> None:
+            self.old = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = self.on
+
+        def __exit__(self, *exc: object) -> None:
+            torch.backends.cuda.matmul.allow_tf32 = self.old
+
+    def float_mm(torch_dtype: Any) -> Callable[[Shape], tuple[Callable[[], object], Callable[[], Any]]]:
+        def build(shape: Shape) -> tuple[Callable[[], object], Callable[[], Any]]:
+            m, n, k = shape
+            a = torch.randn(m, k, device=dev, dtype=torch_dtype)
+            b = torch.randn(k, n, device=dev, dtype=torch_dtype)
+            holder: list[Any] = [None]
+
+            def fn() -> None:
+                # NB: not mm(out=c): on the lent H100 the out= path ran a bf16 8192^3 GEMM ~9% slower (728 vs
+                # 797 TFLOP/s, same clocks), so a ceiling measured through it would be too low.
+                holder[0] = torch.mm(a, b)
+
+            return fn, lambda: holder[0]
+
+        return build
+
+    def fp8(shape: Shape) -> tuple[Callable[[], object], Callable[[], Any]]:
+        m, n, k = shape
+        a = (torch.randn(m, k, device=dev) * 0.5).to(torch.float8_e4m3fn)
+        b = (torch.randn(n, k, device=dev) * 0.5).to(torch.float8_e4m3fn)  # row-major (n, k); b.t() column-major
+        one = torch.ones((), device=dev, dtype=torch.float32)
+        bt = b.t()
+        holder: list[Any] = [None]
+
+        def fn() -> None:
+            holder[0] = torch._scaled_mm(a, bt, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+        return fn, lambda: holder[0]
+
+    def int8(shape: Shape) -> tuple[Callable[[], object], Callable[[], Any]]:
+        m, n, k = shape
+        a = torch.randint(-128, 128, (m, k), device=dev, dtype=torch.int8)
+        b = torch.randint(-128, 128, (n, k), device=dev, dtype=torch.int8)  # row-major (n, k); b.t() column-major
+        bt = b.t()
+        holder: list[Any] = [None]
+
+        def fn() -> None:
+            holder[0] = torch._int_mm(a, bt)
+
+        return fn, lambda: holder[0]
+
+    off, on = (lambda: tf32_mode(False)), (lambda: tf32_mode(True))
+    cc = cc_text or f"{capability // 10}.{capability % 10}"
+    note = "random operands, L2 flushed before each sample"
+    return {
+        "bf16": GemmKind("bf16", float_mm(torch.bfloat16), mode=off, note=note),
+        "fp16": GemmKind("fp16", float_mm(torch.float16), mode=off, note=note),
+        "tf32": GemmKind(
+            "tf32",
+            float_mm(torch.float32),
+            mode=on,
+            note=f"fp32 operands with TF32 on; {note}",
+            skip=None if capability >= 80 else f"compute capability {cc} has no TF32 (needs 8.0)",
+        ),
+        "fp32": GemmKind("fp32", float_mm(torch.float32), mode=off, note=note),
+        "fp64": GemmKind("fp64", float_mm(torch.float64), mode=off, note=note),
+        "fp8": GemmKind(
+            "fp8",
+            fp8,
+            mode=off,
+            kernel="torch._scaled_mm",
+            note="e4m3 operands, B column-major, bf16 output; L2 flushed before each sample",
+            skip=None
+            if capability >= 89 and hasattr(torch, "float8_e4m3fn") and hasattr(torch, "_scaled_mm")
+            else f"compute capability {cc}: fp8 GEMMs need 8.9 or later",
+        ),
+        # NB: a row-major B runs ~7x slower on an H100 (127 vs 956 TOPS, hardware-facts.md)
+        "int8": GemmKind(
+            "int8",
+            int8,
+            mode=off,
+            unit="OP/s",
+            kernel="torch._int_mm",
+            note="int32 output, B column-major; L2 flushed before each sample",
+            skip=None if hasattr(torch, "_int_mm") else f"torch {torch.__version__} has no torch._int_mm",
+        ),
+    }

@@ -7,7 +7,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from roofline.measure.calibration import Calibration
+from roofline.measure.calibration import Calibration, Ceiling
 from roofline.render.base import Renderer, to_text
 from roofline.render.escape import console_text as escape
 from roofline.units import format_bandwidth, format_rate, format_time
@@ -50,6 +50,29 @@ def _header(cal: Calibration) -> str:
     return head + " · " + " · ".join(escape(f) for f in facts if f)
 
 
+def _phase(ceiling: Ceiling) -> str:
+    if ceiling.phase == "burst":
+        return "burst from rest"
+    if ceiling.phase == "sustained":
+        return f"sustained after {ceiling.soak_s:.1f} s of GEMMs" if ceiling.soak_s is not None else "sustained"
+    return ""
+
+
+def _dram_roof(cal: Calibration) -> str:
+    """The DRAM roof's ceiling, and its kernel when the calibration names one."""
+    name = cal.dram_roof_name
+    ceiling = cal.get(name)
+    kernel = ceiling.kernel if ceiling is not None else ""
+    best = " (the best DRAM ceiling" + (f", {kernel})" if kernel else ")") if cal.dram_roof is not None else ""
+    return f"{name}{best}"
+
+
+def _gemm_phase(cal: Calibration) -> str:
+    if any(c.phase == "sustained" for c in cal.ceilings):
+        return " (sustained figures; gemm-*-burst are from rest)"
+    return ""
+
+
 class CalibrationRenderer(Renderer):
     def __init__(self, color: bool | None = None) -> None:
         self.color = color
@@ -90,24 +113,27 @@ class CalibrationRenderer(Renderer):
             if clocks:
                 cells.append(f"{m.clock_mhz_median:,.0f}" if m is not None and m.clock_mhz_median else "-")
             how = "" if m is None else f" ({m.method}{', L2 flushed' if m.cache == 'cold' else ''})"
-            cells.append(escape(ceiling.shape + how))
+            ran = ", ".join(p for p in (ceiling.shape, ceiling.kernel, _phase(ceiling)) if p)
+            cells.append(escape(ran + how))
             table.add_row(*cells)
         items.append(table)
         for skipped in cal.skipped:
             items.append(f"[yellow]skipped[/] {skipped.name}: {escape(skipped.reason)}")
         for note in cal.notes:
             items.append(f"[yellow]note:[/] {escape(note)}")
-        throttled = sum(m.throttled_count for m in measured)
+        # NB: a sustained GEMM figure is taken in the throttled state on purpose (after a soak): not a warning
+        flagged = [c.measurement for c in cal.ceilings if c.measurement is not None and c.phase != "sustained"]
+        throttled = sum(m.throttled_count for m in flagged)
         if throttled:
-            reasons = sorted({r for m in measured for r in m.throttle_reasons})
+            reasons = sorted({r for m in flagged for r in m.throttle_reasons})
             why = f" ({', '.join(reasons)})" if reasons else ""
             items.append(
-                f"[yellow]warning:[/] {throttled} of {sum(m.n for m in measured)} samples ran below 75% of the maximum "
+                f"[yellow]warning:[/] {throttled} of {sum(m.n for m in flagged)} samples ran below 75% of the maximum "
                 f"SM clock or with a slowdown reason{escape(why)}: the GPU was throttling, so these ceilings are what "
                 "it sustains in that state"
             )
         roofs = (
-            "DRAM = dram-copy, compute = gemm-* per dtype, launch floor = launch-events"
+            f"DRAM = {_dram_roof(cal)}, compute = gemm-* per dtype{_gemm_phase(cal)}, launch floor = launch-events"
             if cal.machine.kind == "cuda"
             else "DRAM = cpu-copy, compute = cpu-gemm-*, launch floor = launch-host"
         )
