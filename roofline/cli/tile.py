@@ -14,7 +14,8 @@ EXAMPLE = (
     "Bytes of shared memory and registers of the tile, whether it fits on one SM of the device, blocks per SM "
     "(and which limit binds: shared memory, registers, threads, max blocks), occupancy, and, given the problem's "
     "size, its waves and the last wave's fill. No GPU needed: the SM's limits come from the device's spec sheet. "
-    "A tile too large for the SM is reported as not fitting (exit 0).\n\n"
+    "A tile whose shared memory exceeds what one block may use is bad input (one Error line, exit 2); one "
+    "that does not fit by registers or threads is reported as not fitting, with each reason (exit 0).\n\n"
     "\b\n"
     "FlashAttention's tile (Q, K, V blocks of 128x128 fp16: 98,304 B):\n"
     "  roofline analyze tile --kind attention --tile 128x128 --head-dim 128 \\\n"
@@ -111,6 +112,13 @@ def tile(
         raise UsageError("--device cpu: analyze tile needs a GPU spec sheet's per-SM facts")
     (placed_on,) = sheet_devices(names, spec_files=spec or [], roofs="spec")
     result = place_tile(shape, placed_on, problem)
+    if result.smem_bytes > result.smem_limit_per_block_bytes:
+        # NB: no launch could hold it: bad input (exit 2), not a result; registers and threads stay a result
+        raise UsageError(
+            f"--tile {tile}: {result.smem_bytes:,} B of shared memory, more than the "
+            f"{result.smem_limit_per_block_bytes:,} B one block may use on {placed_on.name}: use smaller tiles "
+            "or fewer --stages"
+        )
     if as_json:
         from roofline.costs.tile import assumptions
 
