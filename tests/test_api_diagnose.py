@@ -7,12 +7,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from test_diagnose_cli import FAKE_CPU  # noqa: E402
+
 import roofline  # noqa: E402
 from roofline.diagnose.pipeline import Stages  # noqa: E402
 from roofline.diagnose.region import Plan  # noqa: E402
 from roofline.errors import UsageError, WorkloadError  # noqa: E402
 from roofline.report.records import OpTiming, Timing  # noqa: E402
-from test_diagnose_cli import FAKE_CPU  # noqa: E402
 
 
 @pytest.fixture
@@ -78,13 +79,13 @@ def test_diagnose_a_plain_callable_with_keyword_inputs_on_a_real_cpu_run(fake_cp
 
 
 def test_the_package_stays_callable_after_its_modules_are_imported():
-    import roofline.diagnose.pipeline  # noqa: F401  (binds roofline.diagnose to the package)
+    import roofline.diagnose.pipeline  # binds roofline.diagnose to the package
 
     assert callable(roofline.diagnose) and roofline.diagnose.pipeline is not None
 
 
 def test_diagnose_bad_input_is_one_error():
-    with pytest.raises(UsageError, match="not an nn.Module or callable"):
+    with pytest.raises(UsageError, match=r"not an nn\.Module or callable"):
         roofline.diagnose(42, ())
     with pytest.raises(UsageError, match="--mode"):
         roofline.diagnose(Tiny(), torch.randn(1, 32), mode="fast")
