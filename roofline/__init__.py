@@ -8,6 +8,10 @@ _LAZY = {
     "points_frame": "roofline.api",
     "roofline_figure": "roofline.api",
     "chart_spec": "roofline.api",
+    "profile": "roofline.api",
+    "Diagnosis": "roofline.api",
+    "ProfiledRun": "roofline.api",
+    "diagnose": "roofline.diagnose",  # the package, callable: roofline.diagnose(model, inputs) (roofline.api.diagnose)
 }
 
 
@@ -17,7 +21,8 @@ def __getattr__(name: str):  # PEP 562
         raise AttributeError(f"module 'roofline' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    imported = importlib.import_module(module)
+    value = imported if module == f"roofline.{name}" else getattr(imported, name)
     globals()[name] = value
     return value
 

@@ -1,19 +1,31 @@
-"""Functions for notebooks and scripts: load a report, get its points as a DataFrame, get the chart as a Figure.
+"""Functions for notebooks and scripts: diagnose a model in memory or a region of a loop, load a report, get its
+points as a DataFrame, get the chart as a Figure.
 
-    from roofline import load_report, points_frame, roofline_figure
+    import roofline
 
-    report = load_report("roofline-report.json")
-    frame = points_frame(report)                      # one row per report row, every field
-    fig = roofline_figure(report, devices=["b200"])  # a matplotlib Figure; fig.savefig("chart.png")
+    result = roofline.diagnose(model, (x,), mode="training")   # the pipeline of `roofline diagnose MODEL.py`
+    result.findings[0].evidence; result.frame(); result.figure(); result.save("report.json")
 
-matplotlib and pandas are imported by the functions that need them, not by ``import roofline``.
+    with roofline.profile(steps=3) as run:                    # a region of your own training loop
+        for batch in loader:
+            train_step(batch)
+            run.step()
+            if run.done:
+                break
+    run.findings; run.frame()
+
+    report = roofline.load_report("roofline-report.json")
+    frame = roofline.points_frame(report)                      # one row per report row, every field
+    fig = roofline.roofline_figure(report, devices=["b200"])  # a matplotlib Figure; fig.savefig("chart.png")
+
+torch, matplotlib and pandas are imported by the functions that need them, not by ``import roofline``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from roofline.report.chart import DEFAULT_TOP, ChartSpec, KnownDevice, NamedReport, check_top, report_chart
 from roofline.report.points import Point, report_points
@@ -22,6 +34,9 @@ from roofline.report.schema import Report, read_report
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
+
+    from roofline.diagnose.pipeline import DiagnoseResult, Stages
+    from roofline.findings.model import ModelFinding
 
 ReportLike = Report | str | Path
 
@@ -130,4 +145,248 @@ def roofline_figure(
     return figure(spec, size_px=size_px)
 
 
-__all__ = ["chart_spec", "known_devices", "load_report", "points", "points_frame", "roofline_figure"]
+# ------------------------------------------------------------------------------------------------ diagnosing
+
+
+class Diagnosis:
+    """What :func:`diagnose` and :func:`profile` give: the diagnosis of a model or of a loop's region.
+
+    ``findings`` (ranked: bottleneck, evidence, technique, bound on the gain), ``report()`` (the versioned Report,
+    as `roofline diagnose -o` writes it; ``report().save(path)``), ``frame()`` (pandas: one row per op),
+    ``figure()`` (matplotlib: the roofline chart), ``save(path)``; ``result`` holds every stage's plain values
+    (records, timing, placed points, notes)."""
+
+    def __init__(self, result: DiagnoseResult | None = None) -> None:
+        self._result = result
+        self._report: Report | None = None
+
+    @property
+    def result(self) -> DiagnoseResult:
+        if self._result is None:
+            from roofline.errors import UsageError
+
+            raise UsageError("no diagnosis yet: the profiled region has not finished (use its result after `with`)")
+        return self._result
+
+    @property
+    def findings(self) -> list[ModelFinding]:
+        """The findings, most time saved first (roofline.findings.model.ModelFinding)."""
+        return list(self.result.findings)
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self.result.notes)
+
+    def report(self, command: str = "") -> Report:
+        """The versioned report (roofline.report.schema.Report): the same JSON `roofline diagnose` writes."""
+        if self._report is None or command:
+            report = self.result.report(command or "roofline.diagnose (in-process)")
+            if command:
+                return report
+            self._report = report
+        return self._report
+
+    def frame(self) -> pd.DataFrame:
+        """One row per op: the chart's columns (``point.*``) then every field of the op's row."""
+        return points_frame(self.report())
+
+    def figure(self, **options: Any) -> Figure:
+        """The roofline chart as a matplotlib Figure (options: roofline_figure's: devices, top, per_call...)."""
+        return roofline_figure(self.report(), **options)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the report's JSON at ``path`` (atomically); read it back with load_report or `roofline plot`."""
+        return self.report().save(path)
+
+    def __repr__(self) -> str:
+        if self._result is None:
+            return f"<{type(self).__name__}: not finished>"
+        summary = self._result.placed.summary
+        top = self._result.findings[0].rule if self._result.findings else "none"
+        return (
+            f"<{type(self).__name__} {self._result.path}: {summary.ops} ops on {self._result.device.name}, "
+            f"{len(self._result.findings)} findings; top: {top}>"
+        )
+
+
+def _device_of(model: Any, inputs: Any, kwargs: dict[str, Any] | None) -> str | None:
+    """Where the model's parameters (else its first tensor input) already are, as a torch device string."""
+    import torch
+
+    params = model.parameters() if isinstance(model, torch.nn.Module) else iter(())
+    for tensor in params:
+        return str(tensor.device)
+    stack = [inputs, kwargs or {}]
+    while stack:
+        value = stack.pop(0)
+        if isinstance(value, torch.Tensor):
+            return str(value.device)
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return None
+
+
+def diagnose(
+    model: Any,
+    inputs: Any = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+    mode: str = "inference",
+    warmup: int = 3,
+    iters: int = 10,
+    sheet: str | None = None,
+    spec_files: Sequence[Path] = (),
+    roofs: str = "auto",
+    verify: bool = False,
+    name: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    stages: Stages | None = None,
+) -> Diagnosis:
+    """Diagnose ``model`` (an nn.Module or any callable) on ``inputs`` as `roofline diagnose MODEL.py` does: count
+    every aten op of one call (``mode='training'``: forward + backward of the summed outputs), time ``iters``
+    profiled calls after ``warmup``, place the ops on the device's roofline and diagnose.
+
+    ``inputs``: a tuple of positional arguments, a dict of keyword arguments or one tensor; ``kwargs``: more
+    keyword arguments. ``device``: 'cpu' | 'cuda' | 'cuda:N' (default: where the model's parameters, else its
+    first input, already are); ``dtype`` fp32|bf16|fp16; ``sheet``, ``spec_files``, ``roofs`` (auto|spec|
+    measured) and ``verify`` as the CLI's options. NB: a ``device`` or ``dtype`` moves and casts your module in
+    place (nn.Module.to); its train/eval mode is put back afterwards (and, after ``mode='training'``, its gradients
+    are None, as the timing pass leaves them). ``stages``: replace stages (tests inject a
+    timer: roofline.diagnose.pipeline.Stages). Errors: the CLI's (roofline.errors), raised."""
+    from roofline.diagnose.pipeline import diagnose_model
+
+    where = device if device is not None else _device_of(model, inputs, kwargs)
+    was_training = getattr(model, "training", None)
+    try:
+        result = diagnose_model(
+            model,
+            inputs,
+            kwargs,
+            name=name,
+            device=where,
+            dtype=dtype,
+            mode=mode,
+            warmup=warmup,
+            iters=iters,
+            sheet=sheet,
+            spec_files=spec_files,
+            roofs=roofs,
+            verify=verify,
+            stages=stages,
+            progress=progress,
+        )
+    finally:
+        if isinstance(was_training, bool) and callable(getattr(model, "train", None)):
+            model.train(was_training)
+        if mode == "training" and callable(getattr(model, "zero_grad", None)):
+            model.zero_grad(set_to_none=True)  # the gradients the diagnosis computed are not the caller's
+    return Diagnosis(result)
+
+
+class ProfiledRun(Diagnosis):
+    """``with roofline.profile(steps=3) as run:`` -- call ``run.step()`` at the end of every step of the loop;
+    after the block, ``run`` is the Diagnosis of those steps (``run.findings``, ``run.frame()``...).
+
+    The steps, in order (``run.phase`` says which runs now; ``run.done`` once all have run; ``run.steps_needed``):
+    ``warmup`` untouched, 1 counted (every aten op under a dispatch mode: shapes, FLOPs, bytes), ``steps`` timed
+    end to end uninstrumented, 1 profiler warm-up, ``steps`` under torch.profiler. Counting is done on the
+    loop's own count step (nothing is re-run, no trace is read): it describes the profiled steps when every step
+    runs the same ops, as a training loop over same-shaped batches does. An exception inside the block goes on up
+    as it is (nothing is diagnosed); a block that ends before every phase ran raises WorkloadError."""
+
+    def __init__(
+        self,
+        *,
+        steps: int = 3,
+        warmup: int = 1,
+        model: Any = None,
+        device: str | None = None,
+        sheet: str | None = None,
+        spec_files: Sequence[Path] = (),
+        roofs: str = "auto",
+        name: str | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        super().__init__()
+        from roofline import roofs as roof_resolver
+        from roofline.diagnose.region import Region
+
+        roof_resolver.check_roofs(roofs)
+        extra: dict[str, Any] = {} if clock is None else {"clock": clock}
+        self._region = Region(steps=steps, warmup=warmup, model=model, device=device, **extra)
+        self._options: dict[str, Any] = {"sheet": sheet, "spec_files": spec_files, "roofs": roofs, "name": name}
+
+    @property
+    def phase(self) -> str:
+        """'warm-up' | 'count' | 'plain' | 'profile' | 'done': what the step running now is for."""
+        return self._region.phase
+
+    @property
+    def done(self) -> bool:
+        return self._region.done
+
+    @property
+    def steps_needed(self) -> int:
+        return self._region.plan.needed
+
+    def step(self) -> None:
+        """End this step of the loop and begin the next."""
+        self._region.step()
+
+    def __enter__(self) -> ProfiledRun:
+        self._region.__enter__()
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        self._region.__exit__(kind, exc, tb)
+        if exc is None:
+            from roofline.diagnose.region import diagnose_region
+
+            self._result = diagnose_region(self._region, **self._options)
+            self._report = None
+        return False
+
+
+def profile(
+    steps: int = 3,
+    *,
+    warmup: int = 1,
+    model: Any = None,
+    device: str | None = None,
+    sheet: str | None = None,
+    spec_files: Sequence[Path] = (),
+    roofs: str = "auto",
+    name: str | None = None,
+) -> ProfiledRun:
+    """A profiled region of your own loop: ``with roofline.profile(steps=3) as run:``, ``run.step()`` at the end
+    of each step (see :class:`ProfiledRun` for the phases and what counting means here). ``model``: the
+    nn.Module the loop runs, for module paths in the findings (optional). ``device``: default, the device of the
+    counted ops' tensors. ``sheet``, ``spec_files``, ``roofs``: as `roofline diagnose`."""
+    return ProfiledRun(
+        steps=steps,
+        warmup=warmup,
+        model=model,
+        device=device,
+        sheet=sheet,
+        spec_files=spec_files,
+        roofs=roofs,
+        name=name,
+    )
+
+
+__all__ = [
+    "Diagnosis",
+    "ProfiledRun",
+    "chart_spec",
+    "diagnose",
+    "known_devices",
+    "load_report",
+    "points",
+    "points_frame",
+    "profile",
+    "roofline_figure",
+]

@@ -148,3 +148,33 @@ def test_malformed_launch_facts_read_as_none():
     assert (k.grid, k.block, k.registers_per_thread, k.shared_memory_bytes) == (None, None, None, None)
     assert (k.blocks_per_sm, k.warps_per_sm, k.occupancy) == (None, None, None)
     assert parsed.notes == ["no kernel launch facts (why)"]
+
+
+def test_align_leaves_an_extra_record_unmatched_rather_than_jump_a_layer():
+    # Two identical "layers" (a b c d e f); the counting pass saw an extra `x` in layer 1 that the profile holds
+    # only in layer 2 (say a scalar the profiler lists differently): x must not pull the rest of layer 1 onto
+    # layer 2.
+    layer = list("abcdef")
+    records = ["a", "b", "x", *layer[2:], *layer]
+    profile = [*layer, "a", "b", "x", *layer[2:]]
+    pairs = align(records, profile)
+    assert (0, 0) in pairs and (1, 1) in pairs and (3, 2) in pairs and (7, 6) in pairs
+    assert all(i != 2 for i, _ in pairs)  # x stays unmatched
+    assert len(pairs) == len(records) - 1
+
+
+def test_align_still_skips_extra_profiler_ops():
+    assert align(list("abcd"), list("abzzcd")) == [(0, 0), (1, 1), (2, 4), (3, 5)]
+
+
+def test_join_matches_an_in_place_op_to_its_out_of_place_record():
+    # The autograd engine sums two gradients with add (counting pass, under a dispatch mode) or add_ (profiled).
+    records = [rec(0, "aten::mm", (4, 8), (8, 4)), rec(1, "aten::add", (4, 4), (4, 4)), rec(2, "aten::relu", (4, 4))]
+    ops = [
+        CpuOp(1, "aten::mm", 0, 4, ((4, 8), (8, 4)), iteration=0, self_us=4),
+        CpuOp(2, "aten::add_", 5, 7, ((4, 4), (4, 4)), iteration=0, self_us=2),
+        CpuOp(3, "aten::relu", 8, 9, ((4, 4),), iteration=0, self_us=1),
+    ]
+    timing = join(records, ops, [], 1, device="cpu")
+    assert [t.index for t in timing.ops] == [0, 1, 2]
+    assert timing.ops[1].device_time_s == pytest.approx(2e-6) and timing.unmatched_time_s == 0

@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runs", ("roofline.bench.*", "roofline.diagnose.*")),
     ("gate", ("roofline.gate.*",)),
     ("render", ("roofline.render.*",)),
-    ("top", ("roofline.cli.*", "roofline.api", "roofline.__main__")),
+    ("top", ("roofline.cli.*", "roofline.api", "roofline.pytest_plugin", "roofline.__main__")),
 )  # fmt: skip
 
 # Packages of one layer that never import each other.

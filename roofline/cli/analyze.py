@@ -197,7 +197,10 @@ def _llm(
     from roofline.errors import UsageError
 
     if (values["model"] is None) == (values["params"] is None):
-        raise UsageError("give either --model NAME|FILE.yaml or --params P (with --d-model) for the napkin form")
+        raise UsageError(
+            "give either --model NAME|FILE.yaml, --config CONFIG.json or --params P (with --d-model) "
+            "for the napkin form"
+        )
     if values["model"] is None and values.get("kv_dtype") is not None and values.get("layers") is None:
         raise UsageError(
             "--kv-dtype in the napkin form needs the KV cache's shape: give --layers and --heads (--kv-heads for GQA)"
@@ -216,6 +219,29 @@ def _model() -> Any:
         "--model",
         help="Model config: a shipped name (gpt2, llama-2-7b, llama-3-8b, llama-3-70b, mistral-7b) or a YAML file.",
     )
+
+
+def _hf_config() -> Any:
+    return typer.Option(
+        None,
+        "--config",
+        help="A Hugging Face config.json (layers, hidden size, heads, KV heads, FFN width, vocab, tied embeddings, "
+        "MoE experts and top-k), instead of --model.",
+        metavar="CONFIG.json",
+    )
+
+
+def _model_or_config(model: str | None, config: Path | None) -> str | None:
+    """--model, or --config's file (read by roofline.costs.hfconfig through the model loader)."""
+    if config is None:
+        return model
+    from roofline.errors import UsageError
+
+    if model is not None:
+        raise UsageError("give --model or --config, not both")
+    if config.suffix.lower() != ".json":
+        raise UsageError(f"--config {config}: a Hugging Face config.json (a .json file)")
+    return str(config)
 
 
 def _params() -> Any:
@@ -345,6 +371,7 @@ def _llm_values(
 @app.command()
 def decode(
     model: str | None = _model(),
+    config: Path | None = _hf_config(),
     params: str | None = _params(),
     d_model: str | None = _d_model(),
     batch: str = typer.Option("1", "--batch", "-b", help="Concurrent sequences." + SWEEP),
@@ -371,7 +398,9 @@ def decode(
     force: bool = force_option(),
 ) -> None:
     """One LLM decode step (one new token per sequence): weights streamed once per step."""
-    values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
+    values = _llm_values(
+        _model_or_config(model, config), params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl
+    )
     values["context"] = sizes_value(context, "--context")  # NB: 0 is refused; leave it out for an empty cache
     values |= _serving_values(layers, heads, kv_heads, tp, kernels_per_layer, launch_floor, memory)
     _llm("decode", values, device, spec, as_json, output, roofs)
@@ -380,6 +409,7 @@ def decode(
 @app.command()
 def prefill(
     model: str | None = _model(),
+    config: Path | None = _hf_config(),
     params: str | None = _params(),
     d_model: str | None = _d_model(),
     seq: str = typer.Option(..., "--seq", "-s", help="Prompt length in tokens." + SWEEP),
@@ -404,7 +434,9 @@ def prefill(
     force: bool = force_option(),
 ) -> None:
     """LLM prefill of a prompt: every prompt token through every layer, causal attention."""
-    values = _llm_values(model, params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl)
+    values = _llm_values(
+        _model_or_config(model, config), params, d_model, batch, dtype, weight_dtype, kv_dtype, attention_impl
+    )
     values["seq"] = sizes_value(seq, "--seq")
     values |= _serving_values(layers, heads, kv_heads, tp, kernels_per_layer, launch_floor, memory)
     _llm("prefill", values, device, spec, as_json, output, roofs)

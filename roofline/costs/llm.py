@@ -10,6 +10,7 @@ Two forms share one parameter class:
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -50,9 +51,15 @@ class ModelConfig(BaseModel):
     max_context: Size
     bias: bool = False  # biases on every linear layer (GPT-2)
     learned_positions: bool = False  # a learned max_context x hidden position table (GPT-2)
+    experts: Count = 0  # mixture of experts: routed experts per layer, each an FFN of width ffn (0: dense FFN)
+    experts_per_token: Count = 0  # experts each token is routed to (top-k)
 
     @model_validator(mode="after")
     def _check(self) -> ModelConfig:
+        if self.experts and not 1 <= self.experts_per_token <= self.experts:
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) must be 1..experts ({self.experts})")
+        if not self.experts and self.experts_per_token:
+            raise ValueError("experts_per_token without experts: give experts (routed experts per layer)")
         if self.heads % self.n_kv_heads:
             raise ValueError(f"kv_heads ({self.n_kv_heads}) must divide heads ({self.heads})")
         if self.head_dim is None and self.hidden % self.heads:
@@ -78,7 +85,12 @@ def available_models() -> list[str]:
 
 
 def load_config(model: str) -> ModelConfig:
-    """The config of a shipped model ``model`` (e.g. 'llama-3-8b') or of the YAML file at path ``model``."""
+    """The config of a shipped model ``model`` (e.g. 'llama-3-8b'), of the YAML file at path ``model``, or of a
+    Hugging Face ``config.json`` (a path ending in .json: roofline.costs.hfconfig)."""
+    if model.endswith(".json"):
+        from roofline.costs.hfconfig import load_hf_config
+
+        return load_hf_config(model)
     if model.endswith((".yaml", ".yml")) or "/" in model or "\\" in model:
         path = Path(model).expanduser()
         if not path.is_file():
@@ -101,6 +113,8 @@ def parameter_count(config: ModelConfig) -> int:
     qkv = c.hidden * (c.heads + 2 * kv) * hd
     out = c.heads * hd * c.hidden
     ffn = (3 if c.ffn_type == "gated" else 2) * c.hidden * c.ffn
+    if c.experts:
+        ffn = ffn * c.experts + c.hidden * c.experts  # every expert's FFN, and the router
     layer = qkv + out + ffn + 2 * norm_params
     if c.bias:
         layer += (c.heads + 2 * kv) * hd + c.hidden  # qkv and o biases
@@ -442,6 +456,8 @@ def _layer(p: LlmParams, cfg: ModelConfig) -> Cost:
         _elementwise("residual_add", "add", tokens * cfg.hidden, p),
         _norm("ffn_norm", tokens, p, cfg),
     ]
+    if cfg.experts:
+        return combine("layer", [*parts, *_moe_ffn(tokens, p, cfg)])
     if cfg.ffn_type == "gated":
         # NB: SwiGLU: gate and up as one GEMM (N = 2 ffn), silu on the gate half (a view), times up.
         parts += [
@@ -467,6 +483,50 @@ def layer_kernel_count(p: LlmParams, cfg: ModelConfig) -> int:
     return _layer(p, cfg).kernel_count
 
 
+def experts_touched(tokens: int, experts: int, per_token: int) -> float:
+    """Expected number of distinct experts that ``tokens`` tokens, each routed to ``per_token`` of ``experts``,
+    reach: E (1 - (1 - k/E)^tokens)."""
+    return experts * (1 - (1 - per_token / experts) ** tokens)
+
+
+def _moe_ffn(tokens: int, p: LlmParams, cfg: ModelConfig) -> list[Cost]:
+    # NB: mixture of experts (Mixtral-style): a router GEMM (hidden -> experts), then each token's FFN in each of
+    # its top-k experts (FLOPs of tokens*k token-FFNs). Weights: each expert reached is read once per step; with
+    # uniform routing tokens reach E(1 - (1 - k/E)^tokens) distinct experts in expectation (rounded up): decode
+    # at batch 1 reads k experts, a large prefill all of them. Routing softmax/top-k, the scatter/gather of tokens
+    # to experts and the weighted sum of the k outputs are not counted; shared experts are not modelled.
+    rows = tokens * cfg.experts_per_token
+    touched = math.ceil(experts_touched(tokens, cfg.experts, cfg.experts_per_token) - 1e-9)
+    gated = cfg.ffn_type == "gated"
+    up = _linear("router", tokens, cfg.experts, cfg.hidden, p, cfg)
+    parts = [up]
+    if gated:
+        parts += [
+            _experts_linear("experts_gate_up", rows, 2 * cfg.ffn, cfg.hidden, touched, p, cfg),
+            _elementwise("silu", "silu", rows * cfg.ffn, p),
+            _elementwise("mul", "mul", rows * cfg.ffn, p),
+        ]
+    else:
+        parts += [
+            _experts_linear("experts_up", rows, cfg.ffn, cfg.hidden, touched, p, cfg),
+            _elementwise("gelu", "gelu", rows * cfg.ffn, p),
+        ]
+    return [
+        *parts,
+        _experts_linear("experts_down", rows, cfg.hidden, cfg.ffn, touched, p, cfg),
+        _elementwise("residual_add", "add", tokens * cfg.hidden, p),
+    ]
+
+
+def _experts_linear(name: str, rows: int, n: int, k: int, touched: int, p: LlmParams, cfg: ModelConfig) -> Cost:
+    """``rows`` routed token rows through ``touched`` experts' [k, n] weights: one expert's weight read each."""
+    part = _linear(name, rows, n, k, p, cfg)
+    weights = nbytes(k * n, p.weight_dtype) * touched
+    kernel = part.kernels[0]
+    kernel = dataclasses.replace(kernel, bytes=kernel.bytes - part.byte_terms["weights"] + weights)
+    return Cost(part.kind, (kernel,), part.notes, {**part.byte_terms, "weights": weights})
+
+
 def _config_step(kind: str, p: LlmParams, cfg: ModelConfig) -> Cost:
     tokens = p.batch * p.new_tokens
     parts = [
@@ -486,6 +546,15 @@ def _config_step(kind: str, p: LlmParams, cfg: ModelConfig) -> Cost:
     notes = [
         f"{cfg.name}: {cfg.layers} layers, hidden {cfg.hidden}, {cfg.heads} heads ({cfg.n_kv_heads} KV), "
         f"ffn {cfg.ffn} {cfg.ffn_type}, vocab {cfg.vocab} (source: {cfg.source})",
+        *(
+            [
+                f"mixture of experts: {cfg.experts} experts, top-{cfg.experts_per_token}; "
+                f"{math.ceil(experts_touched(tokens, cfg.experts, cfg.experts_per_token) - 1e-9)} read per layer "
+                "(expected distinct experts under uniform routing)"
+            ]
+            if cfg.experts
+            else []
+        ),
         f"weights at {p.weight_dtype}, activations at {p.act_dtype}, KV cache at {p.kv_dtype}",
         "each weight matrix read once per step, whatever the batch (it stays resident across tokens)",
         "LM head computed for every token processed (prefill: all batch*seq rows)",

@@ -33,7 +33,8 @@ that exception into a UserCodeError, which propagates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from roofline.costs.aten import NO_FORMULA, OpCost, dtype_name, is_strided, op_cost
@@ -59,6 +60,11 @@ _SKIPPED = frozenset(
         "aten::dim",
         "prim::layout",
         "prim::device",
+        # record_function's markers (torch.optim's "Optimizer.step#SGD.step", a user's own): annotations in the
+        # profile, not ops; they launch nothing
+        "profiler::_record_function_enter",
+        "profiler::_record_function_enter_new",
+        "profiler::_record_function_exit",
     }
 )
 
@@ -80,7 +86,7 @@ class _ModuleTracker:
 
     def __init__(self, model: Any) -> None:
         self.model = model
-        self.root_type = type(model).__name__
+        self.root_type = type(model).__name__ if model is not None else ""
         self.types: dict[str, str] = {"": self.root_type}
         self.stack: list[tuple[str, set[int]]] = []  # (path, ids of the autograd nodes of its inputs)
         self.node_paths: dict[int, str] = {}  # id(autograd node) -> path of the module that created it
@@ -355,18 +361,42 @@ def count_ops(
     math, every aten op seen), its module paths without ``_orig_mod``."""
     from roofline.diagnose.loader import uncompiled
 
-    with uncompiled(model) as original:
-        tracker = _ModuleTracker(original)
-        recorder = _Recorder(tracker, mode, _param_keys(original))
-        try:
-            tracker.install()
-            with recorder.mode():
-                run_once(original, tuple(inputs), dict(kwargs or {}), mode)
-        finally:
-            tracker.remove()
-            tracker.node_paths.clear()
-            tracker._alive.clear()
-    return recorder.records
+    with uncompiled(model) as original, counting(original, mode) as counted:
+        run_once(original, tuple(inputs), dict(kwargs or {}), mode)
+    return counted.records
+
+
+class Counting:
+    """What :func:`counting` yields: the ops recorded so far, and the devices their tensors were on."""
+
+    def __init__(self, recorder: _Recorder) -> None:
+        self._recorder = recorder
+
+    @property
+    def records(self) -> list[OpRecord]:
+        return self._recorder.records
+
+    def devices(self) -> list[str]:
+        """The devices of the tensors the recorded ops read or wrote ('cpu', 'cuda:0'), in order of first use."""
+        return list(dict.fromkeys(device for device, _ in self._recorder.storages))
+
+
+@contextmanager
+def counting(model: Any = None, mode: Mode = "training") -> Iterator[Counting]:
+    """Record every aten op run inside the block (the counting pass around any code: a step of a training loop,
+    roofline.diagnose.region). ``model``: an nn.Module whose module paths and parameters the records name (None:
+    every op in module ''). Yields a :class:`Counting` whose records fill as the block runs (count_ops' value);
+    the hooks and the dispatch mode are removed in all cases."""
+    tracker = _ModuleTracker(model)
+    recorder = _Recorder(tracker, mode, _param_keys(model))
+    try:
+        tracker.install()
+        with recorder.mode():
+            yield Counting(recorder)
+    finally:
+        tracker.remove()
+        tracker.node_paths.clear()
+        tracker._alive.clear()
 
 
 def uncovered(records: Iterable[OpRecord]) -> list[OpRecord]:
@@ -382,4 +412,4 @@ def uncovered_summary(records: Iterable[OpRecord]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-__all__ = ["count_ops", "uncovered", "uncovered_summary"]
+__all__ = ["Counting", "count_ops", "counting", "uncovered", "uncovered_summary"]

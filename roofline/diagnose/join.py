@@ -239,42 +239,76 @@ def _build_ops(raw: Sequence[Mapping[str, Any]], markers: Sequence[tuple[float, 
 
 
 ALIGN_WINDOW = 256  # how far ahead in the profiler's ops a record's match is looked for
+LOOKAHEAD = 8  # records looked at ahead before a record takes a match that skips profiler ops
+
+
+def match_name(name: str) -> str:
+    """The name an op is matched by: an in-place op as its out-of-place spelling ('aten::add_' -> 'aten::add').
+
+    NB: the autograd engine sums two gradients that reach one tensor (a residual branch) with ``add``: out of
+    place when a dispatch mode is active (the counting pass), in place (``add_``) in the profiled run."""
+    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
 
 
 def align(a: Sequence[Hashable], b: Sequence[Hashable], window: int = ALIGN_WINDOW) -> list[tuple[int, int]]:
     """Pairs (i, j) with a[i] == b[j], in order in both: each a[i] takes the first equal b[j] within ``window``
-    after the last match (else it stays unmatched). NB: linear in len(a) x window; a longest-common-subsequence
-    diff (difflib) went quadratic and hung on the ~10k repetitive ops of a recurrent model's training step."""
+    after the last match (else it stays unmatched) -- unless that match skips items of ``b`` and, over the next
+    ``LOOKAHEAD`` items of ``a``, fewer items of either sequence are left unmatched when a[i] is left out: then
+    a[i] stays unmatched. (A record the profile spells differently, say a ``where`` whose scalar the profiler
+    does not list, would otherwise take its twin one transformer layer later and leave that layer unmatched.)
+
+    NB: linear in len(a) x LOOKAHEAD; a longest-common-subsequence diff (difflib) went quadratic and hung on the
+    ~10k repetitive ops of a recurrent model's training step."""
     positions: dict[Hashable, list[int]] = defaultdict(list)
     for j, item in enumerate(b):
         positions[item].append(j)
-    cursor: dict[Hashable, int] = defaultdict(int)  # per item: index into its positions list
+
+    def first(item: Hashable, j: int) -> int | None:
+        where = positions.get(item)
+        if not where:
+            return None
+        k = bisect.bisect_left(where, j)
+        return where[k] if k < len(where) and where[k] < j + window else None
+
+    def ahead(i: int, j: int) -> tuple[int, int]:
+        """(matched, skipped) of a[i:i + LOOKAHEAD] aligned greedily from b[j]."""
+        matched = skipped = 0
+        for item in a[i : i + LOOKAHEAD]:
+            k = first(item, j)
+            if k is None:
+                skipped += 1
+                continue
+            matched, skipped, j = matched + 1, skipped + k - j, k + 1
+        return matched, skipped
+
     pairs: list[tuple[int, int]] = []
     j = 0
     for i, item in enumerate(a):
-        where = positions.get(item)
-        if not where:
+        k = first(item, j)
+        if k is None:
             continue
-        k = cursor[item]
-        while k < len(where) and where[k] < j:
-            k += 1
-        cursor[item] = k
-        if k < len(where) and where[k] < j + window:
-            pairs.append((i, where[k]))
-            j = where[k] + 1
-            cursor[item] = k + 1
+        if k > j:  # the match skips profiler ops: is a[i] the odd one out instead?
+            taken, taken_skips = ahead(i + 1, k + 1)
+            left, left_skips = ahead(i + 1, j)
+            if (1 + left_skips, -left) < (k - j + taken_skips, -1 - taken):
+                continue  # fewer items left unmatched without a[i]'s match: a[i] stays unmatched
+        pairs.append((i, k))
+        j = k + 1
     return pairs
 
 
 def _align_records(records: Sequence[OpRecord], candidates: Sequence[CpuOp]) -> list[tuple[int, int]]:
     """Match by (op, input shapes) first; in the gaps left between those matches, by op name alone (shapes
-    spelled differently, e.g. a TensorList or a wrapped scalar, must not cost a match)."""
+    spelled differently, e.g. a TensorList or a wrapped scalar, must not cost a match; an in-place op matches
+    its out-of-place spelling there, :func:`match_name`)."""
     pairs = align([r.signature() for r in records], [c.signature() for c in candidates])
     out: list[tuple[int, int]] = []
     prev_i = prev_j = 0
     for i, j in [*pairs, (len(records), len(candidates))]:
         if i > prev_i and j > prev_j:
-            gap = align([r.op for r in records[prev_i:i]], [c.name for c in candidates[prev_j:j]])
+            gap = align(
+                [match_name(r.op) for r in records[prev_i:i]], [match_name(c.name) for c in candidates[prev_j:j]]
+            )
             out += [(prev_i + gi, prev_j + gj) for gi, gj in gap]
         if i < len(records):
             out.append((i, j))
@@ -331,7 +365,7 @@ def join(
     records = sorted(records, key=lambda r: r.index)  # execution order
     cpu_ops = sorted(cpu_ops, key=lambda op: (op.start_us, -op.end_us))
     by_id = {op.id: op for op in cpu_ops}
-    names = {r.op for r in records}
+    names = {match_name(r.op) for r in records}
 
     covered: dict[int, bool] = {}  # op id -> it or an op above it has a recorded name
 
@@ -342,14 +376,14 @@ def join(
             current = by_id[current].parent
         result = covered.get(current, False) if current is not None else False
         for seen in reversed(chain):  # outermost first
-            result = result or by_id[seen].name in names
+            result = result or match_name(by_id[seen].name) in names
             covered[seen] = result
         return covered.get(op_id, False) if op_id is not None else False
 
     # ---- match records to ops, per iteration
     candidates: dict[int, list[CpuOp]] = defaultdict(list)
     for op in cpu_ops:  # start order: parents before children
-        if op.iteration is not None and op.name in names and not is_covered(op.parent):
+        if op.iteration is not None and match_name(op.name) in names and not is_covered(op.parent):
             candidates[op.iteration].append(op)
     matched: dict[int, int] = {}  # op id -> record position
     hits = [0] * len(records)
@@ -749,6 +783,7 @@ def _notes(
 __all__ = [
     "ALIGN_WINDOW",
     "FUSED_KERNEL",
+    "LOOKAHEAD",
     "NO_FACTS",
     "TOP_KERNELS",
     "CpuOp",
@@ -760,6 +795,7 @@ __all__ = [
     "join",
     "kernel_facts",
     "launch_facts",
+    "match_name",
     "parse_events",
     "short_name",
 ]

@@ -68,36 +68,62 @@ def load_model(
     user's traceback), DeviceError (CUDA asked for but absent; out of memory moving the model), UsageError
     (unknown dtype, device or mode)."""
     file = _check_file(path)
-    torch_dtype_name = _check_dtype(dtype)
+    _check_dtype(dtype)
     if mode not in ("inference", "training"):
         raise UsageError(f"--mode {mode!r}: use inference or training")
     torch_device = resolve_device(device)
-    import torch  # before the user's file runs: without torch, say which extra (not their traceback)
+    import torch  # noqa: F401  (before the user's file runs: without torch, say which extra, not their traceback)
 
     with _script_context(file, argv or ()):
         namespace = _run_file(file)
         model, raw_inputs, convention = _find_model(namespace, file, entry)
     _check_model(model, file, convention)
-    inputs, kwargs = _split_inputs(raw_inputs)
+    return prepare(model, raw_inputs, device=torch_device, dtype=dtype, mode=mode, convention=convention, path=file)
 
+
+def prepare(
+    model: Any,
+    raw_inputs: Any,
+    *,
+    kwargs: dict[str, Any] | None = None,
+    device: str,
+    dtype: str | None = None,
+    mode: str = "inference",
+    convention: str = "",
+    path: Path = Path(),
+) -> LoadedModel:
+    """``model`` and its inputs (a tuple/list of positional arguments, a dict of keyword arguments or one value)
+    on ``device`` (a resolved torch device: 'cpu', 'cuda', 'cuda:N'), cast to ``dtype`` (fp32|bf16|fp16: the
+    floating parameters, buffers and inputs), the model in eval() (``mode='inference'``) or train() mode.
+    ``kwargs``: keyword arguments besides those ``raw_inputs`` gives.
+
+    NB: nn.Module.to() and train() change the module in place (a model file's or the in-process API's caller's
+    own object). Errors: UsageError (unknown dtype or mode), DeviceError (out of memory moving the model)."""
+    torch_dtype_name = _check_dtype(dtype)
+    if mode not in ("inference", "training"):
+        raise UsageError(f"--mode {mode!r}: use inference or training")
+    import torch
+
+    inputs, given = _split_inputs(raw_inputs)
+    kwargs = {**given, **(kwargs or {})}
     cast = getattr(torch, torch_dtype_name) if torch_dtype_name else None
     try:
         if isinstance(model, torch.nn.Module):
-            model = model.to(torch_device)
+            model = model.to(device)
             if cast is not None:
                 model = model.to(cast)  # casts floating parameters and buffers only
             model.train(mode == "training")
-        inputs = tuple(_move(x, torch_device, cast) for x in inputs)
-        kwargs = {key: _move(value, torch_device, cast) for key, value in kwargs.items()}
+        inputs = tuple(_move(x, device, cast) for x in inputs)
+        kwargs = {key: _move(value, device, cast) for key, value in kwargs.items()}
     except Exception as exc:
         from roofline.diagnose.profile import out_of_memory_error
         from roofline.errors import is_out_of_memory
 
         if is_out_of_memory(exc):
-            raise out_of_memory_error(f"moving the model and inputs to {torch_device}") from None
+            raise out_of_memory_error(f"moving the model and inputs to {device}") from None
         raise
     return LoadedModel(
-        model=model, inputs=inputs, kwargs=kwargs, convention=convention, path=file, compiled=is_compiled(model)
+        model=model, inputs=inputs, kwargs=kwargs, convention=convention, path=path, compiled=is_compiled(model)
     )
 
 
@@ -359,6 +385,7 @@ __all__ = [
     "conventions_text",
     "is_compiled",
     "load_model",
+    "prepare",
     "resolve_device",
     "uncompiled",
 ]

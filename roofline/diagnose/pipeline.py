@@ -1,5 +1,9 @@
 """`roofline diagnose` as one function: load -> count -> time -> place -> diagnose -> report value. No printing.
 
+:func:`run` is the one diagnosis; :func:`diagnose` gives it a model file (the CLI, the gate), :func:`diagnose_model`
+a model in memory (``roofline.diagnose(model, inputs)``); :func:`conclude` (place and diagnose) also ends a
+profiled region of a loop (roofline.diagnose.region).
+
 Each stage is injectable (:class:`Stages`), so tests replace the torch-touching ones (timing, the device's roofs)
 with fakes. The device and its roofs are resolved by roofline.roofs, as for `roofline bench`: a GPU's spec sheet
 (its cached calibration replaces the measured roofs, --roofs auto), the CPU's measured roofs (roofline calibrate).
@@ -153,17 +157,6 @@ class DiagnoseResult:
         )
 
 
-def _diagnosed(
-    records: Sequence[OpRecord], timing: Timing, dev: Device, rules: Sequence[Rule]
-) -> tuple[Placed, ModelContext, list[ModelFinding]]:
-    """Place the ops and diagnose them: the same for a live run and a trace."""
-    placed = place(records, timing, dev)
-    ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
-    findings = run_rules(ctx, tuple(rules))
-    findings = rank([*findings, *cover(ctx, findings)])  # every group that costs time gets a verdict
-    return placed, ctx, findings
-
-
 def diagnose_trace(
     path: str | Path,
     *,
@@ -205,7 +198,7 @@ def diagnose_trace(
         timing.gpu_idle_s = min(timing.gpu_idle_s, max(run.wall_s - timing.gpu_busy_s, 0.0))
     timing.trace = raw
     timing.notes = [*run.notes, *timing.notes]
-    placed, _, findings = _diagnosed(run.records, timing, dev, stages.rules)
+    placed, findings = conclude(run.records, timing, dev, stages.rules)
     notes += [n for n in [*timing.notes, *placed.notes] if n not in notes]
     backward = any(r.phase == "backward" for r in run.records)
     options = {
@@ -247,6 +240,22 @@ def _out_of_memory(exc: BaseException, where: str) -> RooflineError | None:
     return out_of_memory_error(where) if is_out_of_memory(exc) else None
 
 
+def conclude(
+    records: Sequence[OpRecord], timing: Timing, dev: Device, rules: Sequence[Rule] = RULES
+) -> tuple[Placed, list[ModelFinding]]:
+    """The counted ops and their timing placed on ``dev``'s roofline, and the findings (every group of ops that
+    costs time gets a verdict): what every diagnosis ends with (a model file, a model in-process, a profiled
+    region of a loop)."""
+    placed = place(records, timing, dev)
+    ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
+    findings = run_rules(ctx, tuple(rules))
+    return placed, rank([*findings, *cover(ctx, findings)])
+
+
+#: (resolved torch device) -> the model on it, ready to run; called inside the user-code boundary
+Loader = Callable[[str], Any]
+
+
 def diagnose(
     path: str | Path,
     *,
@@ -273,6 +282,115 @@ def diagnose(
     user's traceback, exit 1). Every stage that runs the user's code runs inside the user-code boundary
     (roofline.diagnose.execute.user_code). errors.TimedOut (--timeout) goes on up naming the stage that ran."""
     stages = stages or Stages()
+
+    def load(torch_device: str) -> Any:
+        return stages.load(path, entry=entry, device=torch_device, dtype=dtype, argv=list(argv), mode=mode)
+
+    return run(
+        load,
+        Path(path),
+        entry=entry,
+        argv=argv,
+        device=device,
+        dtype=dtype,
+        mode=mode,
+        warmup=warmup,
+        iters=iters,
+        sheet=sheet,
+        spec_files=spec_files,
+        roofs=roofs,
+        verify=verify,
+        counters=counters,
+        keep_trace=keep_trace,
+        stages=stages,
+        progress=progress,
+    )
+
+
+def diagnose_model(
+    model: Any,
+    inputs: Any = (),
+    kwargs: dict[str, Any] | None = None,
+    *,
+    name: str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    mode: str = "inference",
+    warmup: int = 3,
+    iters: int = 10,
+    sheet: str | None = None,
+    spec_files: Sequence[Path] = (),
+    roofs: str = "auto",
+    verify: bool = False,
+    stages: Stages | None = None,
+    progress: Progress | None = None,
+) -> DiagnoseResult:
+    """:func:`diagnose` on a model already in memory (the in-process API, ``roofline.diagnose(model, inputs)``):
+    ``model`` (an nn.Module or any callable) run as ``model(*inputs, **kwargs)``; ``inputs`` a tuple/list of
+    positional arguments, a dict of keyword arguments or one value, as a model file's get_inputs(). The same
+    stages as a model file from there on. NB: moving and casting an nn.Module (``device``, ``dtype``) and
+    train()/eval() act on the caller's module, as nn.Module.to() does. ``name``: what the report calls it
+    (default: the model's class or function name)."""
+    if not callable(model):
+        raise UsageError(f"the model is a {type(model).__name__}, not an nn.Module or callable")
+
+    label = name or getattr(model, "__name__", None) or type(model).__name__
+
+    def load(torch_device: str) -> Any:
+        from roofline.diagnose.loader import prepare
+
+        return prepare(
+            model,
+            inputs,
+            kwargs=kwargs,
+            device=torch_device,
+            dtype=dtype,
+            mode=mode,
+            convention="in-process",
+            path=Path(label),
+        )
+
+    return run(
+        load,
+        Path(label),
+        device=device,
+        dtype=dtype,
+        mode=mode,
+        warmup=warmup,
+        iters=iters,
+        sheet=sheet,
+        spec_files=spec_files,
+        roofs=roofs,
+        verify=verify,
+        stages=stages,
+        progress=progress,
+    )
+
+
+def run(
+    load: Loader,
+    path: Path,
+    *,
+    entry: str | None = None,
+    argv: Sequence[str] = (),
+    device: str | None = None,
+    dtype: str | None = None,
+    mode: str = "inference",
+    warmup: int = 3,
+    iters: int = 10,
+    sheet: str | None = None,
+    spec_files: Sequence[Path] = (),
+    roofs: str = "auto",
+    verify: bool = False,
+    counters: bool = False,
+    keep_trace: bool = False,
+    stages: Stages | None = None,
+    progress: Progress | None = None,
+) -> DiagnoseResult:
+    """The one diagnosis behind :func:`diagnose` (a model file, the CLI) and :func:`diagnose_model` (in-process):
+    check the options, resolve the device, ``load(torch_device)`` the model, then roofs, count, time, place,
+    diagnose and (``verify``) verify. ``path``: the model file, or the in-process model's name."""
+    stages = stages or Stages()
     tell = progress or (lambda stage: None)
     roof_resolver.check_roofs(roofs)
     if iters < 1:
@@ -289,9 +407,9 @@ def diagnose(
 
     try:
         torch_device = stages.resolve(device)
-        stage(f"loading {Path(path).name}", f"loading {Path(path).name}")
+        stage(f"loading {path.name}", f"loading {path.name}")
         with user_code(errors=False):  # the user's file, its get_inputs(), constructor... (NB: our boundary)
-            loaded = stages.load(path, entry=entry, device=torch_device, dtype=dtype, argv=list(argv), mode=mode)
+            loaded = load(torch_device)
         stage(f"reading the roofs of {torch_device}", f"reading the roofs of {torch_device}")
         dev, notes = stages.roofs(torch_device, sheet=sheet, spec_files=list(spec_files), roofs=roofs)
         notes = list(notes)
@@ -308,8 +426,7 @@ def diagnose(
             raise error from None
         if not records:
             raise WorkloadError(
-                f"{Path(path).name}: the model ran no tensor operations: nothing to diagnose "
-                "(does forward() use torch?)"
+                f"{path.name}: the model ran no tensor operations: nothing to diagnose (does forward() use torch?)"
             )
         what = "forward" if mode == "inference" else "forward and backward"
         compiled = bool(getattr(loaded, "compiled", False))
@@ -356,7 +473,7 @@ def diagnose(
             timing.notes.insert(0, compile_failure)
             compiled = False
         stage("placing ops on the roofline and diagnosing", "placing ops on the roofline and diagnosing")
-        placed, ctx, findings = _diagnosed(records, timing, dev, stages.rules)
+        placed, findings = conclude(records, timing, dev, stages.rules)
         measured, counters_error = None, ""
         if counters:
             stage("profiling under Nsight Compute", "profiling one iteration under Nsight Compute (ncu)")
@@ -374,12 +491,13 @@ def diagnose(
             if measured is not None:
                 from roofline.findings.counters import locality_findings
 
-                findings = rank([*findings, *locality_findings(measured, placed.points, ctx.total_time_s)])
+                local = locality_findings(measured, placed.points, placed.summary.iteration_s)
+                findings = rank([*findings, *local])
         verified = None
         interruption: KeyboardInterrupt | None = None
         if verify:
             stage("verifying the findings' techniques", "verifying: applying each finding's technique")
-            both = _combined_dict(findings, ctx.total_time_s)
+            both = _combined_dict(findings, placed.summary.iteration_s)
             verified = []
             try:
                 with user_code(errors=False):
@@ -457,4 +575,14 @@ def _with_counters(stages: Stages, path: Any, placed: Placed, torch_device: str,
     return attach(placed.points, kernels, "ncu (diagnose --counters)"), ""
 
 
-__all__ = ["DiagnoseResult", "Stages", "diagnose", "diagnose_trace", "finding_dict"]
+__all__ = [
+    "DiagnoseResult",
+    "Loader",
+    "Stages",
+    "conclude",
+    "diagnose",
+    "diagnose_model",
+    "diagnose_trace",
+    "finding_dict",
+    "run",
+]

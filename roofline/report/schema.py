@@ -67,6 +67,16 @@ class Report(BaseModel):
         """The rows as their models (roofline.report.rows: Row, BenchRow or OpPoint, by the report's source)."""
         return parse_rows(self.source, self.rows)
 
+    def save(self, path: str | Path) -> Path:
+        """Write the report's JSON at ``path``, atomically (what `plot`, `report` and `gate` read); the path.
+        A write that fails (no such folder, disk full) is one UsageError line."""
+        from roofline.fileio import writable_place
+        from roofline.report.outputs import write
+
+        where = writable_place(path, "Report.save")
+        write(where, self.to_json(), option="Report.save", shown=path)
+        return where
+
     def to_json(self) -> str:
         """The report as JSON: indented, except that each row is one line. NB: json's indenting encoder is pure
         Python (a 100,000-row report took 17 s); each row through the C encoder keeps a large report to seconds

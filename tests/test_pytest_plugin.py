@@ -1,0 +1,94 @@
+"""The roofline_gate fixture (roofline/pytest_plugin.py) in pytester runs (subprocesses: torch registers its ops once
+per process): a modelled CPU (op time = twice its
+roofline time, so efficiency is 50% whatever the host), min_efficiency passing and failing, a baseline missing,
+saved with --roofline-save-baselines, then gated."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+import pytest
+
+pytest.importorskip("torch")
+pytest_plugins = ["pytester"]
+
+CONFTEST = """
+import pytest
+from roofline.device import Device
+from roofline.report.records import OpTiming, Timing
+
+CPU = Device(name="cpu", display_name="Test CPU", vendor="other",
+             compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11}, bandwidth={"dram": 2e10},
+             launch_floor_s=0.0, roof_source="measured")
+
+
+def modelled(model, inputs, kwargs, records, *, device, mode, warmup, iters, **_):
+    ops = []
+    for r in records:
+        roof = 0.0 if not r.counted else max(r.flops / 1e11, r.bytes / 2e10)
+        time = 2 * roof if roof > 0 else 1e-9
+        ops.append(OpTiming(index=r.index, device_time_s=time, kernels=0, samples_s=(time,) * iters))
+    return Timing(device="cpu", iterations=iters, wall_s=sum(o.device_time_s for o in ops), ops=ops)
+
+
+@pytest.fixture(autouse=True)
+def modelled_cpu(monkeypatch):
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (CPU, ["test roofs"]))
+    monkeypatch.setattr("roofline.diagnose.profile.time_model", modelled)
+"""
+
+TESTS = """
+import torch
+
+A = torch.randn(128, 128)
+
+def mm(a):
+    return a @ a
+
+def test_efficient_enough(roofline_gate):
+    result = roofline_gate(mm, (A,), min_efficiency=0.4, device="cpu", iters=3)
+    assert result.findings is not None
+
+def test_not_efficient_enough(roofline_gate):
+    roofline_gate(mm, (A,), min_efficiency=0.9, device="cpu", iters=3)
+
+def test_against_a_baseline(roofline_gate):
+    roofline_gate(mm, (A,), baseline="baselines/mm.json", device="cpu", iters=3)
+"""
+
+
+def _plugin_args() -> list[str]:
+    installed = any(ep.value == "roofline.pytest_plugin" for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "roofline.pytest_plugin"]
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_kernels=TESTS)
+    return pytester
+
+
+def test_min_efficiency_passes_and_fails(project):
+    result = project.runpytest_subprocess(*_plugin_args(), "-k", "efficient", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_not_efficient_enough: 50.0% of the roofline, below min_efficiency=90%*"])
+
+
+def test_baseline_missing_then_saved_then_gated(project):
+    args = [*_plugin_args(), "-k", "baseline", "-p", "no:cacheprovider"]
+    missing = project.runpytest_subprocess(*args)
+    missing.assert_outcomes(failed=1)
+    missing.stdout.fnmatch_lines(["*no baseline at baselines/mm.json: run `pytest --roofline-save-baselines`*"])
+    saved = project.runpytest_subprocess(*args, "--roofline-save-baselines")
+    saved.assert_outcomes(passed=1)
+    assert (project.path / "baselines" / "mm.json").is_file()
+    gated = project.runpytest_subprocess(*args)
+    gated.assert_outcomes(passed=1)
+
+
+def test_the_fixture_needs_a_threshold_or_a_baseline(project):
+    project.makepyfile(test_bad="def test_bad(roofline_gate):\n    roofline_gate(lambda: None)\n")
+    result = project.runpytest_subprocess(*_plugin_args(), "test_bad.py", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*give min_efficiency=, baseline= or both*"])
+    assert result.ret != 0
