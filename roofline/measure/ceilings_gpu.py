@@ -199,6 +199,12 @@ def calibrate_cuda(
     nbytes = numel * 4
     dram_note = f"buffer {size_text(nbytes)}, {nbytes / l2_bytes:.0f}x L2 ({l2_bytes / MIB:g} MiB): no flush needed"
 
+    # an untimed ~100 us sleep kernel before a sample keeps an idle GPU busy while the host queues the start
+    # event, the kernel and the end event back to back (see the launch floor below); None without torch's sleep
+    sleep = getattr(torch.cuda, "_sleep", None)
+    sleep_cycles = int((machine.max_sm_clock_mhz or 2000) * 100)  # ~100 us at the maximum clock
+    busy = (lambda: sleep(sleep_cycles)) if sleep is not None else None
+
     # ---- DRAM: read-only, copy, write-only; each the best of the Triton kernels and torch's
     kernels, import_error = import_kernels()
 
@@ -209,7 +215,10 @@ def calibrate_cuda(
         dram_rule = StoppingRule(min_time_s=DRAM_TRIAL_MIN_S, max_time_s=DRAM_TRIAL_MAX_S)
 
         def timed_dram(fn: Callable[[], object]) -> Any:
-            return measure(fn, events, rule=dram_rule, warmup_s=0.02, clock=clock)
+            # NB: the GPU kept busy before each sample (a sleep kernel, untimed): on an idle GPU the start event
+            # fires at once and the events would add the host's launch of the kernel (10-30 us: 3-8% of a 1 GiB
+            # read) to its time
+            return measure(fn, events, flush=busy, rule=dram_rule, warmup_s=0.02, clock=clock)
 
         def copied() -> None:
             if not bool(torch.equal(dst, src)):
@@ -449,13 +458,12 @@ def calibrate_cuda(
     # an H100 VM); keeping the GPU busy first (a ~100 us sleep kernel, untimed) queues start event, kernel and
     # end event back to back, so the events see the kernel's own cost on the GPU timeline (3.4 us there).
     tiny = torch.ones(1, device=dev)
-    sleep_cycles = int((machine.max_sm_clock_mhz or 2000) * 100)  # ~100 us at the maximum clock
-    busy = (lambda: torch.cuda._sleep(sleep_cycles)) if hasattr(torch.cuda, "_sleep") else flush
+    busy_or_flush = busy if busy is not None else flush
 
     def launch_events() -> Ceiling:
         ceiling = latency_ceiling(
             "launch-events",
-            timed(lambda: tiny.add_(1), flush=busy, warmup_s=0.02),
+            timed(lambda: tiny.add_(1), flush=busy_or_flush, warmup_s=0.02),
             shape="1-element add_ behind a busy GPU",
             note="device view: what one kernel costs on the GPU timeline (analyses use it as the launch floor)",
         )

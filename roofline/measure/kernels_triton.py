@@ -55,9 +55,11 @@ class Config:
 # sweep on a lent H200 (1 GiB fp32, do_bench): block reductions of 4096-16384 elements with 8-16 warps read
 # fastest, within 0.5% of each other; a persistent grid-stride reduction (2-8 programs per SM) was up to 2% slower
 # and an evict-first load hint 4% slower; copies and writes were fastest at 1024-2048 elements per program.
-READ_CONFIGS = (Config(8192, 16), Config(4096, 8))
-COPY_CONFIGS = (Config(1024, 8), Config(2048, 16))
-WRITE_CONFIGS = (Config(1024, 8), Config(2048, 16))
+# On the H100 (2026-11-24, benchmarks/ceilings_gpu.py) the reference sweep's best were read 4096/16, copy 2048/16,
+# write 1024/16: those are tried too.
+READ_CONFIGS = (Config(8192, 16), Config(4096, 16), Config(4096, 8))
+COPY_CONFIGS = (Config(1024, 8), Config(2048, 16), Config(4096, 16))
+WRITE_CONFIGS = (Config(1024, 8), Config(1024, 16), Config(2048, 16))
 
 
 def read(torch: Any, src: Any, config: Config) -> tuple[Callable[[], object], Any]:
