@@ -437,3 +437,22 @@ def test_collect_on_a_gpu_with_ncu():
     except CountersUnavailable as exc:
         pytest.skip(str(exc))
     assert kernels and all(k.dram_bytes >= 0 for k in kernels)
+
+
+def test_the_child_reads_its_own_command_line(monkeypatch):
+    # the child's argv as child_command writes it, with and without the script's arguments after '--'
+    import roofline.diagnose.counters as child
+
+    seen = {}
+
+    def load_model(path, **kw):
+        seen.update(path=path, **kw)
+        raise SystemExit(0)
+
+    monkeypatch.setattr("roofline.diagnose.loader.load_model", load_model)
+    monkeypatch.setitem(__import__("sys").modules, "torch", __import__("types").SimpleNamespace())
+    for extra, script in (([], []), (["--size", "large"], ["--size", "large"])):
+        command = child.child_command("/x/m.py", device="cuda", dtype="bf16", argv=extra)
+        with pytest.raises(SystemExit):
+            child.main(command[3:])
+        assert seen["path"] == command[3] and seen["argv"] == script and seen["dtype"] == "bf16"

@@ -83,8 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--dtype", default=None)
     parser.add_argument("--entry", default=None)
-    parser.add_argument("script_args", nargs="*")
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    # NB: the script's own arguments follow '--' (argparse's nargs='*' after '--' refuses an empty list)
+    cut = given.index("--") if "--" in given else len(given)
+    args = parser.parse_args(given[:cut])
+    args.script_args = given[cut + 1 :]
 
     import torch
 
