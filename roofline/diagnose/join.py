@@ -242,14 +242,6 @@ ALIGN_WINDOW = 256  # how far ahead in the profiler's ops a record's match is lo
 LOOKAHEAD = 8  # records looked at ahead before a record takes a match that skips profiler ops
 
 
-def match_name(name: str) -> str:
-    """The name an op is matched by: an in-place op as its out-of-place spelling ('aten::add_' -> 'aten::add').
-
-    NB: the autograd engine sums two gradients that reach one tensor (a residual branch) with ``add``: out of
-    place when a dispatch mode is active (the counting pass), in place (``add_``) in the profiled run."""
-    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
-
-
 def align(a: Sequence[Hashable], b: Sequence[Hashable], window: int = ALIGN_WINDOW) -> list[tuple[int, int]]:
     """Pairs (i, j) with a[i] == b[j], in order in both: each a[i] takes the first equal b[j] within ``window``
     after the last match (else it stays unmatched) -- unless that match skips items of ``b`` and, over the next
@@ -297,18 +289,33 @@ def align(a: Sequence[Hashable], b: Sequence[Hashable], window: int = ALIGN_WIND
     return pairs
 
 
+#: ops the profiler records under another name than the counting pass (a TorchDispatchMode) sees for the same call:
+#: aten::reshape calls _reshape_alias, but view when a Python dispatch key is set (any dispatch mode)
+SAME_CALL = {"aten::_reshape_alias": "aten::view"}
+
+
+def match_key(name: str) -> str:
+    """The name an op is matched by: its counting-pass spelling (:data:`SAME_CALL`), an in-place variant as its
+    op (``aten::add_`` -> ``aten::add``: under a dispatch mode autograd accumulates a gradient out of place, in a
+    real run in place; the two cost the same). Dunder ops (``aten::__and__``) keep their name."""
+    name = SAME_CALL.get(name, name)
+    if name.endswith("_") and not name.endswith("__") and "::" in name:
+        return name[:-1]
+    return name
+
+
 def _align_records(records: Sequence[OpRecord], candidates: Sequence[CpuOp]) -> list[tuple[int, int]]:
     """Match by (op, input shapes) first; in the gaps left between those matches, by op name alone (shapes
-    spelled differently, e.g. a TensorList or a wrapped scalar, must not cost a match; an in-place op matches
-    its out-of-place spelling there, :func:`match_name`)."""
-    pairs = align([r.signature() for r in records], [c.signature() for c in candidates])
+    spelled differently, e.g. a TensorList or a wrapped scalar, must not cost a match). Names are compared by
+    :func:`match_key`."""
+    pairs = align(
+        [(match_key(r.op), r.input_shapes) for r in records], [(match_key(c.name), c.input_shapes) for c in candidates]
+    )
     out: list[tuple[int, int]] = []
     prev_i = prev_j = 0
     for i, j in [*pairs, (len(records), len(candidates))]:
         if i > prev_i and j > prev_j:
-            gap = align(
-                [match_name(r.op) for r in records[prev_i:i]], [match_name(c.name) for c in candidates[prev_j:j]]
-            )
+            gap = align([match_key(r.op) for r in records[prev_i:i]], [match_key(c.name) for c in candidates[prev_j:j]])
             out += [(prev_i + gi, prev_j + gj) for gi, gj in gap]
         if i < len(records):
             out.append((i, j))
@@ -346,7 +353,8 @@ def join(
 
     Matching: in each iteration, the records are aligned in order with the profiler's ops by (op name, input
     tensor shapes), among the outermost ops whose name some record has (the profiler also sees composite ops
-    such as aten::linear, and the ops called inside a recorded op, which the counting pass does not).
+    such as aten::linear, and the ops called inside a recorded op, which the counting pass does not); names are
+    compared by :func:`match_key` (an in-place variant and its op, _reshape_alias and view are one).
     Attribution: a kernel belongs to the CPU op that launched it (its external id), and so to the nearest
     matched op at or above that one; the same holds for the self CPU time of each op. What reaches no matched
     op is ``unmatched_time_s``. device 'cuda': device time = its kernels' durations, launch delay = kernel
@@ -365,7 +373,7 @@ def join(
     records = sorted(records, key=lambda r: r.index)  # execution order
     cpu_ops = sorted(cpu_ops, key=lambda op: (op.start_us, -op.end_us))
     by_id = {op.id: op for op in cpu_ops}
-    names = {match_name(r.op) for r in records}
+    names = {match_key(r.op) for r in records}
 
     covered: dict[int, bool] = {}  # op id -> it or an op above it has a recorded name
 
@@ -376,14 +384,14 @@ def join(
             current = by_id[current].parent
         result = covered.get(current, False) if current is not None else False
         for seen in reversed(chain):  # outermost first
-            result = result or match_name(by_id[seen].name) in names
+            result = result or match_key(by_id[seen].name) in names
             covered[seen] = result
         return covered.get(op_id, False) if op_id is not None else False
 
     # ---- match records to ops, per iteration
     candidates: dict[int, list[CpuOp]] = defaultdict(list)
     for op in cpu_ops:  # start order: parents before children
-        if op.iteration is not None and match_name(op.name) in names and not is_covered(op.parent):
+        if op.iteration is not None and match_key(op.name) in names and not is_covered(op.parent):
             candidates[op.iteration].append(op)
     matched: dict[int, int] = {}  # op id -> record position
     hits = [0] * len(records)
@@ -795,7 +803,7 @@ __all__ = [
     "join",
     "kernel_facts",
     "launch_facts",
-    "match_name",
+    "match_key",
     "parse_events",
     "short_name",
 ]

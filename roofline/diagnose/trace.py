@@ -27,11 +27,12 @@ import re
 import statistics
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from roofline.costs.aten import NO_FORMULA, OpCost
+from roofline.diagnose.join import SAME_CALL
 from roofline.errors import WorkloadError
 from roofline.report.outputs import TRACE_SCHEMA
 from roofline.report.records import OpRecord
@@ -39,6 +40,9 @@ from roofline.report.records import OpRecord
 STEP_MARKER = re.compile(r"^ProfilerStep#(\d+)$")
 ITERATION_MARKER = "roofline::iteration"  # roofline.diagnose.profile.MARKER (a live run's exported trace)
 NO_SHAPES = "the trace has no shapes for this op (record it with record_shapes=True)"
+LONG_LIST = (
+    "the trace has no shapes for this op's tensor list (torch.profiler leaves out lists of more than 30 tensors)"
+)
 RECORD_HINT = (
     "record it with torch.profiler.profile(activities=..., record_shapes=True) and prof.export_chrome_trace(PATH)"
 )
@@ -46,6 +50,7 @@ RECORD_HINT = (
 _OP_CATS = frozenset({"cpu_op", "operator"})
 _KERNEL_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 _RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "runtime", "driver"})
+_ENGINE = "autograd::engine::evaluate_function: "
 _BACKWARD = re.compile(r"^(?:autograd::engine::evaluate_function: .*|\w+Backward\d*)$")
 
 #: the profiler's "Input type" of a tensor argument (C++ type names) -> torch dtype attribute
@@ -194,14 +199,26 @@ def check_kineto(trace: Mapping[str, Any], shown: str) -> None:
 
 def split_steps(events: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[str, float, float]], str]:
     """The step markers (name, start, end) in time order: ``ProfilerStep#N`` (torch.profiler's schedule / step()),
-    else roofline's own ``roofline::iteration`` markers; [] without either. And which kind ('' none)."""
-    steps = [e for e in events if STEP_MARKER.match(str(e.get("name", "")))]
+    else roofline's own ``roofline::iteration`` markers; [] without either. And which kind ('' none).
+
+    Only the host's markers: on a GPU, Kineto also writes each marker's projection onto the GPU timeline (an event
+    of the same name, category ``gpu_user_annotation``, from the step's first kernel to its last), which is not a
+    step: the ops inside its window are those the host happened to be running while the GPU worked."""
+    host = [e for e in events if is_host_marker(e)]
+    steps = [e for e in host if STEP_MARKER.match(str(e.get("name", "")))]
     kind = "ProfilerStep"
     if not steps:
-        steps = [e for e in events if e.get("name") == ITERATION_MARKER]
+        steps = [e for e in host if e.get("name") == ITERATION_MARKER]
         kind = ITERATION_MARKER if steps else ""
     marked = sorted((str(e.get("name")), *_span(e)) for e in steps)
     return sorted(marked, key=lambda s: s[1]), kind
+
+
+def is_host_marker(event: Mapping[str, Any]) -> bool:
+    """Whether an event can be a host-side step marker: not a GPU event (a ``gpu_user_annotation``, the marker's
+    projection on a GPU stream, nor a kernel, memcpy or memset)."""
+    cat = _cat(event)
+    return not cat.startswith("gpu_") and cat not in _KERNEL_CATS
 
 
 def _thread_ids(events: Iterable[Mapping[str, Any]]) -> dict[Any, int]:
@@ -317,7 +334,7 @@ def load_trace(trace: Mapping[str, Any], shown: str = "--trace") -> TraceRun:
     for event in dicts:  # the join matches by (op, tensor input shapes): the shapes as the records hold them
         if event["kind"] == "op" and event["id"] in shapes:
             event["input_shapes"] = [list(s) for s in shapes[event["id"]]]
-    missing = sum(1 for r in records if r.note == NO_SHAPES)
+    missing = sum(1 for r in records if r.note in (NO_SHAPES, LONG_LIST))
     if missing:
         notes.append(f"{missing} ops in the step have no shapes in the trace: listed as uncounted, with their time")
     gpu_names = [str(d.get("name")) for d in trace.get("deviceProperties") or [] if isinstance(d, dict)]
@@ -345,10 +362,22 @@ def _records(ops: Sequence[Any], raw_args: Mapping[int, Mapping[str, Any]]) -> t
         inside[op.id] = above or record
         if record:
             ids.append(op.id)
-            records.append(
-                rebuild(len(records), op.name, raw_args.get(op.id, {}), "backward" if in_backward else "forward", cache)
-            )
+            phase = "backward" if in_backward else "forward"
+            rebuilt = rebuild(len(records), op.name, raw_args.get(op.id, {}), phase, cache)
+            spelled = counted_name(op.name, by_id[parent].name if parent is not None else "")
+            records.append(rebuilt if spelled == op.name else replace(rebuilt, op=spelled))
     return records, ids
+
+
+def counted_name(name: str, parent: str) -> str:
+    """The name the counting pass (a TorchDispatchMode) gives the call the profiler recorded as ``name`` under
+    ``parent``, so that a trace's rows read as a live run's: aten::_reshape_alias is aten::view (reshape takes
+    view when a Python dispatch key is set), and the autograd engine's accumulation of two gradients
+    (an aten::add_ right under ``autograd::engine::evaluate_function: ...``) is aten::add (out of place under a
+    dispatch mode). Each costs the same under either name."""
+    if name == "aten::add_" and parent.startswith(_ENGINE):
+        return "aten::add"
+    return SAME_CALL.get(name, name)
 
 
 _DECOMPOSED: dict[str, bool] = {}
@@ -522,6 +551,8 @@ def _rebuild_call(name: str, args: Mapping[str, Any]) -> tuple[Any, list[Any], d
         raise _Missing(NO_SHAPES)
     strides = args.get("Input Strides") if isinstance(args.get("Input Strides"), list) else []
     concrete = args.get("Concrete Inputs") if isinstance(args.get("Concrete Inputs"), list) else []
+    if any(str(k) == "TensorList" and d == [] for k, d in zip(types, dims, strict=True)):
+        raise _Missing(LONG_LIST)  # NB: an empty list could not be costed either (stack, cat: non-empty)
     packet = _packet(name)
     if packet is None:
         raise _Missing(f"torch has no op {name}")
@@ -583,7 +614,7 @@ def _rebuilt_fields(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
     try:
         func, call_args, call_kwargs, out = _rebuild_call(name, args)
     except _Missing as exc:
-        note = str(exc) if str(exc) == NO_SHAPES else f"{NO_FORMULA}: {exc}"
+        note = str(exc) if str(exc) in (NO_SHAPES, LONG_LIST) else f"{NO_FORMULA}: {exc}"
         return {**base, "flops": None, "bytes": None, "dtype": "", "math": "vector", "note": note}
     try:
         cost = op_cost(func, tuple(call_args), call_kwargs, out)
