@@ -378,6 +378,8 @@ def diagnose(
         verified = None
         interruption: KeyboardInterrupt | None = None
         if verify:
+            from roofline.diagnose.place import roofline_weight
+
             stage("verifying the findings' techniques", "verifying: applying each finding's technique")
             both = _combined_dict(findings, ctx.total_time_s)
             verified = []
@@ -395,6 +397,9 @@ def diagnose(
                         progress=lambda shown: stage(shown, shown),
                         compiled=compiled,
                         points=placed.points,
+                        records=records,  # each matched technique profiled per op, as the diagnosis times
+                        op_timer=stages.time,
+                        weigh=roofline_weight(dev),
                         sink=verified,
                     )
             except KeyboardInterrupt as exc:  # NB: Ctrl-C, SIGTERM, --timeout: the report keeps what was verified
