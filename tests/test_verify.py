@@ -281,10 +281,16 @@ def test_verify_end_to_end_on_the_gelu_chain(cli, tmp_path, monkeypatch):
     assert result.code == 0, result.err
     text = " ".join(result.out.split())
     assert "Verified" in text and "elementwise-chain compile" in text
-    verified = json.loads(out.read_text())["verified"]
+    doc = json.loads(out.read_text())
+    verified = doc["verified"]
     chain = next(v for v in verified if v["rule"] == "elementwise-chain")
     assert chain["outputs_match"] is True and chain["measured_gain"] == pytest.approx(2.0)
     assert chain["bound_gain"] and chain["compile_s"] is not None
+    # the compiled technique profiled per op (the real profiled pass: its fused kernels attributed to the chain's ops)
+    ops = next(f for f in doc["findings"] if f["rule"] == "elementwise-chain")["ops"]
+    times = chain["op_times_s"]
+    assert times, chain["note"]
+    assert {int(i) for i in times} <= set(ops) and all(t > 0 for t in times.values())
 
 
 def test_outputs_that_cannot_be_compared_give_a_note_and_the_others_run(monkeypatch):
@@ -528,3 +534,190 @@ def test_low_precision_outputs_match_by_relative_rms_when_a_few_elements_differ(
     assert match32 is False and "relative RMS error" in note32
     far = eager * 1.05  # 5% off everywhere: no match at either tolerance
     assert outputs_close(eager, far, rtol, atol)[0] is False
+
+
+# ------------------------------------------------------------------------------------------- per-op times
+
+
+def op_records(n: int = 4, *, backward: int = 0) -> list:
+    from diagnose_devices import rec
+
+    out = [rec(i, "aten::mul", [(8,), (8,)], [(8,)], 8, 96, dtype="fp32", math="vector") for i in range(n)]
+    out += [
+        rec(n + i, "aten::mul", [(8,), (8,)], [(8,)], 8, 96, dtype="fp32", math="vector", phase="backward")
+        for i in range(backward)
+    ]
+    return out
+
+
+class OpTimes:
+    """An injected per-op timer: a Timing whose op times are given per call (by the order of the passes)."""
+
+    def __init__(self, *per_pass: dict[int, float], error: BaseException | None = None) -> None:
+        self.per_pass = list(per_pass)
+        self.error = error
+        self.calls: list[dict] = []
+
+    def __call__(self, fn, inputs, kwargs, records, **kw):
+        from roofline.report.records import OpTiming, Timing
+
+        self.calls.append({"fn": fn, "inputs": inputs, "records": list(records), **kw})
+        if self.error is not None:
+            raise self.error
+        fn(*inputs, **kwargs)  # the fixed callable
+        times = self.per_pass[min(len(self.calls), len(self.per_pass)) - 1]
+        ops = [OpTiming(index=i, device_time_s=t, kernels=0) for i, t in times.items()]
+        return Timing(device="cpu", iterations=kw["iters"], wall_s=sum(times.values()), ops=ops)
+
+
+def op_finding(rule: str, ops: list[int], gain: float = 4.0) -> SimpleNamespace:
+    return SimpleNamespace(rule=rule, gain=gain, ops=ops)
+
+
+def test_each_matched_technique_is_profiled_per_op_once():
+    model, inputs = tiny_model()
+    records = op_records(4, backward=2)
+    timer = OpTimes({0: 1e-5, 1: 2e-5, 2: 3e-5, 3: 4e-5}, {0: 5e-6, 2: 7e-6})
+    seen: list[str] = []
+    weigh = lambda record: 1.0  # noqa: E731
+    out = verify(
+        model,
+        inputs,
+        {},
+        [op_finding("elementwise-chain", [0, 1]), op_finding("fused-op", [1, 3]), op_finding("conv-layout", [2, 3])],
+        device="cpu",
+        warmup=1,
+        iters=3,
+        timer=Times(4e-3, 1e-3, 2e-3, 5e-4),  # eager, compile, channels_last, all
+        techniques={"compile": same, "channels_last": same},
+        progress=seen.append,
+        records=records,
+        op_timer=timer,
+        weigh=weigh,
+    )
+    chain, fused, conv, everything = out
+    assert chain.op_times_s == {0: 1e-5, 1: 2e-5} and fused.op_times_s == {1: 2e-5, 3: 4e-5}  # one pass, shared
+    assert conv.op_times_s == {2: 7e-6}  # op 3 not timed in its verified run: not stored
+    assert everything.rule == "all" and everything.op_times_s is None  # "all" is not profiled per op
+    assert chain.measured_gain == pytest.approx(4.0) and conv.measured_gain == pytest.approx(2.0)
+    assert len(timer.calls) == 2  # one pass per technique, "all" none
+    compile_call, layout_call = timer.calls
+    assert compile_call["compiled"] is True and compile_call["weigh"] is weigh  # fused kernels attributed
+    assert "compiled" not in layout_call and "weigh" not in layout_call
+    assert compile_call["iters"] == 3 and compile_call["warmup"] == 0 and compile_call["mode"] == "inference"
+    assert [r.index for r in compile_call["records"]] == [0, 1, 2, 3]  # verify runs the forward only
+    assert compile_call["device"] == "cpu"
+    assert seen.index("verifying: compile") < seen.index("verifying: compile (profiling per op)")
+    assert "verifying: channels_last (profiling per op)" in seen
+    assert not any("channels_last+compile (profiling" in s for s in seen)
+    round_trip = VerifiedFinding.model_validate_json(chain.model_dump_json())
+    assert round_trip == chain  # JSON keys are strings; they read back as op indices
+
+
+def test_the_per_op_pass_times_the_fixed_callable():
+    model, inputs = tiny_model()
+    fixed = []
+
+    def technique(model, inputs, kwargs, device):
+        def call(*args, **kw):
+            return model(*args, **kw)
+
+        fixed.append(call)
+        return call, inputs, kwargs
+
+    timer = OpTimes({0: 1e-5})
+    (v,) = verify(
+        model, inputs, {}, [op_finding("elementwise-chain", [0])], device="cpu", warmup=1, iters=1,
+        timer=Times(2e-3, 1e-3), techniques={"compile": technique}, records=op_records(1), op_timer=timer,
+    )  # fmt: skip
+    assert v.op_times_s == {0: 1e-5}
+    assert [c["fn"] for c in timer.calls] == fixed and timer.calls[0]["inputs"] is inputs
+
+
+def test_outputs_that_differ_are_not_profiled_per_op():
+    model, inputs = tiny_model()
+    timer = OpTimes({0: 1e-5})
+    (v,) = verify(
+        model, inputs, {}, [op_finding("elementwise-chain", [0])], device="cpu", warmup=1, iters=1,
+        timer=Times(2e-3, 1e-3), techniques={"compile": plus_one}, records=op_records(1), op_timer=timer,
+    )  # fmt: skip
+    assert v.outputs_match is False and v.op_times_s is None and timer.calls == []
+
+
+def test_without_records_nothing_is_profiled_per_op():
+    model, inputs = tiny_model()
+    timer = OpTimes({0: 1e-5})
+    (v,) = verify(
+        model, inputs, {}, [op_finding("elementwise-chain", [0])], device="cpu", warmup=1, iters=1,
+        timer=Times(2e-3, 1e-3), techniques={"compile": same}, op_timer=timer,
+    )  # fmt: skip
+    assert v.measured_gain == pytest.approx(2.0) and v.op_times_s is None and timer.calls == []
+
+
+def test_a_failing_per_op_pass_keeps_the_whole_model_result_with_a_note():
+    model, inputs = tiny_model()
+    timer = OpTimes(error=RuntimeError("profiler broke"))
+    chain, conv = verify(
+        model,
+        inputs,
+        {},
+        [op_finding("elementwise-chain", [0]), op_finding("fused-op", [1])],
+        device="cpu",
+        warmup=1,
+        iters=2,
+        timer=Times(4e-3, 1e-3),
+        techniques={"compile": same},
+        records=op_records(2),
+        op_timer=timer,
+    )
+    for v in (chain, conv):
+        assert v.outputs_match is True and v.measured_gain == pytest.approx(4.0) and v.op_times_s is None
+        assert v.note == (
+            "per-op times not measured (failed: RuntimeError: profiler broke): the chart estimates these ops"
+        )
+    assert len(timer.calls) == 1  # the failed pass is not retried for the second finding
+
+
+def test_ctrl_c_in_the_per_op_pass_keeps_the_whole_model_result():
+    model, inputs = tiny_model()
+    sink: list[VerifiedFinding] = []
+    with pytest.raises(KeyboardInterrupt):
+        verify(
+            model, inputs, {}, [op_finding("elementwise-chain", [0])], device="cpu", warmup=1, iters=1,
+            timer=Times(2e-3, 1e-3), techniques={"compile": same}, records=op_records(1),
+            op_timer=OpTimes(error=KeyboardInterrupt()), sink=sink,
+        )  # fmt: skip
+    (v,) = sink
+    assert v.measured_gain == pytest.approx(2.0) and v.op_times_s is None
+
+
+def test_the_pipeline_passes_the_records_and_its_timing_stage_to_verify(tmp_path, monkeypatch):
+    from roofline.diagnose.pipeline import Stages, diagnose
+
+    records = op_records(3)
+    seen: dict = {}
+
+    def load(path, **kw):
+        return SimpleNamespace(model="m", inputs=(), kwargs={}, path=path, convention="model", compiled=False)
+
+    def time_stage(model, inputs, kwargs, records, **kw):
+        from roofline.report.records import OpTiming, Timing
+
+        ops = [OpTiming(index=r.index, device_time_s=1e-4, kernels=0) for r in records]
+        return Timing(device="cpu", iterations=1, wall_s=3e-4, ops=ops)
+
+    def spy(model, inputs, kwargs, findings, **kw):
+        seen.update(kw)
+        return []
+
+    stages = Stages(
+        resolve=lambda device: "cpu",
+        load=load,
+        roofs=lambda torch_device, **kw: (FAKE_CPU, []),
+        count=lambda model, inputs, kwargs, mode="inference": list(records),
+        time=time_stage,
+        verify=spy,
+    )
+    diagnose(tmp_path / "m.py", device="cpu", warmup=0, iters=1, verify=True, stages=stages)
+    assert seen["records"] == records and seen["op_timer"] is time_stage
+    assert callable(seen["weigh"]) and seen["weigh"](records[0]) > 0  # the ops' roofline time on this device

@@ -25,7 +25,7 @@ from roofline.report.chart import NamedReport, build_chart
 from roofline.report.points import report_document
 from roofline.report.records import OpTiming, Timing
 from roofline.report.schema import read_report, write_report
-from roofline.report.verified import op_gains, report_verified
+from roofline.report.verified import op_gains, op_times, report_verified
 
 ROOT = Path(__file__).resolve().parents[1]
 V1_DIAGNOSE = ROOT / "benchmarks" / "results" / "diagnose-gpt12-h100.json"
@@ -371,9 +371,10 @@ def test_the_chart_draws_an_arrow_per_covered_op(tmp_path):
     assert add.y_after == pytest.approx(add.point.flops / (126e-6 / 6.5))
     gelu = by_op["aten::gelu"]
     assert gelu.gain == pytest.approx(1.25) and gelu.techniques == ("channels_last",)
+    assert not add.measured and not gelu.measured  # no per-op verified times stored: estimates
     (note,) = [n for n in spec.notes if "arrow" in n]
-    assert note.startswith("verified: 2 arrow(s)") and "divided by that finding's measured gain" in note
-    assert "whole model, not each op" in note
+    assert note.startswith("verified: 2 arrow(s) to an estimated point (dashed): the op's time divided by its ")
+    assert "the report stores no per-op verified times (written before diagnose --verify profiled per op" in note
     assert spec.y_range[1] > max(a.y_after for a in arrows)
 
 
@@ -428,6 +429,116 @@ def test_plot_verified_draws_the_arrows(cli, tmp_path):
     assert done.code == 0, done.err
     assert "2 arrow(s)" in done.err
     assert "verify: op time ÷ its finding's" in out.read_text()  # the legend names the arrows (SVG text comment)
+    assert "verified run (per-op profile)" not in out.read_text()  # no per-op times stored: estimates only
     plain = tmp_path / "plain.svg"
     assert cli("plot", str(tmp_path / "verified.json"), "-o", str(plain)).code == 0
     assert "op time ÷" not in plain.read_text()
+
+
+# ------------------------------------------------------------------------------------------------ per-op times
+
+PER_OP = [
+    VERIFIED[0].model_copy(update={"op_times_s": {1: 2e-6, 2: 30e-6}}),  # the chain's ops in the verified run
+    VERIFIED[1],
+    VERIFIED[2].model_copy(update={"op_times_s": {5: 16e-6}}),
+    VERIFIED[3],
+    VERIFIED[4],
+]
+
+
+def test_per_op_times_are_stored_and_read_back(tmp_path):
+    report = written(tmp_path, result(verified=PER_OP))
+    stored = json.loads((tmp_path / "verified.json").read_text())["verified"]
+    assert stored[0]["op_times_s"] == {"1": 2e-6, "2": 30e-6}  # JSON: op indices as keys
+    assert stored[1]["op_times_s"] is None and stored[4]["op_times_s"] is None
+    views = report_verified(report)
+    assert views[0].op_times_s == {1: 2e-6, 2: 30e-6} and views[2].op_times_s == {5: 16e-6}
+    assert views[1].op_times_s is None
+    assert op_times(views) == {1: (2e-6, views[0]), 2: (30e-6, views[0]), 5: (16e-6, views[2])}
+
+
+def test_odd_stored_per_op_times_are_left_out(tmp_path):
+    report = written(tmp_path, result())
+    entries = [v.model_dump(mode="json") for v in VERIFIED]
+    entries[0]["op_times_s"] = {"1": 2e-6, "two": 1e-6, "2": -1, "-3": 1e-6, "5": "fast"}
+    entries[2]["op_times_s"] = [[5, 1e-6]]  # not a mapping: none
+    views = report_verified(report.model_copy(update={"verified": entries}))
+    assert views[0].op_times_s == {1: 2e-6} and views[2].op_times_s is None
+
+
+def test_the_chart_draws_arrows_to_the_verified_per_op_times(tmp_path):
+    report = written(tmp_path, result(verified=PER_OP))
+    spec = build_chart([NamedReport("verified", report)], verified=True)
+    by_op = {a.point.kind: a for a in arrows_of(spec)}
+    add, gelu = by_op["aten::add"], by_op["aten::gelu"]
+    assert add.measured and gelu.measured
+    assert add.time_s == pytest.approx(126e-6) and add.time_after_s == 2e-6 + 30e-6  # the stored values, summed
+    assert add.x == add.point.intensity and add.y == add.point.throughput  # same FLOPs and bytes: same intensity
+    assert add.y_after == pytest.approx(add.point.flops / 32e-6)
+    assert add.gain == pytest.approx(126e-6 / 32e-6) and add.techniques == ("compile",)
+    assert gelu.time_after_s == 16e-6 and gelu.y_after == pytest.approx(gelu.point.flops / 16e-6)
+    (note,) = [n for n in spec.notes if "arrow" in n]
+    assert note.startswith("verified: 2 arrow(s) from an op's measured point to its point in the verified run")
+    assert "estimated" not in note
+    calls = build_chart([NamedReport("v", report)], verified=True, per_call=True)
+    per_call = {a.point.rows: a for a in arrows_of(calls)}
+    assert per_call[(1,)].time_after_s == 2e-6 and per_call[(2,)].time_after_s == 30e-6
+    assert per_call[(1,)].y_after == pytest.approx(per_call[(1,)].point.flops / 2e-6)
+
+
+def test_calls_without_a_verified_time_keep_the_estimate(tmp_path):
+    verified = [
+        VERIFIED[0].model_copy(update={"op_times_s": {2: 30e-6}}),  # call 1 not timed in the verified run
+        VERIFIED[1],
+        VERIFIED[2].model_copy(update={"note": "per-op times not measured (failed: RuntimeError: x)"}),
+        VERIFIED[3],
+        VERIFIED[4],
+    ]
+    report = written(tmp_path, result(verified=verified))
+    spec = build_chart([NamedReport("v", report)], verified=True)
+    by_op = {a.point.kind: a for a in arrows_of(spec)}
+    add, gelu = by_op["aten::add"], by_op["aten::gelu"]
+    assert add.time_after_s == pytest.approx(6e-6 / 6.5 + 30e-6) and not add.measured  # partly estimated
+    assert gelu.time_after_s == pytest.approx(40e-6 / 1.25) and not gelu.measured  # its per-op pass failed
+    (note,) = [n for n in spec.notes if "arrow" in n]
+    assert note.startswith("v: 2 arrow(s) to an estimated point (dashed)")
+    assert "no per-op verified time is stored for some of their calls" in note
+
+
+def test_a_verified_time_wins_over_a_larger_whole_model_gain(tmp_path):
+    findings = [
+        finding("elementwise-chain", [2], "blocks.0: add", 120e-6, 12e-6),
+        finding("conv-layout", [2], "blocks.0", 120e-6, 40e-6),
+    ]
+    verified = [
+        VerifiedFinding(rule="elementwise-chain", technique="compile", bound_gain=10.0, measured_gain=4.0,
+                        outputs_match=True),
+        VerifiedFinding(rule="conv-layout", technique="channels_last", bound_gain=3.0, measured_gain=2.0,
+                        outputs_match=True, op_times_s={2: 50e-6}),
+    ]  # fmt: skip
+    report = written(tmp_path, result(findings=findings, verified=verified))
+    per_call = build_chart([NamedReport("v", report)], verified=True, per_call=True)
+    (arrow,) = [a for a in arrows_of(per_call) if a.point.rows == (2,)]
+    assert arrow.time_after_s == 50e-6 and arrow.measured and arrow.techniques == ("channels_last",)
+
+
+def test_a_verified_end_above_the_roof_is_noted_as_such(tmp_path):
+    findings = [finding("conv-layout", [5], "blocks.1", 40e-6, 10e-6)]
+    verified = [VerifiedFinding(rule="conv-layout", technique="channels_last", bound_gain=4.0, measured_gain=1.5,
+                                outputs_match=True, op_times_s={5: 1e-9})]  # fmt: skip
+    report = written(tmp_path, result(findings=findings, verified=verified))
+    spec = build_chart([NamedReport("v", report)], verified=True)
+    (arrow,) = arrows_of(spec)
+    assert arrow.measured and arrow.above_roof and arrow.y_after > arrow.point.attainable
+    assert any("1 verified end above the op's roof" in n for n in spec.notes)
+
+
+def test_plot_verified_names_measured_arrows_in_the_legend(cli, tmp_path):
+    pytest.importorskip("matplotlib")
+    written(tmp_path, result(verified=PER_OP))
+    out = tmp_path / "chart.svg"
+    done = cli("plot", str(tmp_path / "verified.json"), "--verified", "-o", str(out))
+    assert done.code == 0, done.err
+    assert "2 arrow(s) from an op's measured point to its point in the verified run" in " ".join(done.err.split())
+    text = out.read_text()
+    assert "verified run (per-op profile)" in text and "op time ÷ its finding's" not in text

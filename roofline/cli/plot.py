@@ -50,7 +50,8 @@ def plot(
         False,
         "--verified",
         help="Diagnose reports written with --verify: an arrow from each op a verified finding covers to its "
-        "estimated point with that finding's technique (the op's time / the measured whole-model gain).",
+        "point with that finding's technique (its time in the verified run; where none is stored, an estimate: the "
+        "op's time / the measured whole-model gain, dashed).",
     ),
     calibration: Path | None = typer.Option(
         None,

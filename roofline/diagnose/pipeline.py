@@ -496,6 +496,8 @@ def run(
         verified = None
         interruption: KeyboardInterrupt | None = None
         if verify:
+            from roofline.diagnose.place import roofline_weight
+
             stage("verifying the findings' techniques", "verifying: applying each finding's technique")
             both = _combined_dict(findings, placed.summary.iteration_s)
             verified = []
@@ -513,6 +515,9 @@ def run(
                         progress=lambda shown: stage(shown, shown),
                         compiled=compiled,
                         points=placed.points,
+                        records=records,  # each matched technique profiled per op, as the diagnosis times
+                        op_timer=stages.time,
+                        weigh=roofline_weight(dev),
                         sink=verified,
                     )
             except KeyboardInterrupt as exc:  # NB: Ctrl-C, SIGTERM, --timeout: the report keeps what was verified

@@ -9,18 +9,28 @@ timing pass's plain wall-time loop: CUDA events on a GPU, the host clock on the 
 the eager ones within the dtype's tolerance and returns one :class:`VerifiedFinding` per finding, plus "all" (every
 applicable technique together). A technique that fails (no C++ compiler for torch.compile on the CPU, out of
 memory) gives a note; the others still run. Outputs that differ are flagged and never reported as a gain.
+
+Per op: given the counted ``records``, each technique whose outputs matched gets one profiled pass of ``iters``
+iterations on the fixed callable, the diagnosis's own (``op_timer``, by default
+:func:`roofline.diagnose.profile.time_model`; ``compiled=True`` for the techniques that compile, so that inductor's
+fused kernels and the extern kernels are attributed to the counted ops as the diagnosis attributes them), and each
+finding stores the verified run's time of its ops (``op_times_s``). A profiled pass that fails leaves the
+whole-model result with a note. "all" is not profiled per op (it covers no op of its own).
 torch is imported inside the functions that use it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from roofline.diagnose import profile
 from roofline.diagnose.execute import run_once
 from roofline.diagnose.profile import _time_loop
 from roofline.errors import UserCodeError, is_out_of_memory
@@ -30,6 +40,9 @@ Timer = Callable[[Callable[[], object], int, str], float]
 Progress = Callable[[str], None]
 Applied = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 Technique = Callable[[Any, tuple[Any, ...], dict[str, Any], str], Applied]
+# op_timer(fn, inputs, kwargs, records, *, device, mode, warmup, iters[, compiled, weigh]) -> Timing: the
+# diagnosis's profiled timing pass (roofline.diagnose.profile.time_model), per counted op
+OpTimer = Callable[..., Any]
 
 # Output tolerances (torch.allclose) against the eager outputs. fp32 techniques that keep fp32 arithmetic
 # (torch.compile, channels_last) reorder float sums only; TF32 (10-bit mantissa) and bf16 (8-bit) round the
@@ -60,6 +73,10 @@ class VerifiedFinding(BaseModel):
     eager_s: float | None = None  # seconds per call, eager
     fixed_s: float | None = None  # seconds per call, with the technique
     note: str = ""
+    # the verified run's time of the finding's ops, by op index (the report row's OpPoint index): seconds per
+    # iteration, as the diagnosis times an op (GPU: its kernels; CPU: its self time); only the ops the profiled pass
+    # timed. None: not profiled (no records given, outputs differ, the pass failed, "all", older reports)
+    op_times_s: dict[int, float] | None = None
 
 
 # ------------------------------------------------------------------------------------------------ techniques
@@ -434,20 +451,20 @@ def measure(
     return out, warm_s, timer(step, iters, device) / iters
 
 
-def _measured(
-    rule: str,
-    technique: str,
-    bound: float | None,
-    eager_out: Any,
-    eager_s: float,
-    result: tuple[Any, float, float] | str,
-) -> VerifiedFinding:
+@dataclass
+class _Run:
+    """One technique applied and measured: its first outputs compared with eager's, its whole-model time."""
+
+    warm_s: float
+    fixed_s: float
+    match: bool
+    note: str
+
+
+def _measured(rule: str, technique: str, bound: float | None, eager_s: float, result: _Run | str) -> VerifiedFinding:
     if isinstance(result, str):
         return VerifiedFinding(rule=rule, technique=technique, bound_gain=bound, eager_s=eager_s, note=result)
-    out, warm_s, fixed_s = result
-    rtol, atol = tolerance(technique, eager_out)
-    match, note = outputs_close(eager_out, out, rtol, atol)
-    compiles = any(t in ("compile", "reduce-overhead") for t in technique.split("+"))
+    match, note, fixed_s = result.match, result.note, result.fixed_s
     gain = eager_s / fixed_s if match and fixed_s > 0 else None
     if match and fixed_s <= 0:
         note = "the timer measured no time"
@@ -457,11 +474,56 @@ def _measured(
         bound_gain=bound,
         measured_gain=gain,
         outputs_match=match,
-        compile_s=warm_s if compiles else None,
+        compile_s=result.warm_s if _compiles(technique) else None,
         eager_s=eager_s,
         fixed_s=fixed_s,
         note=note,
     )
+
+
+def _compiles(technique: str) -> bool:
+    return any(t in ("compile", "reduce-overhead") for t in technique.split("+"))
+
+
+def _kernel_profile(technique: str, device: str, per_op: bool) -> contextlib.AbstractContextManager[object]:
+    """While a compiling technique is applied and measured on the CPU with a per-op pass to come: inductor's
+    generated kernels profiled by name (as the diagnosis compiles a compiled model), so that the profiled pass can
+    attribute their time; otherwise nothing."""
+    if per_op and _compiles(technique) and not device.startswith("cuda"):
+        return profile._cpu_kernel_profile()
+    return contextlib.nullcontext()
+
+
+def _op_times(
+    applied: Applied,
+    records: Sequence[Any],
+    technique: str,
+    *,
+    device: str,
+    iters: int,
+    op_timer: OpTimer,
+    weigh: Callable[[Any], float] | None,
+) -> tuple[dict[int, float] | None, str]:
+    """({op index: seconds per iteration} of every op the profiled pass timed, '') or (None, why not). One pass of
+    ``iters`` profiled iterations, no warm-up (the callable is warm: measured already)."""
+    fn, args, kw = applied
+    extra: dict[str, Any] = {"compiled": True, "weigh": weigh} if _compiles(technique) else {}
+    try:
+        timing = op_timer(fn, args, kw, records, device=device, mode="inference", warmup=0, iters=iters, **extra)
+    except Exception as exc:  # NB: KeyboardInterrupt (Ctrl-C, --timeout) goes on up
+        return None, f"per-op times not measured ({failure_note(exc)}): the chart estimates these ops"
+    return {int(t.index): float(t.device_time_s) for t in timing.ops}, ""
+
+
+def _with_op_times(
+    verified: VerifiedFinding, finding: Any, times: dict[int, float] | None, why: str
+) -> VerifiedFinding:
+    """``verified`` with the per-op times of the finding's ops (or the note on why there are none)."""
+    if times is None:
+        note = "; ".join(part for part in (verified.note, why) if part)
+        return verified.model_copy(update={"note": note})
+    ops = [i for i in getattr(finding, "ops", ()) or () if isinstance(i, int)]
+    return verified.model_copy(update={"op_times_s": {i: times[i] for i in ops if i in times}})
 
 
 def combine_techniques(names: Sequence[str]) -> list[str]:
@@ -506,6 +568,9 @@ def verify(
     progress: Progress | None = None,
     compiled: bool = False,
     points: Sequence[Any] = (),
+    records: Sequence[Any] = (),
+    op_timer: OpTimer | None = None,
+    weigh: Callable[[Any], float] | None = None,
     sink: list[VerifiedFinding] | None = None,
 ) -> list[VerifiedFinding]:
     """Each finding's technique applied to a fresh copy of ``model`` and timed against eager (see the module
@@ -513,39 +578,76 @@ def verify(
     A ``compiled`` model is its own baseline (timed as compiled); the techniques apply to its original computation
     and compile it again. ``points``: the diagnosed ops, whose modules the shape technique pads.
 
+    ``records`` (the counted ops, OpRecord): each technique whose outputs matched is then profiled per op once
+    (``op_timer``, default :func:`roofline.diagnose.profile.time_model`, with ``weigh`` -- the diagnosis's
+    share of a fused kernel -- for the techniques that compile), and each of its findings stores its ops' verified
+    times (``op_times_s``). Without records, nothing is profiled per op.
+
     Each result is appended to ``sink`` (when given) as soon as it is measured, so that Ctrl-C or --timeout, which
-    go on up, leave what was verified before them. The eager run raising (UserCodeError...) goes on up; a technique
-    that fails gives its note."""
+    go on up, leave what was verified before them (a finding's whole-model result is in before its per-op pass).
+    The eager run raising (UserCodeError...) goes on up; a technique that fails gives its note."""
     timer = timer or _time_loop
     table = techniques if techniques is not None else TECHNIQUES
     tell = progress or (lambda stage: None)
     device = str(device)
     out: list[VerifiedFinding] = sink if sink is not None else []
+    forward = [r for r in records if getattr(r, "phase", "forward") == "forward"]  # verify runs forward only
+    per_op = bool(forward)
 
     tell("verifying: timing the compiled model" if compiled else "verifying: timing the eager model")
     eager_out, _, eager_s = measure(
         model, inputs, kwargs, device=device, warmup=warmup, iters=iters, timer=timer, clock=clock
     )
 
-    results: dict[str, tuple[Any, float, float] | str] = {}
+    results: dict[str, _Run | str] = {}
+    pending: dict[str, Applied] = {}  # matched techniques whose per-op pass is still to run: what to call
+    op_results: dict[str, tuple[dict[int, float] | None, str]] = {}
 
-    def run(name: str, targets: frozenset[str]) -> tuple[Any, float, float] | str:
+    def run(name: str, targets: frozenset[str], profile_ops: bool) -> _Run | str:
         if name in results:
             return results[name]
         tell(f"verifying: {name}")
+        keep = False
+        applied: Applied | None = None
         try:
-            fn, args, kw = _fresh(model, compiled), inputs, kwargs
-            for part in name.split("+"):
-                extra = {"targets": targets} if part in TARGETED else {}
-                fn, args, kw = table[part](fn, args, kw, device, **extra)
-            results[name] = measure(fn, args, kw, device=device, warmup=warmup, iters=iters, timer=timer, clock=clock)
+            with _kernel_profile(name, device, per_op and profile_ops):
+                fn, args, kw = _fresh(model, compiled), inputs, kwargs
+                for part in name.split("+"):
+                    extra = {"targets": targets} if part in TARGETED else {}
+                    fn, args, kw = table[part](fn, args, kw, device, **extra)
+                applied = (fn, args, kw)
+                fixed_out, warm_s, fixed_s = measure(
+                    fn, args, kw, device=device, warmup=warmup, iters=iters, timer=timer, clock=clock
+                )
+            rtol, atol = tolerance(name, eager_out)
+            match, note = outputs_close(eager_out, fixed_out, rtol, atol)
+            del fixed_out
+            results[name] = _Run(warm_s, fixed_s, match, note)
+            keep = match and per_op and profile_ops
+            if keep:
+                pending[name] = applied
         except Exception as exc:  # NB: KeyboardInterrupt (Ctrl-C, --timeout) goes on up
             results[name] = failure_note(exc)
         finally:
-            _free(device)
+            applied = None
+            if not keep:
+                _free(device)
         return results[name]
 
-    applied: list[str] = []
+    def op_times(name: str) -> tuple[dict[int, float] | None, str]:
+        if name not in op_results:
+            applied = pending.pop(name)
+            tell(f"verifying: {name} (profiling per op)")
+            try:  # NB: time_model profiles a compiled CPU model's kernels by name itself
+                op_results[name] = _op_times(
+                    applied, forward, name, device=device, iters=iters, op_timer=op_timer or _time_model, weigh=weigh
+                )
+            finally:
+                del applied
+                _free(device)
+        return op_results[name]
+
+    applied_names: list[str] = []
     all_targets: set[str] = set()
     for finding in findings:
         rule = finding.rule
@@ -555,24 +657,22 @@ def verify(
             out.append(VerifiedFinding(rule=rule, bound_gain=finding.gain, note=note))
             continue
         targets = _modules_of(finding, points)
-        try:
-            verified = _measured(rule, name, finding.gain, eager_out, eager_s, run(name, targets))
-        except Exception as exc:  # NB: comparing the outputs failed: that technique's note, the others go on
-            verified = VerifiedFinding(
-                rule=rule, technique=name, bound_gain=finding.gain, eager_s=eager_s, note=failure_note(exc)
-            )
-        out.append(verified)
+        verified = _measured(rule, name, finding.gain, eager_s, run(name, targets, True))
+        out.append(verified)  # NB: in the sink before the per-op pass (Ctrl-C there keeps the whole-model result)
+        if verified.outputs_match and (name in pending or name in op_results):
+            out[-1] = _with_op_times(verified, finding, *op_times(name))
         if verified.outputs_match:
-            applied.append(name)
+            applied_names.append(name)
             all_targets |= targets
-    together = combine_techniques([part for name in applied for part in name.split("+")])
-    if len({name for name in applied}) >= 2:
+    together = combine_techniques([part for name in applied_names for part in name.split("+")])
+    if len({name for name in applied_names}) >= 2:
         name = "+".join(together)
-        try:
-            out.append(_measured("all", name, combined_gain, eager_out, eager_s, run(name, frozenset(all_targets))))
-        except Exception as exc:
-            out.append(VerifiedFinding(rule="all", technique=name, bound_gain=combined_gain, note=failure_note(exc)))
+        out.append(_measured("all", name, combined_gain, eager_s, run(name, frozenset(all_targets), False)))
     return out
+
+
+def _time_model(*args: Any, **kwargs: Any) -> Any:
+    return profile.time_model(*args, **kwargs)  # NB: looked up per call (tests patch roofline.diagnose.profile)
 
 
 __all__ = [
@@ -583,6 +683,7 @@ __all__ = [
     "NOT_MECHANICAL",
     "TECHNIQUES",
     "NotApplicable",
+    "OpTimer",
     "Timer",
     "VerifiedFinding",
     "combine_techniques",

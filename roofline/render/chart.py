@@ -341,8 +341,8 @@ def _draw_panel(fig: Figure, ax: Axes, panel: Panel, spec: ChartSpec, font: floa
 
 
 def _draw_arrows(ax: Axes, arrows: Sequence[Arrow], font: float) -> None:
-    """--verify: an arrow from each op's measured point to its estimated point with the technique (a hollow
-    marker at its head), under the marks."""
+    """--verify: an arrow from each op's measured point to its point with the technique (a hollow marker at its
+    head), under the marks: solid to the verified run's per-op time, dashed to an estimate."""
     if not arrows:
         return
     for arrow in arrows:
@@ -350,7 +350,14 @@ def _draw_arrows(ax: Axes, arrows: Sequence[Arrow], font: float) -> None:
             "",
             xy=(arrow.x, arrow.y_after),
             xytext=(arrow.x, arrow.y),
-            arrowprops={"arrowstyle": "-|>", "color": ARROW_COLOR, "linewidth": 1.1, "shrinkA": 3, "shrinkB": 4},
+            arrowprops={
+                "arrowstyle": "-|>",
+                "color": ARROW_COLOR,
+                "linewidth": 1.1,
+                "linestyle": "-" if arrow.measured else "--",
+                "shrinkA": 3,
+                "shrinkB": 4,
+            },
             zorder=3.5,
         )
     ax.scatter(
@@ -683,18 +690,24 @@ def _legend(fig: Figure, spec: ChartSpec, font: float, right: float, head: float
             handles.append(
                 Line2D([], [], color=style["color"], linestyle=style["linestyle"], linewidth=2.0, label=text)
             )
-    if any(p.arrows for p in spec.panels):
-        handles.append(
-            Line2D(
-                [],
-                [],
-                color=ARROW_COLOR,
-                linewidth=1.1,
-                marker="o",
-                markerfacecolor="none",
-                label="--verify: op time ÷ its finding's\nmeasured gain (estimate, see notes)",
+    arrows = [a for p in spec.panels for a in p.arrows]
+    for measured, label in (
+        (True, "--verify: op time in the\nverified run (per-op profile)"),
+        (False, "--verify: op time ÷ its finding's\nmeasured gain (estimate, see notes)"),
+    ):
+        if any(a.measured == measured for a in arrows):
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color=ARROW_COLOR,
+                    linewidth=1.1,
+                    linestyle="-" if measured else "--",
+                    marker="o",
+                    markerfacecolor="none",
+                    label=label,
+                )
             )
-        )
     if any(p.ridges for p in spec.panels):
         handles.append(Line2D([], [], linestyle="", marker="D", markersize=5, color="#1f1f1f", label="ridge point"))
     if any(p.band for p in spec.panels):

@@ -16,10 +16,12 @@ Definitions (docs/plot.md):
 - Projection: the same intensity and the same efficiency against the other device's spec roof for the
   point's precision (efficiency taken against the source device's spec roofs where its sheet is known).
 - Verified arrows (``verified=True``, diagnose reports written with ``--verify``): from an op's measured point
-  up (or down) to its estimated point with the technique of the finding that covers it, at the same intensity
-  (the same counted FLOPs and bytes). --verify times the whole model, not each op, so the estimate is the op's
+  up (or down) to its point with the technique of the finding that covers it, at the same intensity (the same
+  counted FLOPs and bytes), the rate from its time in the verified run: the per-op time --verify stored for it
+  (its profiled pass of the fixed model; the smallest, when several findings stored one). Where none is stored
+  (a report written before per-op verification, an op that run did not time) the time is estimated: the op's
   measured time divided by that finding's measured whole-model gain (the largest, when several findings with a
-  measured gain cover it; only ops of findings whose outputs matched). On the report's own panels only.
+  measured gain cover it). Only ops of findings whose outputs matched. On the report's own panels only.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from roofline.errors import UsageError
 from roofline.ironlaw import attainable, ridge_point
 from roofline.report.points import SKIP_FLAGS, SKIP_REASONS, Point, report_points
 from roofline.report.rows import positive_number
-from roofline.report.verified import op_gains, report_verified
+from roofline.report.verified import AfterOps, report_verified
 from roofline.units import format_count, format_intensity, format_rate, format_time
 
 RoofKind = Literal["compute", "memory"]
@@ -109,19 +111,21 @@ class Mark:
 @dataclass(frozen=True)
 class Arrow:
     """One op before and after its finding's technique (``--verify``): from its measured point (x, y) to
-    (x, y_after), y_after = its FLOPs / ``time_after_s``. An estimate: each covered op call's time divided by
-    the measured whole-model gain of the finding that covers it (see the module docstring)."""
+    (x, y_after), y_after = its FLOPs / ``time_after_s``. Each covered op call's time after is its time in the
+    verified run where --verify stored one, else an estimate: its time divided by the measured whole-model gain of
+    the finding that covers it (see the module docstring)."""
 
     x: float  # intensity, FLOP/byte (unchanged: the same counted FLOPs and bytes)
     y: float  # measured throughput, FLOP/s (the mark's)
-    y_after: float  # FLOP/s at the estimated time with the technique
+    y_after: float  # FLOP/s at the time with the technique
     time_s: float  # measured time of the point's op calls
-    time_after_s: float  # estimated: covered calls' time / their finding's measured gain, the others as measured
+    time_after_s: float  # covered calls: verified (or estimated) time; the others as measured
     gain: float  # time_s / time_after_s
-    techniques: tuple[str, ...]  # the techniques whose measured gains it took
+    techniques: tuple[str, ...]  # the techniques whose times it took
     series: int
-    above_roof: bool  # y_after above the point's attainable rate: the whole-model gain overstates this op's
+    above_roof: bool  # y_after above the point's attainable rate
     point: Point
+    measured: bool = False  # every covered call's time after is the verified run's own; False: some estimated
 
 
 @dataclass(frozen=True)
@@ -496,24 +500,26 @@ def _verified_arrows(named: NamedReport, points: Sequence[Point], series: Mappin
     verified = report_verified(named.report)
     if verified is None:
         return [], f"{named.name}: no verified results (written without diagnose --verify): no arrows"
-    gains = op_gains(verified)
+    lookup = AfterOps.of(verified)
     rows = named.report.rows
     found: list[Arrow] = []
     for p in points:
         if not p.plottable or p.intensity is None or p.throughput is None:
             continue
-        covering = [gains[r] for r in p.rows if r in gains]
-        if not covering:
+        if not any(lookup.covers(r) for r in p.rows):
             continue
         before = after = 0.0
+        taken: list[Any] = []
         for r in p.rows:
             time_s = positive_number(rows[r].get("time_s")) if 0 <= r < len(rows) else None
             if time_s is None:
                 continue
             before += time_s
-            entry = gains.get(r)
-            after += time_s / entry.measured_gain if entry is not None and entry.measured_gain else time_s
-        if before <= 0 or after <= 0:
+            changed = lookup.after(r, time_s)
+            after += time_s if changed is None else changed.time_after_s
+            if changed is not None:
+                taken.append(changed)
+        if before <= 0 or after <= 0 or not taken:
             continue
         y_after = p.throughput * before / after
         found.append(
@@ -524,25 +530,49 @@ def _verified_arrows(named: NamedReport, points: Sequence[Point], series: Mappin
                 time_s=before,
                 time_after_s=after,
                 gain=before / after,
-                techniques=tuple(sorted({v.technique for v in covering})),
+                techniques=tuple(sorted({t.entry.technique for t in taken})),
                 series=series[p.report],
                 above_roof=p.attainable is not None and y_after > p.attainable,
                 point=p,
+                measured=all(t.measured for t in taken),
             )
         )
     if not found:
         why = "no finding's technique was measured with matching outputs on a plotted op"
         return [], f"{named.name}: verified, but {why}: no arrows"
-    note = (
-        f"{named.name}: {len(found)} arrow(s) from an op's measured point to its estimated point with the technique "
-        "of the finding that covers it: the op's time divided by that finding's measured gain (--verify times the "
-        "whole model, not each op)"
-    )
-    above = [a.point for a in found if a.above_roof]
-    if above:
+    measured = [a for a in found if a.measured]
+    estimated = [a for a in found if not a.measured]
+    parts = []
+    if measured:
+        parts.append(
+            f"{len(measured)} arrow(s) from an op's measured point to its point in the verified run (its per-op time "
+            "with the technique of the finding that covers it, profiled by --verify)"
+        )
+    if estimated:
+        why = (
+            "the report stores no per-op verified times (written before diagnose --verify profiled per op, or its "
+            "per-op passes failed)"
+            if not any(v.op_times_s is not None for v in verified)
+            else "no per-op verified time is stored for some of their calls (the finding's per-op pass failed, or "
+            "the verified run did not time those calls)"
+        )
+        parts.append(
+            f"{len(estimated)} arrow(s) to an estimated point (dashed): the op's time divided by its finding's "
+            f"measured whole-model gain, since {why}"
+        )
+    note = f"{named.name}: " + "; ".join(parts)
+    above_estimated = [a.point for a in estimated if a.above_roof]
+    if above_estimated:
         note += (
-            f"; {len(above)} end above the op's roof ({_names(above)}): for those ops the whole-model gain "
-            "overstates what the technique can give them"
+            f"; {len(above_estimated)} estimated end above the op's roof ({_names(above_estimated)}): for those ops "
+            "the whole-model gain overstates what the technique can give them"
+        )
+    above_measured = [a.point for a in measured if a.above_roof]
+    if above_measured:
+        note += (
+            f"; {len(above_measured)} verified end above the op's roof ({_names(above_measured)}): drawn at the "
+            "op's counted bytes, which the technique no longer moves (a fused kernel keeps the intermediates on "
+            "chip), or a fused kernel's time shared among its ops by their roofline time"
         )
     return found, note
 

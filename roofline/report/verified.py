@@ -7,9 +7,11 @@ time with the technique, ``outputs_match``, ``compile_s``, ``eager_s``, ``fixed_
 roofline.diagnose.verify; read here, tolerantly (a missing or odd value reads as unknown), by the HTML and
 markdown pages and the chart. A report without ``verified`` has none (None), and every reader shows it as before.
 
-Verify times the whole model, not each op: :func:`op_gains` gives each op a finding covers that finding's
-measured gain, which the chart applies to the op's measured time (an estimate, said so where it is drawn).
-Pure: no torch, no matplotlib.
+Per op: each finding whose technique matched also stores ``op_times_s``, its ops' times in the verified run
+(one profiled pass, the diagnosis's own, on the fixed model): {op index: seconds per iteration}. The chart draws an
+op's arrow to that time (:class:`AfterOps`). Reports written before it, and ops the verified run did not time, have
+none: :func:`op_gains` gives each op a finding covers that finding's measured whole-model gain, which the chart
+applies to the op's measured time (an estimate, said so where it is drawn). Pure: no torch, no matplotlib.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class VerifiedView:
     note: str
     where: str = ""  # the finding's modules and ops ('' for "all", or when the entries do not line up)
     ops: tuple[int, ...] = ()  # the report rows (OpPoint indices) the finding covers
+    # the verified run's time of the finding's ops, seconds per iteration, by OpPoint index; None: not stored
+    # (a report written before per-op verification, or the per-op pass did not run); only positive times
+    op_times_s: Mapping[int, float] | None = None
 
     @property
     def together(self) -> bool:
@@ -67,6 +72,27 @@ class VerifiedView:
 
 def _bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
+
+
+def _index(key: Any) -> int | None:
+    """An op index as JSON stores a dict key ('12') or as Python holds it (12); None for anything else."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key if key >= 0 else None
+    if isinstance(key, str) and key.isdigit():
+        return int(key)
+    return None
+
+
+def _op_times(value: Any) -> dict[int, float] | None:
+    """The stored per-op times, tolerantly: entries whose index or time is odd are left out (and so estimated)."""
+    if not isinstance(value, Mapping):
+        return None
+    out: dict[int, float] = {}
+    for key, seconds in value.items():
+        index, time_s = _index(key), positive_number(seconds)
+        if index is not None and time_s is not None:
+            out[index] = time_s
+    return out
 
 
 def _view(data: Mapping[str, Any], finding: Mapping[str, Any] | None) -> VerifiedView:
@@ -83,6 +109,7 @@ def _view(data: Mapping[str, Any], finding: Mapping[str, Any] | None) -> Verifie
         note=str(data.get("note") or ""),
         where=str(finding.get("where") or "") if finding is not None else "",
         ops=tuple(i for i in ops if isinstance(i, int) and not isinstance(i, bool)) if isinstance(ops, list) else (),
+        op_times_s=_op_times(data.get("op_times_s")),
     )
 
 
@@ -119,13 +146,67 @@ def op_gains(verified: Sequence[VerifiedView]) -> dict[int, VerifiedView]:
     return chosen
 
 
+@dataclass(frozen=True)
+class OpAfter:
+    """One op with a verified finding's technique: its time in the verified run (``measured``) or, where none was
+    stored, its measured time divided by the finding's whole-model gain (an estimate)."""
+
+    time_after_s: float
+    measured: bool  # True: the verified run's own time of this op; False: estimated from the whole-model gain
+    entry: VerifiedView  # the finding whose technique it takes
+
+
+def op_times(verified: Sequence[VerifiedView]) -> dict[int, tuple[float, VerifiedView]]:
+    """Each report row a verified finding (outputs matched, gain measured) stored a verified time for -> (that
+    time, the entry): the smallest, when several findings did."""
+    chosen: dict[int, tuple[float, VerifiedView]] = {}
+    for v in verified:
+        if v.together or v.measured_gain is None or not v.outputs_match or not v.op_times_s:
+            continue
+        for index in v.ops:
+            time_s = v.op_times_s.get(index)
+            if time_s is not None and (index not in chosen or time_s < chosen[index][0]):
+                chosen[index] = (time_s, v)
+    return chosen
+
+
+@dataclass(frozen=True)
+class AfterOps:
+    """What each report row becomes with its verified finding's technique (see :class:`OpAfter`)."""
+
+    times: Mapping[int, tuple[float, VerifiedView]]  # op_times
+    gains: Mapping[int, VerifiedView]  # op_gains
+
+    @classmethod
+    def of(cls, verified: Sequence[VerifiedView]) -> AfterOps:
+        return cls(op_times(verified), op_gains(verified))
+
+    def covers(self, index: int) -> bool:
+        return index in self.gains
+
+    def after(self, index: int, time_s: float) -> OpAfter | None:
+        """Row ``index`` (measured ``time_s``) after the technique: the verified run's time where a finding that
+        covers it stored one (the smallest), else its time divided by the largest whole-model gain among the
+        findings that cover it (an estimate); None when no finding with a measured gain covers it."""
+        if index in self.times:
+            time_after, entry = self.times[index]
+            return OpAfter(time_after, True, entry)
+        entry = self.gains.get(index)
+        if entry is None or not entry.measured_gain:
+            return None
+        return OpAfter(time_s / entry.measured_gain, False, entry)
+
+
 __all__ = [
     "ALL",
     "ALL_LABEL",
+    "AfterOps",
+    "OpAfter",
     "VerifiedView",
     "bound_text",
     "format_gain",
     "match_text",
     "op_gains",
+    "op_times",
     "report_verified",
 ]
