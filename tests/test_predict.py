@@ -314,3 +314,10 @@ def test_error_table_on_synthetic_pair(tmp_path):
     assert directions == ["h100-sxm -> h200-sxm", "h200-sxm -> h100-sxm", "both"]
     assert result["table"][0]["ops"]["n"] == 1
     assert "| both |" in pairs.markdown(result)
+
+
+def test_diagnose_predict_checks_its_targets_before_the_run(cli, tmp_path):
+    model = tmp_path / "m.py"
+    model.write_text("raise SystemExit('must not run')\n")
+    assert "unknown device 'nope-gpu'" in _one_error(cli("diagnose", str(model), "--predict", "nope-gpu"))
+    assert "--predict with --json" in _one_error(cli("diagnose", str(model), "--predict", "h200-sxm", "--json"))
