@@ -16,6 +16,7 @@ from roofline.cli import calibrate as calibrate_cli
 from roofline.cli import completion as completion_cli
 from roofline.cli import counters as counters_cli
 from roofline.cli import gate as gate_cli
+from roofline.cli import predict as predict_cli
 
 
 class _Interrupted(Exception):
@@ -56,6 +57,7 @@ app.command("calibrate")(calibrate_cli.calibrate)
 app.command("diagnose")(diagnose.diagnose)
 app.add_typer(counters_cli.app, name="counters")
 app.command("plot")(plot.plot)
+app.command("predict")(predict_cli.predict)
 app.command("report")(report.report)
 app.command("gate")(gate_cli.gate)
 app.add_typer(baseline_cli.app, name="baseline")

@@ -98,6 +98,13 @@ def diagnose(
         metavar="FILE.json",
     ),
     force: bool = force_option(),
+    predict: list[str] | None = typer.Option(
+        None,
+        "--predict",
+        help="Also predict the run's times on this GPU (spec-sheet name; repeatable or a comma list): the table of "
+        "`roofline predict` (not with --json: run `roofline predict REPORT.json --json`).",
+        metavar="NAME",
+    ),
     timeout: float | None = timeout_option("says which stage was running, writes no report, exit 124"),
 ) -> None:
     """Run a PyTorch model, count what every op must do, time what it did, and say what limits it.
@@ -136,6 +143,14 @@ def diagnose(
         given = [name for name, used in live_only.items() if used]
         if given:
             raise UsageError(f"{given[0]}: only for a live run (MODEL.py): --trace diagnoses what the trace recorded")
+    targets: list[str] = []
+    if predict:
+        from roofline.cli.predict import target_names
+        from roofline.findings.predict import check_targets
+
+        if as_json:
+            raise UsageError("--predict with --json: run `roofline predict REPORT.json --device NAME --json` after it")
+        targets = check_targets(target_names(predict), spec or [])  # before the model runs
     inputs = [
         ("the model file" if trace is None else "the trace", model if trace is None else trace),
         *(("a --spec sheet", path) for path in spec or []),
@@ -179,6 +194,13 @@ def diagnose(
 
             local = [f for f in result.findings if f.rule == RULE]
             print_text(CountersRenderer(top=top).render(result.counters, local))
+    if targets:
+        from roofline.findings.predict import predict_report
+        from roofline.render.predict import PredictRenderer
+
+        basis = "spec" if roofs == "spec" else "auto"  # a missing calibration of the target is no error here
+        predictions = predict_report(report, targets, name=output.stem, roofs=basis, spec_files=spec or [])
+        print_text(PredictRenderer(top=top).render(predictions))
     if result.counters_error:
         info(f"note: {result.counters_error}")
     save_report(report, where, output)  # after the tables: a full disk does not lose what was measured

@@ -634,24 +634,49 @@ def _project(
     entries = []
     missing = []
     for p in points:
-        found = _target_roof(target, p.roof)
-        if found is None or p.intensity is None or p.throughput is None:
+        moved = project_point(p, target, infos.get(p.device), known.get(p.device))
+        if moved is None:
             missing.append(p)
             continue
-        roof_name, peak = found
-        efficiency = _source_efficiency(p, infos.get(p.device), known.get(p.device))
-        if efficiency is None:
-            missing.append(p)
-            continue
-        reach = attainable(p.intensity, peak, target.dram_bandwidth)
-        bound = p.bound
-        if bound != "launch":
-            bound = "compute" if p.intensity >= ridge_point(peak, target.dram_bandwidth) else "memory"
-        from dataclasses import replace
-
-        moved = replace(p, roof=roof_name)
-        entries.append((moved, p.intensity, efficiency * reach, efficiency > 1.0, bound))
+        entries.append((moved.point, moved.intensity, moved.throughput, moved.efficiency > 1.0, moved.bound))
     return entries, missing
+
+
+@dataclass(frozen=True)
+class Projected:
+    """A point re-drawn on another device's spec roofs (``roofline plot --device``)."""
+
+    point: Point  # the point with the target's roof label
+    intensity: float  # unchanged
+    throughput: float  # FLOP/s there: the same efficiency against the target's attainable rate
+    efficiency: float  # against the source device's spec roofs (as the report stored it when it used them)
+    bound: str
+
+    @property
+    def time_s(self) -> float | None:
+        """The point's time there: its FLOPs at that throughput (None without FLOPs)."""
+        flops = self.point.flops
+        return flops / self.throughput if flops and self.throughput > 0 else None
+
+
+def project_point(p: Point, target: Device, info: Any, known: KnownDevice | None) -> Projected | None:
+    """``p`` re-drawn on ``target`` (a spec sheet's roofs): the same intensity, the same efficiency against the
+    target's spec roof for its precision and DRAM bandwidth (``info``/``known``: the report's DeviceInfo and what
+    is known about the device it was measured on). None when it cannot be placed (no roof, intensity or time)."""
+    found = _target_roof(target, p.roof)
+    if found is None or p.intensity is None or p.throughput is None:
+        return None
+    roof_name, peak = found
+    efficiency = _source_efficiency(p, info, known)
+    if efficiency is None:
+        return None
+    reach = attainable(p.intensity, peak, target.dram_bandwidth)
+    bound = p.bound
+    if bound != "launch":
+        bound = "compute" if p.intensity >= ridge_point(peak, target.dram_bandwidth) else "memory"
+    from dataclasses import replace
+
+    return Projected(replace(p, roof=roof_name), p.intensity, efficiency * reach, efficiency, bound)
 
 
 def _source_efficiency(p: Point, info: Any, known: KnownDevice | None) -> float | None:
@@ -699,8 +724,10 @@ __all__ = [
     "Mark",
     "NamedReport",
     "Panel",
+    "Projected",
     "Ridge",
     "build_chart",
+    "project_point",
 ]
 
 
