@@ -236,8 +236,8 @@ def diagnose(
     device: str | None = None,
     dtype: str | None = None,
     mode: str = "inference",
-    warmup: int = 3,
-    iters: int = 10,
+    warmup: int | None = None,
+    iters: int | None = None,
     sheet: str | None = None,
     spec_files: Sequence[Path] = (),
     roofs: str = "auto",
@@ -248,7 +248,8 @@ def diagnose(
 ) -> Diagnosis:
     """Diagnose ``model`` (an nn.Module or any callable) on ``inputs`` as `roofline diagnose MODEL.py` does: count
     every aten op of one call (``mode='training'``: forward + backward of the summed outputs), time ``iters``
-    profiled calls after ``warmup``, place the ops on the device's roofline and diagnose.
+    profiled calls after ``warmup`` (None, the default: sized from a time budget, as the CLI's auto), place the
+    ops on the device's roofline and diagnose.
 
     ``inputs``: a tuple of positional arguments, a dict of keyword arguments or one tensor; ``kwargs``: more
     keyword arguments. ``device``: 'cpu' | 'cuda' | 'cuda:N' (default: where the model's parameters, else its

@@ -4,6 +4,7 @@ inductor's kernel names (injected events), and findings that never advise torch.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import shutil
 
 import pytest
@@ -202,7 +203,7 @@ def test_time_model_times_the_compiled_callable():
 
     model, x = torch.compile(Tiny()), torch.randn(4, 8)
     records = count_ops(model, (x,))
-    ticks = iter([0.0, 2.5])
+    ticks = itertools.chain([0.0, 0.0, 2.5], itertools.repeat(3.0))  # the warm-up's start, then the compiling call
     timing = time_model(model, (x,), {}, records, device="cpu", warmup=1, iters=2, compiled=True,
                         clock=lambda: next(ticks))  # fmt: skip
     assert timing.compiled and timing.compile_s == pytest.approx(2.5)

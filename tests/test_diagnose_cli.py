@@ -170,7 +170,7 @@ def test_script_arguments_reach_the_model(cli, tmp_path, fake_cpu):
 
 
 def test_pipeline_with_a_fake_timing_stage(fake_cpu):
-    def fake_time(model, inputs, kwargs, records, *, device, mode, warmup, iters):
+    def fake_time(model, inputs, kwargs, records, *, device, mode, warmup, iters, **_):
         ops = [OpTiming(index=r.index, device_time_s=1e-3, kernels=0) for r in records]
         return Timing(device="cpu", iterations=iters, wall_s=1e-3 * len(ops) + 1e-3, ops=ops)
 

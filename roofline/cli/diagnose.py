@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,19 @@ def diagnose(
         None, "--dtype", help="Cast the model and its floating inputs: fp32, bf16 or fp16 (default: as written)."
     ),
     mode: str = typer.Option("inference", "--mode", help="inference (forward, no grad) or training (+ backward)."),
-    warmup: int = typer.Option(3, "--warmup", help="Untimed iterations before the profiled ones."),
-    iters: int = typer.Option(10, "--iters", help="Profiled iterations (times are per iteration)."),
+    warmup: str = typer.Option(
+        "auto",
+        "--warmup",
+        help="Untimed iterations before the timed ones, or auto: until 0.2 s or 3 calls (at least 1).",
+        metavar="N|auto",
+    ),
+    iters: str = typer.Option(
+        "auto",
+        "--iters",
+        help="Timed and profiled iterations (times are per iteration), or auto: about 0.5 s of them from the "
+        "warm-up's estimate, at most 4000 counted ops in the profile, 1 to 10.",
+        metavar="N|auto",
+    ),
     sheet: str | None = typer.Option(
         None,
         "--sheet",
@@ -120,10 +132,13 @@ def diagnose(
     diagnoses a torch.profiler trace instead; --export-trace writes the run's trace, annotated. See
     docs/diagnose.md.
     """
+    started = _process_age_s()  # before anything of diagnose runs: Python's start and our CLI's imports
+    clock = time.perf_counter()
     from roofline.diagnose.pipeline import diagnose as run
     from roofline.diagnose.pipeline import diagnose_trace
     from roofline.errors import UsageError
 
+    warmup_n, iters_n = _count_option("--warmup", warmup), _count_option("--iters", iters)
     if top < 1:
         raise UsageError(f"--top {top}: at least 1")
     if (model is None) == (trace is None):
@@ -135,8 +150,8 @@ def diagnose(
             "--device": device is not None,
             "--dtype": dtype is not None,
             "--mode": mode != "inference",
-            "--warmup": warmup != 3,
-            "--iters": iters != 10,
+            "--warmup": warmup_n is not None,
+            "--iters": iters_n is not None,
             "--verify": verify,
             "--counters": counters,
         }
@@ -170,8 +185,8 @@ def diagnose(
                 device=device,
                 dtype=dtype,
                 mode=mode,
-                warmup=warmup,
-                iters=iters,
+                warmup=warmup_n,
+                iters=iters_n,
                 sheet=sheet,
                 spec_files=spec or [],
                 roofs=roofs,
@@ -181,7 +196,10 @@ def diagnose(
                 keep_trace=export_trace is not None,
                 progress=progress,
             )
+    if started is not None and result.stages:  # a live run (a --trace diagnosis runs no stages of its own)
+        result.stages = {"python": started, **result.stages}
     report = result.report(command_line())
+    render_begin = time.perf_counter()
     if as_json:
         print_text(report.to_json())
     else:
@@ -203,11 +221,15 @@ def diagnose(
         print_text(PredictRenderer(top=top).render(predictions))
     if result.counters_error:
         info(f"note: {result.counters_error}")
+    _add_stage(result, report, "render", time.perf_counter() - render_begin)
+    write_begin = time.perf_counter()
     save_report(report, where, output)  # after the tables: a full disk does not lose what was measured
     write_requested_plot(report, output.stem)
     info(f"Report written to {output}")
+    write_s = time.perf_counter() - write_begin
     if export_trace is not None and trace_where is not None:
         _export_trace(result, trace_where, export_trace)
+    _show_stages(result, write_s, started, time.perf_counter() - clock)
     from roofline.roofs import check_over_roof
 
     over_roof = check_over_roof(result.placed.points, result.device)
@@ -222,6 +244,62 @@ def diagnose(
         else:
             info(f"Interrupted while verifying: {done}")
         raise typer.Exit(interrupt_exit_code(result.interruption))
+
+
+def _count_option(name: str, value: str) -> int | None:
+    """--warmup / --iters: a whole number, or auto (None: sized from a time budget)."""
+    from roofline.errors import UsageError
+
+    text = str(value).strip().lower()
+    if text == "auto":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"{name} {value}: a whole number or auto") from None
+
+
+def _process_age_s() -> float | None:
+    """Seconds since this process started (Linux: its start time in /proc, to the kernel's clock tick); None
+    where that cannot be read."""
+    import os
+
+    try:
+        with open("/proc/self/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime", encoding="ascii") as handle:
+            uptime = float(handle.read().split()[0])
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 (starttime), counted after the ')'
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    return max(uptime - started, 0.0)
+
+
+def _add_stage(result: Any, report: Any, name: str, seconds: float) -> None:
+    """A stage the CLI times (render) into the result and the report about to be written."""
+    from roofline.report.records import floor_seconds
+
+    result.stages[name] = seconds
+    about = getattr(report, "diagnose", None)
+    if isinstance(about, dict) and "stages" in about:
+        about["stages"][name] = seconds
+        about["floor_s"] = floor_seconds(about["stages"])
+
+
+def _show_stages(result: Any, write_s: float, started: float | None, command_s: float) -> None:
+    """The one-line summary of diagnose's own time (stderr; --quiet drops it), and with --verbose a line per
+    stage."""
+    from roofline.cli.verbosity import verbose
+    from roofline.render.diagnose import stage_lines, stages_line
+
+    if not result.stages:
+        return
+    stages = {**result.stages, "write": write_s}
+    total = (started or 0.0) + command_s
+    if verbose():
+        for line in stage_lines(stages, total):
+            info(line)
+    info(stages_line(stages, total))
 
 
 def _export_trace(result: Any, where: Path, shown: Path) -> None:

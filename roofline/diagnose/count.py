@@ -33,6 +33,7 @@ that exception into a UserCodeError, which propagates.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -195,6 +196,16 @@ class _Recorder:
         has_node_api = hasattr(torch._C, "_current_autograd_node")
 
         class RecordingMode(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:
+                # NB: torch wraps a mode's __torch_dispatch__ in torch._dynamo.disable, which imports torch._dynamo
+                # at the first op (1.8 s on a CPU here): needless where nothing imported dynamo (no compiled model
+                # in this process; ours calls no torch.compile). Where it is imported, torch's own choice holds.
+                if "torch._dynamo" not in sys.modules:
+                    return False
+                skip = getattr(super(), "_should_skip_dynamo", None)
+                return bool(skip()) if skip is not None else False
+
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
                 kwargs = kwargs or {}
                 out = func(*args, **kwargs)

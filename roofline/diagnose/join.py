@@ -25,6 +25,7 @@ op containing it on its thread), "self_us" (else: its duration minus its direct 
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import re
 from collections import defaultdict
@@ -182,7 +183,14 @@ def _id_or_none(value: Any) -> int | None:
     return int(value) if value not in (None, 0, "") else None
 
 
-def _iteration_at(markers: Sequence[tuple[float, float]], t: float) -> int | None:
+def _iteration_at(markers: Sequence[tuple[float, float]], t: float, starts: Sequence[float] = ()) -> int | None:
+    """The index of the iteration marker around ``t`` (markers sorted; ``starts``: their start times, for a
+    bisection instead of a scan; they do not overlap)."""
+    if starts:
+        index = bisect.bisect_right(starts, t) - 1
+        if index >= 0 and markers[index][0] <= t <= markers[index][1]:
+            return index
+        return None
     for index, (start, end) in enumerate(markers):
         if start <= t <= end:
             return index
@@ -205,6 +213,8 @@ def _build_ops(raw: Sequence[Mapping[str, Any]], markers: Sequence[tuple[float, 
             given = event.get("parent")
             parents[int(event["id"])] = int(given) if given is not None else (int(stack[-1]["id"]) if stack else None)
             stack.append(event)
+    disjoint = all(a[1] < b[0] for a, b in itertools.pairwise(markers))
+    starts = [start for start, _ in markers] if disjoint else []
     child_time: dict[int, float] = defaultdict(float)
     for event in ordered:
         parent = parents[int(event["id"])]
@@ -215,7 +225,7 @@ def _build_ops(raw: Sequence[Mapping[str, Any]], markers: Sequence[tuple[float, 
         op_id, start, end = int(event["id"]), float(event["start_us"]), float(event["end_us"])
         iteration = event.get("iteration")
         if iteration is None:
-            iteration = _iteration_at(markers, start) if markers else 0
+            iteration = _iteration_at(markers, start, starts) if markers else 0
         self_us = event.get("self_us")
         if self_us is None:
             self_us = max(end - start - child_time[op_id], 0.0)

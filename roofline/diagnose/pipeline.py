@@ -11,9 +11,11 @@ with fakes. The device and its roofs are resolved by roofline.roofs, as for `roo
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 from roofline import roofs as roof_resolver
@@ -26,7 +28,7 @@ from roofline.findings.combine import combined
 from roofline.findings.coverage import cover
 from roofline.findings.model import RULES, ModelContext, ModelFinding, Rule
 from roofline.findings.model import diagnose as run_rules
-from roofline.report.records import OpRecord, Timing
+from roofline.report.records import OpRecord, Timing, floor_seconds
 from roofline.report.rows import Placed
 from roofline.report.schema import Report, new_report
 
@@ -61,6 +63,27 @@ def _counters(path: Any, **kw: Any) -> list[Any]:
     from roofline.diagnose.counters import collect
 
     return collect(path, **kw)
+
+
+def _import_torch() -> None:
+    """torch imported (timed as its own stage); without torch, nothing: the loader says which extra to install."""
+    with contextlib.suppress(ImportError):
+        import torch  # noqa: F401
+
+
+def _cuda_init(torch_device: str) -> None:
+    """CUDA initialised on ``torch_device`` and its context created (timed as part of the fixed floor); nothing on
+    the CPU or where torch sees no GPU (what fails here fails again, explained, when the model moves there)."""
+    if not torch_device.startswith("cuda"):
+        return
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.init()
+            torch.cuda.synchronize(torch.device(torch_device))
+    except Exception:
+        pass
 
 
 def _resolve(device: str | None) -> str:
@@ -104,6 +127,9 @@ class Stages:
     counters: Callable[..., list[Any]] = _counters
     # (kind, gpu_names, sheet=, spec_files=, roofs=) -> the roofs of a trace's device
     trace_roofs: Callable[..., tuple[Device, list[str]]] = _trace_roofs
+    import_torch: Callable[[], None] = _import_torch
+    cuda_init: Callable[[str], None] = _cuda_init  # (torch_device): CUDA initialised, its context created
+    clock: Callable[[], float] = perf_counter  # the stages' seconds (diagnose.stages) are read on it
 
 
 @dataclass
@@ -124,6 +150,8 @@ class DiagnoseResult:
     interruption: KeyboardInterrupt | None = None
     counters: Any = None  # --counters: roofline.findings.counters.Counters
     counters_error: str = ""  # --counters: why there are none (ncu missing, no permission), naming the fix
+    # diagnose's own time: stage -> seconds (roofline.report.records.STAGES), in the order they ran
+    stages: dict[str, float] = field(default_factory=dict)
 
     def combined_dict(self) -> dict[str, Any] | None:
         """What the findings allow together, each op's saving counted once (roofline.findings.combine)."""
@@ -143,6 +171,7 @@ class DiagnoseResult:
                     "device_kind": self.placed.summary.device_kind,
                     "roof_source": self.device.roof_source,
                     "notes": self.notes,
+                    **({"stages": dict(self.stages), "floor_s": floor_seconds(self.stages)} if self.stages else {}),
                 },
                 "machine": describe_machine(str(self.options.get("device")), self.device.name),
                 "summary": self.placed.summary.model_dump(mode="json"),
@@ -263,8 +292,8 @@ def diagnose(
     device: str | None = None,
     dtype: str | None = None,
     mode: str = "inference",
-    warmup: int = 3,
-    iters: int = 10,
+    warmup: int | None = None,
+    iters: int | None = None,
     sheet: str | None = None,
     spec_files: Sequence[Path] = (),
     roofs: str = "auto",
@@ -316,8 +345,8 @@ def diagnose_model(
     device: str | None = None,
     dtype: str | None = None,
     mode: str = "inference",
-    warmup: int = 3,
-    iters: int = 10,
+    warmup: int | None = None,
+    iters: int | None = None,
     sheet: str | None = None,
     spec_files: Sequence[Path] = (),
     roofs: str = "auto",
@@ -376,8 +405,8 @@ def run(
     device: str | None = None,
     dtype: str | None = None,
     mode: str = "inference",
-    warmup: int = 3,
-    iters: int = 10,
+    warmup: int | None = None,
+    iters: int | None = None,
     sheet: str | None = None,
     spec_files: Sequence[Path] = (),
     roofs: str = "auto",
@@ -393,27 +422,42 @@ def run(
     stages = stages or Stages()
     tell = progress or (lambda stage: None)
     roof_resolver.check_roofs(roofs)
-    if iters < 1:
+    if iters is not None and iters < 1:
         raise UsageError(f"--iters {iters}: at least 1")
-    if warmup < 0:
+    if warmup is not None and warmup < 0:
         raise UsageError(f"--warmup {warmup}: at least 0")
     if mode not in ("inference", "training"):
         raise UsageError(f"--mode {mode!r}: use inference or training")
-    running = ["resolving the device"]  # what runs now: a --timeout names it
+    running = ["importing torch"]  # what runs now: a --timeout names it
+    clock = stages.clock
+    seconds: dict[str, float] = {}  # diagnose's own time, stage by stage (DiagnoseResult.stages)
+    mark = [clock()]
 
-    def stage(what: str, shown: str) -> None:
+    def stage(what: str, shown: str, done: str = "") -> None:
+        """The stage ``what`` starts; ``done``: the name under which the seconds since the last mark are kept."""
+        if done:
+            took(done)
         running[0] = what
         tell(shown)
 
+    def took(name: str) -> None:
+        now = clock()
+        seconds[name] = seconds.get(name, 0.0) + now - mark[0]
+        mark[0] = now
+
     try:
+        stages.import_torch()
+        took("torch_import")
+        running[0] = "resolving the device"
         torch_device = stages.resolve(device)
-        stage(f"loading {path.name}", f"loading {path.name}")
+        stages.cuda_init(torch_device)
+        stage(f"loading {path.name}", f"loading {path.name}", done="cuda_init")
         with user_code(errors=False):  # the user's file, its get_inputs(), constructor... (NB: our boundary)
             loaded = load(torch_device)
-        stage(f"reading the roofs of {torch_device}", f"reading the roofs of {torch_device}")
+        stage(f"reading the roofs of {torch_device}", f"reading the roofs of {torch_device}", done="load")
         dev, notes = stages.roofs(torch_device, sheet=sheet, spec_files=list(spec_files), roofs=roofs)
         notes = list(notes)
-        stage("counting the model's ops", "counting ops (FLOPs and bytes of every aten op)")
+        stage("counting the model's ops", "counting ops (FLOPs and bytes of every aten op)", done="roofs")
         try:
             with user_code(errors=False):
                 records = list(stages.count(loaded.model, loaded.inputs, loaded.kwargs, mode=mode))
@@ -428,18 +472,27 @@ def run(
             raise WorkloadError(
                 f"{path.name}: the model ran no tensor operations: nothing to diagnose (does forward() use torch?)"
             )
+        took("count")
         what = "forward" if mode == "inference" else "forward and backward"
         compiled = bool(getattr(loaded, "compiled", False))
-        shown = f"timing ({warmup} warm-up + {iters} profiled iterations)"
+        auto = [name for name, given in (("warmup", warmup), ("iters", iters)) if given is None]
+        planned = (
+            f"{'auto' if warmup is None else warmup} warm-up + {'auto' if iters is None else iters} profiled iterations"
+        )
+        shown = f"timing ({planned})"
         if compiled:
             from roofline.diagnose.place import roofline_weight
 
-            shown = f"timing the compiled model (compiling, {warmup} warm-up + {iters} profiled iterations)"
+            shown = f"timing the compiled model (compiling, {planned})"
             extra: dict[str, Any] = {"compiled": True, "weigh": roofline_weight(dev)}
         else:
             extra = {}
         if keep_trace:  # --export-trace: the profiled run's Chrome trace, in Timing.trace
             extra["keep_trace"] = True
+        if auto:  # sized from a first estimate; the counting pass's time bounds it from above (--warmup 0)
+            from roofline.diagnose.profile import Budget
+
+            extra["budget"] = Budget(upper_s=seconds["count"])
         stage(f"timing the model's {what}", shown)
         compile_failure = ""
         try:
@@ -468,12 +521,18 @@ def run(
             with user_code(errors=False), uncompiled(loaded.model) as original:
                 timing = stages.time(
                     original, loaded.inputs, loaded.kwargs, records, device=torch_device, mode=mode,
-                    warmup=warmup, iters=iters,
+                    warmup=warmup, iters=iters, **({"budget": extra["budget"]} if "budget" in extra else {}),
                 )  # fmt: skip
             timing.notes.insert(0, compile_failure)
             compiled = False
+        _timing_stages(seconds, timing, took)
+        # what later passes (--verify, --counters) run: the counts given, else the timing pass's former defaults
+        warmup_run, iters_run = timing.warmup_calls if warmup is None else warmup, timing.iterations
+        warmup = DEFAULT_WARMUP if warmup is None else warmup
+        iters = DEFAULT_ITERS if iters is None else iters
         stage("placing ops on the roofline and diagnosing", "placing ops on the roofline and diagnosing")
         placed, findings = conclude(records, timing, dev, stages.rules)
+        took("place")
         measured, counters_error = None, ""
         if counters:
             stage("profiling under Nsight Compute", "profiling one iteration under Nsight Compute (ncu)")
@@ -493,6 +552,7 @@ def run(
 
                 local = locality_findings(measured, placed.points, placed.summary.iteration_s)
                 findings = rank([*findings, *local])
+            took("counters")
         verified = None
         interruption: KeyboardInterrupt | None = None
         if verify:
@@ -524,6 +584,7 @@ def run(
                 if isinstance(exc, TimedOut):
                     exc.stage = exc.stage or running[0]
                 interruption = exc
+            took("verify")
     except TimedOut as exc:
         exc.stage = exc.stage or running[0]
         raise
@@ -533,8 +594,9 @@ def run(
         "device": torch_device,
         "dtype": dtype,
         "mode": mode,
-        "warmup": warmup,
-        "iters": iters,
+        "warmup": warmup_run,
+        "iters": iters_run,
+        **({"auto": auto} if auto else {}),
         "argv": list(argv),
         "compiled": compiled,
         **({"compile_s": timing.compile_s} if getattr(timing, "compiled", False) else {}),
@@ -563,7 +625,23 @@ def run(
         interruption=interruption,
         counters=measured,
         counters_error=counters_error,
+        stages=seconds,
     )
+
+
+#: what --verify and --counters run where the timing pass was sized automatically (its former fixed counts)
+DEFAULT_WARMUP, DEFAULT_ITERS = 3, 10
+
+
+def _timing_stages(seconds: dict[str, float], timing: Timing, took: Callable[[str], None]) -> None:
+    """The timing stage's seconds: its parts where it says them (Timing.stage_s: warm-up, timed, profiled,
+    events), else as one 'time' stage."""
+    parts = {name: float(value) for name, value in (getattr(timing, "stage_s", None) or {}).items()}
+    took("time")
+    if parts:
+        total = seconds.pop("time")
+        seconds.update(parts)
+        seconds["events"] = seconds.get("events", 0.0) + max(total - sum(parts.values()), 0.0)
 
 
 def _with_counters(stages: Stages, path: Any, placed: Placed, torch_device: str, **options: Any) -> tuple[Any, str]:

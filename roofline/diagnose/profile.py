@@ -13,6 +13,7 @@ import re
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from roofline.diagnose.join import NO_FACTS, join, parse_events
@@ -60,24 +61,48 @@ def _classify(e: Any, device_type: str, activity: str | None, linked: int, marke
     """'kernel' | 'launch' | 'iteration' | 'op' | None (something else: annotations, kineto's own events).
 
     torch >= 2.13 names each event's activity type; older versions do not, and then names decide."""
-    annotation = bool(getattr(e, "is_user_annotation", False)) or (activity or "").endswith("user_annotation")
+    return _kind(
+        e.name,
+        device_type,
+        activity,
+        linked,
+        marker,
+        annotation=bool(getattr(e, "is_user_annotation", False)),
+        is_async=bool(getattr(e, "is_async", False)),
+        python_function=bool(getattr(e, "is_python_function", False)),
+    )
+
+
+def _kind(
+    name: str,
+    device_type: str,
+    activity: str | None,
+    linked: int,
+    marker: str,
+    *,
+    annotation: bool,
+    is_async: bool,
+    python_function: bool,
+) -> str | None:
+    """:func:`_classify` on plain values (a FunctionEvent's or a raw kineto event's)."""
+    annotation = annotation or (activity or "").endswith("user_annotation")
     if device_type != "CPU":
-        if annotation or e.name == marker:
+        if annotation or name == marker:
             return None
         return "kernel" if activity is None or activity in _KERNEL_ACTIVITIES else None
-    if getattr(e, "is_async", False):
+    if is_async:
         return None
-    if e.name == marker:
+    if name == marker:
         return "iteration"
     if activity is not None:
         if activity in _RUNTIME_ACTIVITIES or (linked and activity != "cpu_op"):
             return "launch"
         return "op" if activity == "cpu_op" else None
-    if _RUNTIME_NAME.match(e.name):
+    if _RUNTIME_NAME.match(name):
         return "launch"
-    if annotation or getattr(e, "is_python_function", False):
+    if annotation or python_function:
         return None
-    return "op" if "::" in e.name or _AUTOGRAD_NODE.match(e.name) else None  # not e.g. 'Activity Buffer Request'
+    return "op" if "::" in name or _AUTOGRAD_NODE.match(name) else None  # not e.g. 'Activity Buffer Request'
 
 
 # Kineto's kernel args in the Chrome trace -> our event keys (launch facts; roofline.diagnose.join.launch_facts)
@@ -111,18 +136,24 @@ def facts_from_trace(trace: Any) -> dict[int, dict[str, Any]]:
             correlation = int(args["correlation"])
         except (TypeError, ValueError):
             continue
-        facts = {ours: args[theirs] for theirs, ours in TRACE_FACTS.items() if theirs in args}
-        occupancy = _number(args.get("est. achieved occupancy %"))
-        if occupancy is not None:
-            facts["occupancy"] = occupancy / 100
-        elif (fraction := _number(args.get("est. achieved occupancy"))) is not None:
-            facts["occupancy"] = fraction if fraction <= 1 else fraction / 100
-        detail = args.get("occupancy")
-        if isinstance(detail, dict) and "activeBlocksPerMultiprocessor" in detail:
-            facts["active_blocks_per_sm"] = detail["activeBlocksPerMultiprocessor"]
+        facts = facts_from_args(args)
         if facts:
             out[correlation] = facts
     return out
+
+
+def facts_from_args(args: dict[str, Any]) -> dict[str, Any]:
+    """A kernel's launch facts from its trace "args" (or a kineto activity's metadata JSON, the same keys)."""
+    facts = {ours: args[theirs] for theirs, ours in TRACE_FACTS.items() if theirs in args}
+    occupancy = _number(args.get("est. achieved occupancy %"))
+    if occupancy is not None:
+        facts["occupancy"] = occupancy / 100
+    elif (fraction := _number(args.get("est. achieved occupancy"))) is not None:
+        facts["occupancy"] = fraction if fraction <= 1 else fraction / 100
+    detail = args.get("occupancy")
+    if isinstance(detail, dict) and "activeBlocksPerMultiprocessor" in detail:
+        facts["active_blocks_per_sm"] = detail["activeBlocksPerMultiprocessor"]
+    return facts
 
 
 def _number(value: Any) -> float | None:
@@ -203,6 +234,195 @@ def events_from_profiler(
     return out
 
 
+#: what torch.profiler's own FunctionEvent list leaves out (torch.autograd.profiler_util._filter_name)
+_FILTERED_NAMES = frozenset(
+    {
+        "[memory]",
+        "[OutOfMemory]",
+        "profiler::_record_function_enter",
+        "profiler::_record_function_enter_new",
+        "profiler::_record_function_exit",
+        "aten::is_leaf",
+        "aten::output_nr",
+        "aten::_version",
+    }
+)
+
+
+def _metadata_facts(event: Any) -> dict[str, Any]:
+    """A raw kernel event's launch facts from its metadata JSON (kineto's kernel args: grid, block, ...); {} when
+    it has none or they do not parse."""
+    import json
+
+    getter = getattr(event, "metadata_json", None)
+    text = getter() if getter is not None else ""
+    if not text:
+        return {}
+    try:
+        args = json.loads("{" + text.strip().rstrip(",") + "}")
+    except ValueError:
+        return {}
+    return facts_from_args(args) if isinstance(args, dict) else {}
+
+
+def events_from_kineto(
+    kineto_events: Iterable[Any], trace_start_ns: int, marker: str = MARKER, demangle: Callable[[str], str] = str
+) -> tuple[list[dict[str, Any]], bool]:
+    """torch.profiler's raw kineto events (``prof.profiler.kineto_results.events()``) -> event dicts, in one pass,
+    without torch building its FunctionEvent list and tree (:func:`events_from_profiler` reads that; this gives
+    the same dicts, in microseconds from ``trace_start_ns`` as torch does). Kernel names through ``demangle``
+    (torch demangles them), each distinct name once; a kernel's launch facts from its metadata JSON where kineto
+    gives them there. Returns (events, whether any kernel carried launch facts)."""
+    out: list[dict[str, Any]] = []
+    op_threads: dict[int, int] = {}  # an op's correlation id -> its thread (a launch call takes its op's thread)
+    launches: list[tuple[dict[str, Any], int]] = []  # (launch event, the id of the op that made it)
+    names: dict[str, str] = {}
+    any_facts = False
+    cpu: Any = None
+    for k in kineto_events:
+        name = k.name()
+        if name in _FILTERED_NAMES or (getattr(k, "is_hidden_event", None) is not None and k.is_hidden_event()):
+            continue
+        device = k.device_type()
+        if cpu is None:
+            cpu = _cpu_device_type(device)
+        device_type = "CPU" if device == cpu else str(device).rsplit(".", 1)[-1]
+        activity = k.activity_type() if hasattr(k, "activity_type") else None
+        linked = int(k.linked_correlation_id() or 0)
+        is_async = bool(k.is_async()) or k.start_thread_id() != k.end_thread_id()
+        kind = _kind(
+            name,
+            device_type,
+            activity or None,
+            linked,
+            marker,
+            annotation=bool(k.is_user_annotation()) if hasattr(k, "is_user_annotation") else False,
+            is_async=is_async,
+            python_function=bool(k.is_python_function()) if hasattr(k, "is_python_function") else False,
+        )
+        if kind is None:
+            continue
+        event: dict[str, Any] = {
+            "kind": kind,
+            "start_us": (k.start_ns() - trace_start_ns) / 1000,
+            "end_us": (k.end_ns() - trace_start_ns) / 1000,
+        }
+        if kind == "kernel":
+            shown = names.get(name)
+            if shown is None:
+                shown = names[name] = demangle(name)
+            event |= {
+                "name": shown,
+                "stream": int(k.device_resource_id() or 0),
+                "external_id": linked or None,
+                "correlation": int(k.correlation_id()),
+            }
+            facts = _metadata_facts(k)
+            if facts:
+                any_facts = True
+                event |= facts
+        elif kind == "launch":
+            event |= {"name": name, "thread": int(k.start_thread_id()), "correlation": int(k.correlation_id())}
+            if linked:
+                launches.append((event, linked))
+        elif kind == "op":
+            shapes = k.structured_input_shapes() if hasattr(k, "structured_input_shapes") else None
+            op_id = int(k.correlation_id())
+            thread = int(k.start_thread_id())
+            op_threads[op_id] = thread
+            event |= {
+                "id": op_id,
+                "name": name,
+                "thread": thread,
+                "input_shapes": _tensor_shapes(shapes or k.shapes(), k.dtypes()),
+            }
+        out.append(event)
+    for event, op_id in launches:  # as torch does: a launch call on its launching op's thread
+        if op_id in op_threads:
+            event["thread"] = op_threads[op_id]
+    return out, any_facts
+
+
+def _cpu_device_type(sample: Any) -> Any:
+    try:
+        from torch._C._autograd import DeviceType
+
+        return DeviceType.CPU
+    except Exception:  # no torch: a plain value says CPU by its name
+        return sample if str(sample).rsplit(".", 1)[-1] == "CPU" else object()
+
+
+def _demangler() -> Callable[[str], str]:
+    """torch's kernel-name demangler (as its FunctionEvents show names), else names as they are."""
+    try:
+        import torch
+
+        demangle = torch._C._demangle
+    except Exception:
+        return str
+    return lambda name: demangle(name) if len(name) > 1 else name
+
+
+def _profiled_events(prof: Any) -> tuple[list[dict[str, Any]], bool]:
+    """The profile's event dicts, from the raw kineto events in one pass where this torch has them, else from its
+    FunctionEvent list; and whether the kernels carried their launch facts."""
+    results = getattr(prof, "kineto_results", None)
+    if results is not None and hasattr(results, "trace_start_ns"):
+        try:
+            return events_from_kineto(results.events(), int(results.trace_start_ns()), demangle=_demangler())
+        except Exception:  # an older or newer torch whose raw events differ: torch's own list below
+            pass
+    return events_from_profiler(prof.events()), False
+
+
+class _Session:
+    """One profiling session: torch.autograd.profiler.profile (the kineto profiler that torch.profiler.profile
+    wraps) where nothing imported torch._inductor, else torch.profiler.profile.
+
+    NB: torch.profiler.profile's start asks ``hasattr(torch, "_inductor")``, which imports inductor and dynamo
+    (1.8 to 3.7 s on a CPU here) to read inductor's CUDA-graphs flag; where inductor was never imported, no
+    compiled graph of this process uses it, and the profiler below it does the same profile without the import."""
+
+    def __init__(self, cuda: bool) -> None:
+        import sys
+
+        self.wrapped = "torch._inductor" in sys.modules
+        if self.wrapped:
+            from torch.profiler import ProfilerActivity, profile
+
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+            self.prof: Any = profile(activities=activities, record_shapes=True)
+        else:
+            from torch.autograd.profiler import profile as kineto_profile
+
+            self.prof = kineto_profile(use_kineto=True, use_device="cuda" if cuda else None, record_shapes=True)
+
+    def start(self) -> None:
+        if not self.wrapped:
+            self.prof.__enter__()
+            return
+        with warnings.catch_warnings():
+            # torch (2.11 seen) warns once that events are not accumulated across profiling cycles: we run one
+            warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
+            self.prof.start()
+
+    def stop(self) -> None:
+        if self.wrapped:
+            self.prof.stop()
+        else:
+            self.prof.__exit__(None, None, None)
+
+    @property
+    def kineto_results(self) -> Any:
+        return getattr(self.prof.profiler if self.wrapped else self.prof, "kineto_results", None)
+
+    def export_chrome_trace(self, path: str) -> None:
+        self.prof.export_chrome_trace(path)
+
+    def events(self) -> Any:
+        return self.prof.events() if self.wrapped else self.prof.function_events
+
+
 def torch_profile(
     step: Callable[[], object], iters: int, device: str, *, keep_trace: bool = False
 ) -> tuple[list[dict[str, Any]], float]:
@@ -214,18 +434,14 @@ def torch_profile(
     from contextlib import nullcontext
 
     import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.autograd.profiler import record_function
 
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # kineto's 'profiler_start/stop' lines on stderr, unless asked
     cuda = device.startswith("cuda")
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     on_device = torch.cuda.device(torch.device(device)) if cuda else nullcontext()
-    prof = profile(activities=activities, record_shapes=True)
+    prof = _Session(cuda)
     with on_device:
-        with warnings.catch_warnings():
-            # torch (2.11 seen) warns once that events are not accumulated across profiling cycles: we run one
-            warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
-            prof.start()
+        prof.start()
         try:
             if cuda:
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -244,16 +460,21 @@ def torch_profile(
                 loop_s = time.perf_counter() - t0
         finally:
             prof.stop()
-    facts: dict[int, dict[str, Any]] = {}
+    reading = time.perf_counter()
     note = ""
     trace, why = chrome_trace(prof) if keep_trace else (None, "")
-    if cuda:
+    events, with_facts = _profiled_events(prof)
+    if cuda and not with_facts and any(e["kind"] == "kernel" for e in events):
+        # NB: where the raw events carry no launch facts, the Chrome trace does (exported only then: it is slow)
         facts, note = trace_facts(prof, trace)
-    events = events_from_profiler(prof.events(), facts=facts)
+        for event in events:
+            if event["kind"] == "kernel":
+                event |= facts.get(event["correlation"], {})
     if note:
         events.append({"kind": "note", "text": f"{note}: {NO_FACTS}"})
     if keep_trace:
         events.append({"kind": "trace", "trace": trace} if trace is not None else {"kind": "note", "text": why})
+    events.append({"kind": "stage", "name": "events", "seconds": time.perf_counter() - reading})
     return events, loop_s
 
 
@@ -281,6 +502,38 @@ def _step(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: str
     return step
 
 
+@dataclass(frozen=True)
+class Budget:
+    """How ``--warmup auto`` and ``--iters auto`` (the defaults) size the timing pass from a first estimate.
+
+    Warm-up: calls, each synchronised and timed, until ``warmup_s`` has passed or ``warmup_calls`` were made (at
+    least one). The counting pass ran the model once before them (the lazy initialisation: cuBLAS handles,
+    kernel loading, allocator growth), so they only settle clocks and caches; it is slower than a plain call (a
+    dispatch mode records every op), so it is not the estimate. The last warm-up call is. Timed and profiled
+    iterations (the same number): ``iters_s`` over the estimate, and at most ``max_ops`` counted ops in the
+    profile (the profiler's events cost host time per op), within [``min_iters``, ``max_iters``]. With no
+    warm-up call (``--warmup 0``), ``upper_s`` (the counting pass's time: an upper bound, so it sizes fewer
+    iterations, never more) is the estimate."""
+
+    warmup_s: float = 0.2
+    warmup_calls: int = 3
+    iters_s: float = 0.5
+    min_iters: int = 1
+    max_iters: int = 10
+    max_ops: int = 4000
+    upper_s: float = 0.0
+
+
+def auto_iters(estimate_s: float, ops: int, budget: Budget) -> int:
+    """Profiled iterations for one iteration of ``estimate_s`` seconds and ``ops`` counted ops (see Budget)."""
+    n = budget.max_iters
+    if estimate_s > 0:
+        n = min(n, int(budget.iters_s / estimate_s))
+    if ops > 0:
+        n = min(n, budget.max_ops // ops)
+    return max(budget.min_iters, n)
+
+
 def time_model(
     model: Any,
     inputs: tuple[Any, ...],
@@ -289,19 +542,23 @@ def time_model(
     *,
     device: str,
     mode: str = "inference",
-    warmup: int = 3,
-    iters: int = 10,
+    warmup: int | None = None,
+    iters: int | None = None,
+    budget: Budget | None = None,
     profile: ProfileFn | None = None,
     keep_trace: bool = False,
     compiled: bool = False,
     weigh: Callable[[OpRecord], float] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Timing:
-    """Warm up ``warmup`` iterations, time ``iters`` uninstrumented ones end to end (-> ``wall_s``), then run
-    ``iters`` more under the profiler (``profile``, default :func:`torch_profile`) and join them to ``records``.
+    """Warm up, time ``iters`` uninstrumented iterations end to end (-> ``wall_s``), then run ``iters`` more under
+    the profiler (``profile``, default :func:`torch_profile`) and join them to ``records``. ``warmup`` / ``iters``
+    None (auto): sized by ``budget`` (:class:`Budget`) from the warm-up calls' time; a number: exactly that.
     The profiler's per-op overhead slows the iterations (1.7x on a 12-layer GPT on an H100, 6x on a tiny MLP) but
     not the kernels: kernel times and busy time come from the profile, the wall time from the plain run, and
-    the GPU idle time is capped at wall - busy.
+    the GPU idle time is capped at wall - busy. ``Timing.stage_s`` holds the seconds (by ``clock``) of the
+    warm-up, the timed and the profiled iterations and of reading the profile ('events': the profiler's events
+    turned into ours, parsed and joined); ``Timing.warmup_calls`` the warm-up calls made.
 
     A ``compiled`` model (torch.compile) is timed as compiled: at least one warm-up call, the first, which
     compiles it, timed apart (-> ``compile_s``, by ``clock``; synchronised on a GPU); its fused kernels are
@@ -315,13 +572,12 @@ def time_model(
     UserCodeError from the user's model passes through."""
     if not records:
         raise WorkloadError("the model ran no tensor operations")
-    if iters < 1:
+    if iters is not None and iters < 1:
         raise UsageError(f"--iters {iters}: at least 1")
-    if warmup < 0:
+    if warmup is not None and warmup < 0:
         raise UsageError(f"--warmup {warmup}: at least 0")
     cuda = str(device).startswith("cuda")
     step = _step(model, inputs, kwargs, mode)
-    compile_s = 0.0
     before = None
     kernel_profile = contextlib.nullcontext()
     if compiled:
@@ -332,11 +588,13 @@ def time_model(
             kernel_profile = _cpu_kernel_profile()
     try:
         with kernel_profile:
-            compile_s, plain_s, events, profiled_s = _timed_runs(
+            runs = _timed_runs(
                 step,
                 device=str(device),
                 warmup=warmup,
                 iters=iters,
+                budget=budget or Budget(),
+                ops=len(records),
                 compiled=compiled,
                 profile=profile,
                 clock=clock,
@@ -356,8 +614,16 @@ def time_model(
         zero_grad = getattr(model, "zero_grad", None) if mode == "training" else None
         if zero_grad is not None:
             zero_grad(set_to_none=True)
+    iters, events, plain_s, profiled_s, compile_s = (
+        runs.iters,
+        runs.events,
+        runs.plain_s,
+        runs.profiled_s,
+        runs.compile_s,
+    )
+    begin = clock()
     trace = next((e.get("trace") for e in events if e.get("kind") == "trace"), None)
-    parsed = parse_events([e for e in events if e.get("kind") != "trace"])
+    parsed = parse_events([e for e in events if e.get("kind") not in ("trace", "stage")])
     wall_s = plain_s / iters
     timing = join(
         records,
@@ -371,6 +637,14 @@ def time_model(
         compiled=compiled,
     )
     timing.trace = trace
+    timing.warmup_calls = runs.warmup_calls
+    reading_s = sum(float(e.get("seconds", 0.0)) for e in events if e.get("kind") == "stage")
+    timing.stage_s = {
+        "warmup": runs.warmup_s,
+        "timed": runs.timed_s,
+        "profiled": max(runs.profile_call_s - reading_s, 0.0),
+        "events": reading_s + clock() - begin,
+    }
     if compiled:
         from roofline.diagnose import dynamo
         from roofline.units import format_time
@@ -408,32 +682,85 @@ def time_model(
     return timing
 
 
+@dataclass
+class _Runs:
+    """What :func:`_timed_runs` ran: counts, the profile's events, loop times (device clock) and stage seconds."""
+
+    iters: int
+    warmup_calls: int
+    events: list[dict[str, Any]]
+    plain_s: float  # the uninstrumented loop (CUDA events on a GPU)
+    profiled_s: float  # the profiled loop, as the profile function timed it
+    compile_s: float = 0.0
+    warmup_s: float = 0.0  # host seconds (``clock``) of the warm-up, compilation included
+    timed_s: float = 0.0  # host seconds of the uninstrumented loop
+    profile_call_s: float = 0.0  # host seconds of the profile function (its loop and its reading of the events)
+
+
 def _timed_runs(
     step: Callable[[], object],
     *,
     device: str,
-    warmup: int,
-    iters: int,
+    warmup: int | None,
+    iters: int | None,
+    budget: Budget,
+    ops: int,
     compiled: bool,
     profile: ProfileFn | None,
     clock: Callable[[], float],
     keep_trace: bool = False,
-) -> tuple[float, float, list[dict[str, Any]], float]:
-    """(compile seconds, the plain loop's seconds, the profile's events, the profiled loop's seconds)."""
+) -> _Runs:
+    """Warm-up (sized by ``budget`` when ``warmup`` is None), the uninstrumented loop and the profiled loop of
+    ``iters`` iterations (sized from the last warm-up call when None)."""
     compile_s = 0.0
+    begin = clock()
+    calls = 0
+    estimate = 0.0
     if compiled:
-        begin = clock()
-        step()
-        _synchronize(device)
-        compile_s = clock() - begin
-    for _ in range(warmup - 1 if compiled and warmup else warmup):
-        step()
+        compile_s = _timed_call(step, device, clock)
+        calls = 1
+    if warmup is None:
+        while calls < max(budget.warmup_calls, 1) and (calls == 0 or clock() - begin < budget.warmup_s):
+            estimate = _timed_call(step, device, clock)
+            calls += 1
+    else:
+        wanted = max(warmup - calls, 0) if compiled else warmup
+        for index in range(wanted):
+            if iters is None and index == wanted - 1:
+                estimate = _timed_call(step, device, clock)  # the estimate: only where iterations are sized
+            else:
+                step()
+        calls += wanted
+    warmup_s = clock() - begin
+    if iters is None:
+        iters = auto_iters(estimate if estimate > 0 else budget.upper_s, ops, budget)
+    begin = clock()
     plain_s = _time_loop(step, iters, device)
+    timed_s = clock() - begin
+    begin = clock()
     if profile is None and keep_trace:
         events, profiled_s = torch_profile(step, iters, device, keep_trace=True)
     else:
         events, profiled_s = (profile or torch_profile)(step, iters, device)
-    return compile_s, plain_s, events, profiled_s
+    return _Runs(
+        iters=iters,
+        warmup_calls=calls,
+        events=events,
+        plain_s=plain_s,
+        profiled_s=profiled_s,
+        compile_s=compile_s,
+        warmup_s=warmup_s,
+        timed_s=timed_s,
+        profile_call_s=clock() - begin,
+    )
+
+
+def _timed_call(step: Callable[[], object], device: str, clock: Callable[[], float]) -> float:
+    """Seconds one call of ``step`` takes, synchronised (host clock)."""
+    begin = clock()
+    step()
+    _synchronize(device)
+    return clock() - begin
 
 
 def _cpu_kernel_profile() -> contextlib.AbstractContextManager[object]:
@@ -479,8 +806,11 @@ def _time_loop(step: Callable[[], object], iters: int, device: str) -> float:
 
 __all__ = [
     "MARKER",
+    "Budget",
     "ProfileFn",
+    "auto_iters",
     "chrome_trace",
+    "events_from_kineto",
     "events_from_profiler",
     "facts_from_trace",
     "out_of_memory_error",

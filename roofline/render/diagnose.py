@@ -282,4 +282,49 @@ class DiagnoseRenderer(Renderer):
         return lines
 
 
-__all__ = ["DiagnoseRenderer"]
+def _seconds(value: float) -> str:
+    if value >= 10:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if value >= 0.1 else f"{value:.2f}"
+
+
+def _other(stages: dict[str, float], total_s: float) -> float:
+    return max(total_s - sum(stages.values()), 0.0) if total_s > 0 else 0.0
+
+
+def stages_line(stages: dict[str, float], total_s: float) -> str:
+    """diagnose's own time in one line: 'diagnose took 6.1 s: floor 2.3 s (python+torch 1.4, CUDA init 0.9),
+    load 0.2, count 0.8, ...' (``stages``: name -> seconds, roofline.report.records.STAGES; ``total_s``: the
+    whole command, process start included where known; what no stage holds is 'other')."""
+    from roofline.report.records import FLOOR_STAGES, STAGES, floor_seconds
+
+    floor = floor_seconds(stages)
+    python_torch = stages.get("python", 0.0) + stages.get("torch_import", 0.0)
+    inner = [f"{'python+torch' if 'python' in stages else 'torch'} {_seconds(python_torch)}"]
+    if stages.get("cuda_init", 0.0) >= 0.005:
+        inner.append(f"CUDA init {_seconds(stages['cuda_init'])}")
+    parts = [f"floor {_seconds(floor)} s ({', '.join(inner)})"]
+    parts += [
+        f"{STAGES.get(name, name)} {_seconds(value)}" for name, value in stages.items() if name not in FLOOR_STAGES
+    ]
+    other = _other(stages, total_s)
+    if other >= 0.01:
+        parts.append(f"other {_seconds(other)}")
+    took = max(total_s, sum(stages.values()))
+    return f"diagnose took {_seconds(took)} s: {', '.join(parts)}"
+
+
+def stage_lines(stages: dict[str, float], total_s: float) -> list[str]:
+    """--verbose: one line per stage (seconds and share of the whole), the fixed floor marked."""
+    from roofline.report.records import FLOOR_STAGES, STAGES
+
+    took = max(total_s, sum(stages.values())) or 1.0
+    rows = [*stages.items(), *([("other", _other(stages, total_s))] if total_s > 0 else [])]
+    lines = ["diagnose's own time, by stage:"]
+    for name, value in rows:
+        mark = "  (floor)" if name in FLOOR_STAGES else ""
+        lines.append(f"  {STAGES.get(name, name):<13} {value:8.3f} s {100 * value / took:5.1f}%{mark}")
+    return lines
+
+
+__all__ = ["DiagnoseRenderer", "stage_lines", "stages_line"]

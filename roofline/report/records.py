@@ -123,3 +123,41 @@ class Timing:
     matched_ops: dict[int, int] = field(default_factory=dict)
     op_owners: dict[int, int] = field(default_factory=dict)
     trace: dict[str, Any] | None = None  # the profiler's Chrome trace, when asked for (--export-trace)
+    warmup_calls: int = 0  # warm-up calls made before the timed iterations (sized from a budget, or --warmup)
+    # host seconds of the timing pass's parts: 'warmup', 'timed' (uninstrumented loop), 'profiled', 'events'
+    # (the profile read, parsed and joined); empty where the timing stage does not say (a fake, a trace)
+    stage_s: dict[str, float] = field(default_factory=dict)
+
+
+#: diagnose's own stages, in the order they run, and how the console names them (`diagnose.stages` in a report:
+#: name -> seconds). python: process start to the command (Python, our CLI's imports); torch_import; cuda_init:
+#: the device resolved and CUDA initialised (a context on the GPU); load: the model file run, the model and its
+#: inputs on the device; roofs; count: the counting pass; warmup, timed (the uninstrumented iterations), profiled
+#: (the iterations under torch.profiler), events (the profile read, parsed and joined); place: placement and
+#: findings; counters (--counters), verify (--verify); render (the console tables or the JSON) and write (the
+#: report file; the console only: the report is written with the others).
+STAGES: dict[str, str] = {
+    "python": "python",
+    "torch_import": "torch import",
+    "cuda_init": "CUDA init",
+    "load": "load",
+    "roofs": "roofs",
+    "count": "count",
+    "warmup": "warm-up",
+    "timed": "timed",
+    "profiled": "profiled",
+    "events": "events",
+    "time": "timing",
+    "place": "place",
+    "counters": "counters",
+    "verify": "verify",
+    "render": "render",
+    "write": "write",
+}
+#: the fixed floor: what any diagnose pays before the model is touched (Python + torch import + CUDA init)
+FLOOR_STAGES = ("python", "torch_import", "cuda_init")
+
+
+def floor_seconds(stages: dict[str, float]) -> float:
+    """The fixed floor of a diagnose run: the seconds of its FLOOR_STAGES present in ``stages``."""
+    return sum(stages.get(name, 0.0) for name in FLOOR_STAGES)
