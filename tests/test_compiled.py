@@ -350,3 +350,12 @@ def test_compile_failure_is_recognised():
         assert is_compile_failure(outer)
         assert failure_line(outer) == "BackendCompilerFailed: backend='inductor' raised:"
     assert not is_compile_failure(ValueError("the model's own error"))
+
+
+def test_kernels_of_several_iterations_in_one_sequence_are_all_attributed():
+    # the iteration of a kernel is unknown (None): the kernels of 3 iterations come as one sequence; each
+    # repetition starts the claims over instead of leaving the later iterations' kernels unattributed
+    records = _weighted(_records(), [0, 10, 1, 1, 2])
+    open_ops = [True, False, True, True, True]
+    shares = attribute_fused(records, ["triton_poi_fused_add_mul_tanh_0"] * 3, open_ops)
+    assert [[i for i, _ in share] for share in shares] == [[2, 3, 4]] * 3

@@ -702,6 +702,10 @@ def attribute_fused(
                 continue
             family = extern_names(launcher[1])
             free = [i for i in range(len(records)) if open_ops[i] and not extern_claimed[i] and short[i] in family]
+            if not free:  # NB: all claimed: the next iteration's extern ops (see below), the claims start over
+                free = [i for i in range(len(records)) if open_ops[i] and short[i] in family]
+                extern_claimed[:] = [False] * len(records)
+                extern_cursor = 0
             ahead = [i for i in free if i >= extern_cursor]
             if not free:
                 out.append([])
@@ -714,8 +718,14 @@ def attribute_fused(
             continue
         candidates = [i for i in range(len(records)) if open_ops[i] and not claimed[i] and short[i] in names]
         if not candidates:
-            out.append([])
-            continue
+            again = [i for i in range(len(records)) if open_ops[i] and short[i] in names]
+            if not again:
+                out.append([])
+                continue
+            # NB: every op of this name is claimed: the kernels of the next iteration (kernels whose iteration
+            # is unknown come as one sequence), so the claims start over
+            claimed[:] = [False] * len(records)
+            cursor, candidates = 0, again
         ahead = [i for i in candidates if cursor <= i < cursor + window]
         run = run_from((ahead or candidates)[0], names)
         for i in run:
