@@ -203,7 +203,7 @@ def test_time_model_times_the_compiled_callable():
 
     model, x = torch.compile(Tiny()), torch.randn(4, 8)
     records = count_ops(model, (x,))
-    ticks = itertools.chain([0.0, 0.0, 2.5], itertools.repeat(3.0))  # the warm-up's start, then the compiling call
+    ticks = itertools.chain([0.0, 2.5], itertools.repeat(3.0))  # the compiling call's start and end
     timing = time_model(model, (x,), {}, records, device="cpu", warmup=1, iters=2, compiled=True,
                         clock=lambda: next(ticks))  # fmt: skip
     assert timing.compiled and timing.compile_s == pytest.approx(2.5)
@@ -359,3 +359,16 @@ def test_kernels_of_several_iterations_in_one_sequence_are_all_attributed():
     open_ops = [True, False, True, True, True]
     shares = attribute_fused(records, ["triton_poi_fused_add_mul_tanh_0"] * 3, open_ops)
     assert [[i for i, _ in share] for share in shares] == [[2, 3, 4]] * 3
+
+
+def test_auto_warm_up_of_a_compiled_model_runs_after_the_compiling_call():
+    # the compiling call is neither a warm-up nor the estimate: at least one call after it sizes the iterations
+    from roofline.diagnose.profile import Budget, _timed_runs
+
+    calls = []
+    now = iter(itertools.count(0.0, 0.001))
+    runs = _timed_runs(
+        lambda: calls.append(1), device="cpu", warmup=None, iters=None, budget=Budget(), ops=10, compiled=True,
+        profile=lambda step, iters, device: ([], 0.0), clock=lambda: next(now),
+    )  # fmt: skip
+    assert runs.warmup_calls >= 2 and runs.compile_s > 0

@@ -713,16 +713,20 @@ def _timed_runs(
     """Warm-up (sized by ``budget`` when ``warmup`` is None), the uninstrumented loop and the profiled loop of
     ``iters`` iterations (sized from the last warm-up call when None)."""
     compile_s = 0.0
-    begin = clock()
     calls = 0
     estimate = 0.0
     if compiled:
         compile_s = _timed_call(step, device, clock)
         calls = 1
+    begin = clock()
     if warmup is None:
-        while calls < max(budget.warmup_calls, 1) and (calls == 0 or clock() - begin < budget.warmup_s):
+        # NB: a compiled model's compiling call is no warm-up and no estimate (it took seconds): warm-up calls
+        # after it, at least one, size the iterations as for an eager model
+        warm = 0
+        while warm < max(budget.warmup_calls, 1) and (warm == 0 or clock() - begin < budget.warmup_s):
             estimate = _timed_call(step, device, clock)
-            calls += 1
+            warm += 1
+        calls += warm
     else:
         wanted = max(warmup - calls, 0) if compiled else warmup
         for index in range(wanted):
