@@ -1,4 +1,4 @@
-"""GPU checks of distributed diagnosis (issue 18), on a machine of 2 or more GPUs:
+r"""GPU checks of distributed diagnosis (issue 18), on a machine of 2 or more GPUs:
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
         python benchmarks/distributed_gpu.py --nproc 2 --out benchmarks/results/distributed-h200x2

@@ -21,6 +21,7 @@ from roofline.costs.collectives import (
 )
 from roofline.diagnose.collectives import (
     CollectiveCall,
+    Work,
     collective_rows,
     overlap,
     skew,
@@ -255,3 +256,17 @@ def test_nccl_kernel_metadata_gives_the_bytes():
         {**kernel, "name": "ncclDevKernel_SendRecv", "args": {}},
     ]
     assert [w.bytes for w in trace_activity(trace).work] == [2000, 4000, None]
+
+
+def test_unnamed_nccl_kernels_are_matched_in_order():
+    assert work_kind("ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)") == "nccl"
+    calls = [
+        CollectiveCall(0, "c10d::_allgather_base_", "all_gather", 4096, "bf16", "forward", "", ()),
+        CollectiveCall(1, "c10d::_reduce_scatter_base_", "reduce_scatter", 4096, "bf16", "backward", "", ()),
+    ]
+    work = [Work("ncclDevKernel_Generic_4", "nccl", 10.0 * i, 10.0 * i + 1 + i % 2) for i in range(4)]  # 2 iterations
+    rows, notes = collective_rows(calls, work, 2, 2)
+    assert notes == [] and [(r["kind"], r["time_s"]) for r in rows] == [
+        ("all_gather", pytest.approx(1e-6)),
+        ("reduce_scatter", pytest.approx(2e-6)),
+    ]

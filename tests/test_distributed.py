@@ -209,6 +209,8 @@ def test_nproc_beyond_the_gpus_is_one_line():
     check_nproc(2, "cuda", 2)
     with pytest.raises(UsageError, match="--nproc 4: this machine shows 2 GPUs"):
         check_nproc(4, "cuda", 2)
+    with pytest.raises(UsageError, match="torch sees no GPU"):
+        check_nproc(2, "cuda", 0)
 
 
 def test_routing_of_torchrun_lines():
@@ -236,3 +238,34 @@ def test_strip_option():
     assert strip_option(["diagnose", "--nproc=2", "m.py", "--", "--nproc", "3"], "--nproc") == [
         "diagnose", "m.py", "--", "--nproc", "3",
     ]  # fmt: skip
+
+
+def _gpus() -> int:
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.skipif(_gpus() < 2, reason="needs two GPUs")
+def test_two_gpus_nccl(tmp_path, monkeypatch):
+    """The same run on two GPUs through NCCL (NVLink multicast off, as the machines here require)."""
+    for name, value in {
+        "NCCL_NVLS_ENABLE": "0",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+        "NVSHMEM_DISABLE_NVLS": "1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "tp.json"
+    done = roofline("diagnose", str(MODELS / "tp_linear.py"), "--nproc", "2", "--device", "cuda", "--warmup", "1",
+                    "--iters", "2", "-o", str(out), cache=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out.read_text())
+    section = doc["distributed"]
+    assert section["backend"] == "nccl" and section["world_size"] == 2
+    gathers = [c for c in section["collectives"] if c["kind"] == "all_gather"]
+    assert len(gathers) == 2 and all(c["bytes"] == 8 * 128 * 4 for c in gathers)
+    assert {r["device"] for r in section["ranks"]} == {"cuda:0", "cuda:1"}

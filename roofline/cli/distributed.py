@@ -203,7 +203,7 @@ def calibrate_collectives(
             points,
             device=name,
             device_kind="cuda" if where.startswith("cuda") else "cpu",
-            backend=group.backend.split(":")[0],
+            backend=group.backend,
             world_size=group.world_size,
         )
         if group.initialised_here:

@@ -134,14 +134,15 @@ def is_communication_op(name: str) -> bool:
 def work_kind(name: str) -> str | None:
     """The kind of a backend's work event: 'gloo:all_reduce' / 'nccl:all_gather' (record_function names) ->
     'all_reduce' / 'all_gather'; an NCCL kernel ('ncclDevKernel_AllReduce_Sum_f32_RING_LL') -> its kind, or
-    'sendrecv' for the kernel all-to-all, send and recv share. None: not a collective's work."""
+    'sendrecv' for the kernel all-to-all, send and recv share, 'nccl' for an NCCL kernel named otherwise
+    ('ncclDevKernel_Generic'). None: not a collective's work."""
     for prefix in ("gloo:", "nccl:", "ucc:", "mpi:"):
         if name.startswith(prefix):
             return _WORK_NAMES.get(name[len(prefix) :].split("(")[0].strip())
     for prefix in ("ncclDevKernel_", "ncclKernel_"):
         if name.startswith(prefix):
             word = name[len(prefix) :].split("_")[0].split("(")[0]
-            return _KERNEL_NAMES.get(word)
+            return _KERNEL_NAMES.get(word, "nccl")  # NB: a kernel NCCL does not name by its collective (Generic)
     return None
 
 

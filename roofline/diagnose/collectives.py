@@ -343,6 +343,9 @@ def collective_rows(
     work_by_class: dict[str, list[Work]] = {}
     for w in work:
         work_by_class.setdefault(w.cls, []).append(w)
+    if "nccl" in work_by_class:  # NB: kernels that do not name their collective: every call matched in order
+        by_class = {"nccl": list(calls)} if calls else {}
+        work_by_class = {"nccl": sorted(work, key=lambda w: w.start_us)}
     n = max(iterations, 1)
     for cls in sorted(set(by_class) | set(work_by_class)):
         counted = by_class.get(cls, [])
@@ -367,7 +370,7 @@ def collective_rows(
         for w in seen:
             groups.setdefault(w.bytes, []).append(w)
         for size, group in groups.items():
-            kind = cls if cls != "sendrecv" else "send"
+            kind = {"sendrecv": "send", "nccl": "all_reduce"}.get(cls, cls)  # NB: the factor of an unnamed kernel
             t = median([w.duration_us * 1e-6 for w in group])
             rows.append(_row(kind, group[0].name, size, t, len(group) / n, None, ranks, roof, rank, "profile"))
         notes.append(

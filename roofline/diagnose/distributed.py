@@ -67,6 +67,14 @@ def check_backend(backend: str | None, device_kind: str, dist: Any = None) -> st
     return chosen
 
 
+def backend_name(reported: str) -> str:
+    """'nccl' or 'gloo' from what torch reports ('nccl', 'cpu:gloo,cuda:nccl'): NCCL where the group has it."""
+    for name in BACKENDS:
+        if name in reported:
+            return name
+    return reported
+
+
 def rank_device(device: str | None, launch: Launch, torch: Any) -> str:
     """cpu, or the GPU of this rank: cuda:LOCAL_RANK (one process per GPU)."""
     kind = (device or ("cuda" if torch.cuda.is_available() else "cpu")).split(":")[0]
@@ -111,10 +119,10 @@ def init_group(launch: Launch, device: str, backend: str | None) -> Group:
             options["device_id"] = torch.device(device)
         dist.init_process_group(backend=chosen, **options)
         here = True
-    used = str(dist.get_backend())
+    used = backend_name(str(dist.get_backend()))
     if backend and backend not in used:
         raise UsageError(f"--backend {backend}: the model file initialised the process group with {used}")
-    side = None if "gloo" in used and "nccl" not in used else dist.new_group(backend="gloo")
+    side = None if used == "gloo" else dist.new_group(backend="gloo")
     return Group(used, dist.get_world_size(), dist.get_rank(), side, here)
 
 
@@ -343,7 +351,7 @@ def diagnose_rank(
     result = diagnose(path, device=torch_device, stages=rank_stages(stages or Stages(), state), **options)
     kind = "cuda" if torch_device.startswith("cuda") else "cpu"
     name = torch.cuda.get_device_name(torch.device(torch_device)) if kind == "cuda" else "cpu"
-    roof, roof_note = comm_roof(kind, name, group.backend.split(":")[0], group.world_size, result.device.name)
+    roof, roof_note = comm_roof(kind, name, group.backend, group.world_size, result.device.name)
     summary = rank_summary(result, state, group, roof, launch)
     gathered: list[Any] | None = [None] * group.world_size if group.rank == 0 else None
     dist.gather_object(summary, gathered, dst=0, group=group.side)

@@ -88,6 +88,8 @@ def check_nproc(nproc: int, device_kind: str, gpus: int) -> None:
     """--nproc N: at least 1; on GPUs, one process per GPU, so at most the GPUs visible."""
     if nproc < 1:
         raise UsageError(f"--nproc {nproc}: at least 1")
+    if device_kind == "cuda" and gpus == 0:
+        raise UsageError(f"--nproc {nproc} --device cuda: torch sees no GPU: use --device cpu (gloo ranks)")
     if device_kind == "cuda" and nproc > gpus:
         raise UsageError(
             f"--nproc {nproc}: this machine shows {gpus} GPU{'s' if gpus != 1 else ''} (one process per GPU): "
