@@ -23,6 +23,19 @@ def calibrate(
     refresh: bool = typer.Option(False, "--refresh", help="Measure again even when this machine has a cached result."),
     as_json: bool = json_option(),
     spec: list[Path] | None = spec_option(),
+    collectives: bool = typer.Option(
+        False,
+        "--collectives",
+        help="Measure the communication roof instead: all-reduce and all-gather bus bandwidth over message sizes "
+        "across N ranks (torch.distributed; GPUs 8 KiB..1 GiB, the CPU 4 KiB..4 MiB), cached per device, backend "
+        "and world size. Implied inside a torchrun launch. See docs/distributed.md.",
+    ),
+    nproc: int | None = typer.Option(
+        None, "--nproc", help="--collectives: the ranks (default: every GPU; 2 on the CPU).", metavar="N"
+    ),
+    backend: str | None = typer.Option(
+        None, "--backend", help="--collectives: nccl (GPUs, the default there) or gloo.", metavar="nccl|gloo"
+    ),
 ) -> None:
     """Measure this machine's ceilings (bandwidth, GEMM rate per dtype, launch floor) and cache them.
 
@@ -31,8 +44,19 @@ def calibrate(
     a sustained one after a thermal soak, the roof), and the launch floor; the measuring is planned to fit a 24 s
     budget. CPU: fp32/fp64 GEMM rate, copy and triad bandwidth, per-op overhead. A cached
     result for this machine (same device, driver, CUDA, torch) is shown instead unless --refresh. Commands that
-    time kernels use these as measured roofs. See docs/calibration.md.
+    time kernels use these as measured roofs. --collectives measures the communication roof across ranks instead
+    (docs/distributed.md). See docs/calibration.md.
     """
+    from roofline.diagnose.launch import launched
+
+    if collectives or nproc is not None or backend is not None or launched():
+        from roofline.cli.distributed import calibrate_collectives
+        from roofline.errors import UsageError
+
+        if not collectives and not launched():
+            raise UsageError("--nproc and --backend: only with --collectives")
+        calibrate_collectives(device=device, backend=backend, nproc=nproc, refresh=refresh, as_json=as_json)
+        return
     from roofline.roofs import calibration_for, torch_device
 
     kind = torch_device(device, indexed=False)

@@ -109,6 +109,21 @@ def diagnose(
         "with its FLOPs, bytes, intensity, bound and efficiency.",
         metavar="FILE.json",
     ),
+    nproc: int | None = typer.Option(
+        None,
+        "--nproc",
+        help="Run the model on N ranks (processes) through torch.distributed.run, one per GPU (gloo ranks on the "
+        "CPU): every rank diagnosed, collectives on the communication roof, one merged report. Inside a torchrun "
+        "launch leave it out: each rank diagnoses itself. See docs/distributed.md.",
+        metavar="N",
+    ),
+    backend: str | None = typer.Option(
+        None,
+        "--backend",
+        help="The process group's backend with --nproc or under torchrun: nccl (GPUs, the default there) or gloo "
+        "(the CPU's default).",
+        metavar="nccl|gloo",
+    ),
     force: bool = force_option(),
     predict: list[str] | None = typer.Option(
         None,
@@ -129,8 +144,9 @@ def diagnose(
     bound beside the measured gain, outputs match and notes, stored as `verified` in the report (`roofline report`
     shows it in html/markdown, `roofline plot --verified` draws each op before and after). --timeout bounds the
     run's wall-clock time. --counters adds Nsight Compute's measured bytes and throughputs per op. --trace
-    diagnoses a torch.profiler trace instead; --export-trace writes the run's trace, annotated. See
-    docs/diagnose.md.
+    diagnoses a torch.profiler trace instead; --export-trace writes the run's trace, annotated. --nproc N runs it
+    on N ranks (torch.distributed.run) and merges them, collectives on the communication roof (docs/distributed.md).
+    See docs/diagnose.md.
     """
     started = _process_age_s()  # before anything of diagnose runs: Python's start and our CLI's imports
     clock = time.perf_counter()
@@ -166,6 +182,14 @@ def diagnose(
         if as_json:
             raise UsageError("--predict with --json: run `roofline predict REPORT.json --device NAME --json` after it")
         targets = check_targets(target_names(predict), spec or [])  # before the model runs
+    if nproc is not None or backend is not None or _launched():
+        if trace is not None:
+            raise UsageError("--trace reads one trace: --nproc, --backend and torchrun are for a live run (MODEL.py)")
+        _distributed(model, script_args, nproc, backend, device, dict(entry=entry, dtype=dtype, mode=mode,
+                     warmup=warmup_n, iters=iters_n, sheet=sheet, spec_files=spec or [], roofs=roofs,
+                     argv=script_args or [], verify=verify, counters=counters), top, as_json, output, export_trace,
+                     timeout)  # fmt: skip
+        return
     inputs = [
         ("the model file" if trace is None else "the trace", model if trace is None else trace),
         *(("a --spec sheet", path) for path in spec or []),
@@ -300,6 +324,28 @@ def _show_stages(result: Any, write_s: float, started: float | None, command_s: 
         for line in stage_lines(stages, total):
             info(line)
     info(stages_line(stages, total))
+
+
+def _launched() -> bool:
+    from roofline.diagnose.launch import launched
+
+    return launched()
+
+
+def _distributed(model: Any, script_args: Any, nproc: int | None, backend: str | None, device: str | None,
+                 options: dict[str, Any], top: int, as_json: bool, output: Path, export_trace: Path | None,
+                 timeout: float | None) -> None:  # fmt: skip
+    """--nproc N (the parent: launch the ranks) or a rank of a torchrun launch (roofline.cli.distributed)."""
+    from roofline.cli.distributed import diagnose_rank_cli, launch_nproc
+    from roofline.errors import UsageError
+
+    if nproc is not None:
+        launch_nproc(nproc, device=device, backend=backend)
+        return
+    if not _launched():
+        raise UsageError("--backend: only with --nproc N or inside a torchrun launch")
+    diagnose_rank_cli(model, options=options, backend=backend, device=device, top=top, as_json=as_json,
+                      output=output, export_trace=export_trace, timeout=timeout)  # fmt: skip
 
 
 def _export_trace(result: Any, where: Path, shown: Path) -> None:

@@ -200,6 +200,11 @@ def plot_option() -> Any:
     )
 
 
+def requested_plot() -> Path | None:
+    """The path --plot asked for (None when it did not)."""
+    return _REQUESTED.get()
+
+
 def write_requested_plot(report: Any, name: str) -> None:
     """Write the chart of ``report`` where --plot asked for it (nothing when it did not)."""
     path = _REQUESTED.get()

@@ -11,7 +11,8 @@ to run (clocks, power, the runner) -- a drift that no test on one run's samples 
 
 Keys match a point across runs (:func:`points_of`):
 - bench: ``kind | label | dtype | op`` (e.g. ``gemm | m=4096 n=4096 k=4096 | bf16 | gemm torch.matmul bf16``);
-- diagnose: ``phase | module path | op | input shapes | #occurrence``, the occurrence counting earlier ops of
+- diagnose: ``phase | module path | op | input shapes | #occurrence`` (``rank R | `` first for a distributed
+  run's rows), the occurrence counting earlier ops of
   the report with the same phase, module, op and shapes (0 for the first). An op inserted elsewhere in the
   model leaves every other key unchanged.
 
@@ -192,10 +193,14 @@ def _diagnose_points(rows: list[dict[str, Any]]) -> list[Point]:
                 json.dumps(shapes, separators=(",", ":")),
             )
         )
+        rank = row.get("rank")
+        if rank is not None:  # a distributed run's rows: each rank's ops apart (docs/distributed.md)
+            base = f"rank {rank} | {base}"
         occurrence = seen[base]
         seen[base] += 1
         module = row.get("module") or "(model)"
         phase = "" if row.get("phase", "forward") == "forward" else f"[{row.get('phase')}] "
+        phase = phase if rank is None else f"[rank {rank}] {phase}"
         label = f"{phase}{module} {row.get('op', '')} {_shape_text(shapes)}".rstrip()
         timed = row.get("timed", True)
         points.append(

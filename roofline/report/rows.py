@@ -285,6 +285,7 @@ class OpPoint(BaseModel):
     fused_kernel: str = ""  # a compiled model: the fused kernel whose time it shares ('' not fused)
     limiter: str = ""  # compute | memory | parallelism | latency | launch | host | layout | none
     limiter_evidence: str = ""  # the numbers that decided it, one line
+    rank: int | None = None  # a distributed run (diagnose --nproc, torchrun): the rank it ran on; None: one process
 
     @property
     def rows(self) -> int:

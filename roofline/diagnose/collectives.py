@@ -1,0 +1,431 @@
+"""Collectives in a diagnosed rank: taken out of the counted ops, found in the profiler's trace, timed, placed on
+the communication roof, and the communication measured against the compute it overlaps. Pure: no torch.
+
+- :func:`split_records`: the counting pass's records -> the compute records (renumbered, what the roofline places)
+  and the collective calls (kind, message bytes exact from the shapes; :mod:`roofline.costs.collectives`);
+- :func:`trace_activity`: a torch.profiler Chrome trace -> the collectives' work (gloo's and NCCL's record_function
+  events on the CPU, NCCL's kernels on a GPU) and the compute intervals (aten ops on the CPU, other kernels on a GPU);
+- :func:`collective_rows`: calls x work -> one row per call (median time over the profiled iterations, algbw,
+  busbw, the roof's time and the efficiency);
+- :func:`overlap`: exposed vs overlapped communication, from intervals;
+- :func:`skew`: per-rank iteration times -> the slowest rank against the median, the stragglers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from roofline.costs.collectives import (
+    CommRoof,
+    bus_factor,
+    is_communication_op,
+    kind_of,
+    message_bytes,
+    work_class,
+    work_kind,
+)
+from roofline.dtypes import BITS
+from roofline.report.records import OpRecord
+from roofline.samples import median
+
+Interval = tuple[float, float]  # (start, end), seconds or microseconds alike
+
+#: a rank is a straggler when its iteration takes this much longer than the median rank's
+STRAGGLER_RATIO = 1.10
+
+#: the profiler's element type names (a trace's "Input type") -> bytes per element
+_TRACE_ITEMSIZE = {
+    "float": 4,
+    "double": 8,
+    "c10::Half": 2,
+    "c10::BFloat16": 2,
+    "long int": 8,
+    "long": 8,
+    "int64_t": 8,
+    "int": 4,
+    "short int": 2,
+    "signed char": 1,
+    "unsigned char": 1,
+    "bool": 1,
+    "c10::Float8_e4m3fn": 1,
+    "c10::Float8_e5m2": 1,
+}
+
+
+@dataclass(frozen=True)
+class CollectiveCall:
+    """One collective the counting pass saw in an iteration, in order."""
+
+    position: int  # among the iteration's collectives
+    op: str  # 'c10d::allreduce_'
+    kind: str  # 'all_reduce'
+    bytes: int | None  # S (nccl-tests' message size); None: a dtype we cannot size
+    dtype: str
+    phase: str
+    module: str
+    shapes: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class Work:
+    """A collective's work in the trace: gloo's/NCCL's record_function event or an NCCL kernel."""
+
+    name: str
+    cls: str  # its work class ('all_reduce', ..., 'sendrecv')
+    start_us: float
+    end_us: float
+    bytes: int | None = None  # from the event's input dims and type (gloo: the input tensor), None unknown
+
+    @property
+    def duration_us(self) -> float:
+        return max(self.end_us - self.start_us, 0.0)
+
+
+@dataclass
+class Activity:
+    """What a rank's trace shows: the collectives' work, the compute intervals and the profiled iterations."""
+
+    work: list[Work] = field(default_factory=list)
+    compute: list[Interval] = field(default_factory=list)  # microseconds
+    iterations: int = 0  # roofline::iteration markers seen
+    iteration_us: list[float] = field(default_factory=list)  # their durations: the profiled iterations' times
+    device: str = "cpu"  # 'cuda' when the trace holds kernels
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Communication against compute on one rank, per iteration (seconds)."""
+
+    communication_s: float  # the union of the collectives' intervals
+    overlapped_s: float  # of it, while compute ran
+    exposed_s: float  # of it, with no compute running: what the step waits for
+
+    @property
+    def exposed_share(self) -> float:
+        return self.exposed_s / self.communication_s if self.communication_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Skew:
+    """Per-rank iteration times: the median, the slowest rank and how far it is above the median."""
+
+    median_s: float
+    slowest_rank: int
+    slowest_s: float
+    ratio: float  # slowest / median
+    stragglers: tuple[int, ...]  # ranks above STRAGGLER_RATIO x the median
+
+
+# ------------------------------------------------------------------------------------------------ counting
+
+
+def itemsize(dtype: str) -> int | None:
+    bits = BITS.get(dtype)
+    return None if bits is None or bits % 8 else bits // 8
+
+
+def split_records(records: Sequence[OpRecord], ranks: int) -> tuple[list[OpRecord], list[CollectiveCall]]:
+    """The counted records without the communication ops (renumbered in order, their inputs' producers remapped;
+    a collective's output becomes an input from outside), and the collective calls with their message bytes."""
+    keep: dict[int, int] = {}
+    compute: list[OpRecord] = []
+    calls: list[CollectiveCall] = []
+    for record in records:
+        kind = kind_of(record.op)
+        if kind is not None:
+            dtype = next((d for d in record.input_dtypes if d), "")
+            size = itemsize(dtype)
+            shapes = record.input_shapes
+            nbytes = None if size is None else message_bytes(record.op, shapes, record.output_shapes, size, ranks)
+            calls.append(
+                CollectiveCall(len(calls), record.op, kind, nbytes, dtype, record.phase, record.module, shapes)
+            )
+            continue
+        if is_communication_op(record.op):
+            continue
+        keep[record.index] = len(compute)
+        producers = tuple(None if p is None else keep.get(p) for p in record.input_producers)
+        compute.append(dataclasses.replace(record, index=len(compute), input_producers=producers))
+    return compute, calls
+
+
+def without_communication(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The timing pass's event dicts without the communication ops and kernels, so the join times compute only."""
+    out = []
+    for event in events:
+        name = str(event.get("name", ""))
+        if event.get("kind") == "op" and is_communication_op(name):
+            continue
+        if event.get("kind") == "kernel" and work_kind(name) is not None:
+            continue
+        out.append(event)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ the trace
+
+
+#: the profiler's NCCL metadata dtype names (record_param_comms, and the NCCL kernels' args) -> bytes per element
+_COMMS_ITEMSIZE = {"Float": 4, "BFloat16": 2, "Half": 2, "Double": 8, "Long": 8, "Int": 4, "Short": 2, "Byte": 1,
+                   "Char": 1, "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1}  # fmt: skip
+
+
+def _comms_bytes(args: dict[str, Any], cls: str) -> int | None:
+    """S from the profiler's NCCL metadata ('In msg nelems', 'Out msg nelems', 'dtype'), where an event has it:
+    the gathered output for an all-gather, the input otherwise."""
+    size = _COMMS_ITEMSIZE.get(str(args.get("dtype", "")))
+    key = "Out msg nelems" if cls == "all_gather" else "In msg nelems"
+    count = args.get(key)
+    if size is None or not isinstance(count, int):
+        return None
+    return count * size
+
+
+def _trace_bytes(args: dict[str, Any]) -> int | None:
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if not isinstance(dims, list) or not dims or not isinstance(types, list) or not types:
+        return None
+    size = _TRACE_ITEMSIZE.get(str(types[0]))
+    if size is None or not isinstance(dims[0], list) or not all(isinstance(d, int) for d in dims[0]):
+        return None
+    count = 1
+    for d in dims[0]:
+        count *= d
+    return count * size
+
+
+def trace_activity(trace: Any, marker: str = "roofline::iteration") -> Activity:
+    """A Chrome trace (torch.profiler's export, parsed) -> the collectives' work, compute intervals, iterations.
+
+    A GPU trace (NCCL kernels in it): the work is the NCCL kernels and the compute every other kernel; a CPU trace:
+    the work is the backends' record_function events ('gloo:all_reduce', on gloo's worker threads), and the
+    compute every aten op (the c10d ops that only enqueue the work are not compute)."""
+    events = trace.get("traceEvents") if isinstance(trace, dict) else trace
+    activity = Activity()
+    if not isinstance(events, list):
+        return activity
+    kernels = [e for e in events if isinstance(e, dict) and str(e.get("cat", "")).lower() == "kernel"]
+    activity.device = "cuda" if kernels else "cpu"
+    ops: list[tuple[Any, float, float]] = []  # aten ops: (thread, start, end)
+    enqueue: list[tuple[Any, float, float]] = []  # c10d ops on the CPU: (thread, start, end)
+    for event in events:
+        if not isinstance(event, dict) or event.get("ph") != "X":
+            continue
+        name = str(event.get("name", ""))
+        cat = str(event.get("cat", "")).lower()
+        try:
+            start = float(event["ts"])
+            end = start + float(event.get("dur", 0.0))
+        except (KeyError, TypeError, ValueError):
+            continue
+        if name == marker and cat == "user_annotation":
+            activity.iterations += 1
+            activity.iteration_us.append(end - start)
+            continue
+        cls = work_kind(name)
+        if activity.device == "cuda":
+            if cat != "kernel":
+                continue
+            if cls is not None:
+                args = event.get("args") if isinstance(event.get("args"), dict) else {}
+                activity.work.append(Work(name, cls, start, end, _comms_bytes(args, cls)))
+            else:
+                activity.compute.append((start, end))
+            continue
+        if cls is not None and cat in ("user_annotation", "cpu_instant_event", "cpu_op"):
+            args = event.get("args") if isinstance(event.get("args"), dict) else {}
+            activity.work.append(Work(name, cls, start, end, _trace_bytes(args)))
+        elif cat == "cpu_op" and name.startswith("aten::"):
+            ops.append((event.get("tid"), start, end))
+        elif cat == "cpu_op" and is_communication_op(name):
+            enqueue.append((event.get("tid"), start, end))
+    # NB: aten ops inside a c10d op on its thread (gloo's chunking and copies of the buffers) are the collective's
+    if activity.device == "cpu":
+        activity.compute = [
+            (a, b) for tid, a, b in ops if not any(t == tid and s <= a and b <= e for t, s, e in enqueue)
+        ]
+    activity.work.sort(key=lambda w: w.start_us)
+    return activity
+
+
+# ------------------------------------------------------------------------------------------------ intervals
+
+
+def union(intervals: Iterable[Interval]) -> list[Interval]:
+    """The intervals merged: sorted, disjoint."""
+    merged: list[list[float]] = []
+    for start, end in sorted(intervals):
+        if end <= start:
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(a, b) for a, b in merged]
+
+
+def length(intervals: Iterable[Interval]) -> float:
+    return sum(b - a for a, b in union(intervals))
+
+
+def intersection(a: Iterable[Interval], b: Iterable[Interval]) -> float:
+    """The length of union(a) intersected with union(b)."""
+    left, right = union(a), union(b)
+    i = j = 0
+    total = 0.0
+    while i < len(left) and j < len(right):
+        lo = max(left[i][0], right[j][0])
+        hi = min(left[i][1], right[j][1])
+        if hi > lo:
+            total += hi - lo
+        if left[i][1] < right[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def overlap(
+    communication: Sequence[Interval], compute: Sequence[Interval], iterations: int, scale: float = 1e-6
+) -> Overlap:
+    """Communication vs compute over ``iterations`` (per iteration; ``scale`` turns the intervals' unit into
+    seconds, 1e-6 for a trace's microseconds): the union of the collectives' intervals, the part of it during which
+    some compute ran (overlapped), the rest (exposed)."""
+    n = max(iterations, 1)
+    total = length(communication)
+    hidden = intersection(communication, compute)
+    return Overlap(total * scale / n, hidden * scale / n, (total - hidden) * scale / n)
+
+
+def skew(times: dict[int, float], ratio: float = STRAGGLER_RATIO) -> Skew | None:
+    """The ranks' iteration times -> the slowest against the median, and the stragglers (above ``ratio`` x the
+    median). None without times."""
+    if not times:
+        return None
+    mid = median(list(times.values()))
+    slowest = max(times, key=lambda r: (times[r], -r))
+    over = tuple(sorted(r for r, t in times.items() if mid > 0 and t > ratio * mid))
+    return Skew(mid, slowest, times[slowest], times[slowest] / mid if mid > 0 else 1.0, over)
+
+
+# ------------------------------------------------------------------------------------------------ rows
+
+
+def _classes(calls: Sequence[CollectiveCall], backend: str) -> dict[str, list[CollectiveCall]]:
+    out: dict[str, list[CollectiveCall]] = {}
+    for call in calls:
+        cls = work_class(call.kind)
+        if backend == "gloo" and call.kind == "reduce_scatter":
+            cls = "all_reduce"  # NB: gloo runs reduce_scatter_tensor as an all-reduce (its profile says so)
+        out.setdefault(cls, []).append(call)
+    return out
+
+
+def collective_rows(
+    calls: Sequence[CollectiveCall],
+    work: Sequence[Work],
+    iterations: int,
+    ranks: int,
+    *,
+    backend: str = "",
+    roof: CommRoof | None = None,
+    rank: int | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per counted collective call (its median time over the profiled iterations: the k-th work event of
+    its class in each iteration is its), and rows for the work no counted call explains (its bytes from the trace
+    where the trace gives them). Returns (rows, notes)."""
+    notes: list[str] = []
+    rows: list[dict[str, Any]] = []
+    by_class = _classes(calls, backend)
+    work_by_class: dict[str, list[Work]] = {}
+    for w in work:
+        work_by_class.setdefault(w.cls, []).append(w)
+    if "nccl" in work_by_class:  # NB: kernels that do not name their collective: every call matched in order
+        by_class = {"nccl": list(calls)} if calls else {}
+        work_by_class = {"nccl": sorted(work, key=lambda w: w.start_us)}
+    n = max(iterations, 1)
+    for cls in sorted(set(by_class) | set(work_by_class)):
+        counted = by_class.get(cls, [])
+        seen = work_by_class.get(cls, [])
+        if counted and len(seen) == len(counted) * n:
+            for k, call in enumerate(counted):
+                times = [seen[i * len(counted) + k].duration_us * 1e-6 for i in range(n)]
+                rows.append(
+                    _row(call.kind, call.op, call.bytes, median(times), 1.0, call, ranks, roof, rank, "counted")
+                )
+            continue
+        if counted:
+            notes.append(
+                f"{cls}: the counting pass saw {len(counted)} call(s) an iteration, the profile {len(seen)} in "
+                f"{n} iteration(s): timed by the kind's mean"
+            )
+            mean = sum(w.duration_us for w in seen) * 1e-6 / len(seen) if seen else 0.0
+            for call in counted:
+                rows.append(_row(call.kind, call.op, call.bytes, mean, 1.0, call, ranks, roof, rank, "counted"))
+            continue
+        groups: dict[int | None, list[Work]] = {}
+        for w in seen:
+            groups.setdefault(w.bytes, []).append(w)
+        for size, group in groups.items():
+            kind = {"sendrecv": "send", "nccl": "all_reduce"}.get(cls, cls)  # NB: the factor of an unnamed kernel
+            t = median([w.duration_us * 1e-6 for w in group])
+            rows.append(_row(kind, group[0].name, size, t, len(group) / n, None, ranks, roof, rank, "profile"))
+        notes.append(
+            f"{cls}: {len(seen)} call(s) in the profile that the counting pass did not see (bytes from the trace)"
+        )
+    return rows, notes
+
+
+def _row(
+    kind: str,
+    op: str,
+    size: int | None,
+    time_s: float,
+    calls: float,
+    call: CollectiveCall | None,
+    ranks: int,
+    roof: CommRoof | None,
+    rank: int | None,
+    source: str,
+) -> dict[str, Any]:
+    factor = bus_factor(kind, ranks)
+    alg = size / time_s if size is not None and time_s > 0 else None
+    roof_s = roof.time_s(kind, size, ranks) if roof is not None and size is not None else None
+    return {
+        "rank": rank,
+        "kind": kind,
+        "op": op,
+        "phase": call.phase if call else "",
+        "module": call.module if call else "",
+        "dtype": call.dtype if call else "",
+        "calls": calls,  # per iteration
+        "bytes": size,  # S, one call
+        "bus_bytes": None if size is None else size * factor,
+        "time_s": time_s,  # one call, median over the iterations
+        "algbw_bytes_per_s": alg,
+        "busbw_bytes_per_s": None if alg is None else alg * factor,
+        "roof_time_s": roof_s,
+        "efficiency": roof_s / time_s if roof_s is not None and time_s > 0 else None,
+        "source": source,  # 'counted': bytes from the counting pass; 'profile': from the trace
+    }
+
+
+__all__ = [
+    "Activity",
+    "CollectiveCall",
+    "Overlap",
+    "Skew",
+    "Work",
+    "collective_rows",
+    "intersection",
+    "length",
+    "overlap",
+    "skew",
+    "split_records",
+    "trace_activity",
+    "union",
+    "without_communication",
+]

@@ -1,0 +1,383 @@
+"""`roofline diagnose` inside a torchrun launch: every rank counts and times its ops with the usual pipeline, its
+collectives are taken apart and timed from the profiler's trace, and rank 0 merges the ranks into one report.
+
+The hooks are small: the pipeline runs unchanged with two of its stages wrapped (:func:`rank_stages`): counting
+(the collectives split from the compute ops: roofline.diagnose.collectives.split_records) and timing (the profile
+keeps its Chrome trace, read for the collectives' work and the compute intervals, and the join sees compute only).
+
+The process group: initialised here from torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR...)
+when the model file did not; while the file loads, its own ``init_process_group`` is skipped when the group
+already exists. The ranks' results go to rank 0 through ``gather_object`` on a gloo group (the default group
+when it is gloo, a gloo side group beside NCCL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import socket
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roofline.costs.collectives import CommRoof
+from roofline.diagnose import collectives as coll
+from roofline.diagnose.pipeline import DiagnoseResult, Stages, diagnose, finding_dict
+from roofline.errors import CalibrationError, DeviceError, UsageError
+
+BACKENDS = ("nccl", "gloo")
+
+
+@dataclass
+class Launch:
+    rank: int
+    world_size: int
+    local_rank: int
+
+
+def launch_from_env(env: dict[str, str] | None = None) -> Launch | None:
+    """This rank's place in a torchrun launch, or None outside one."""
+    env = dict(os.environ) if env is None else env
+    if "RANK" not in env or "WORLD_SIZE" not in env:
+        return None
+    try:
+        return Launch(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", env["RANK"])))
+    except ValueError:
+        raise UsageError("RANK, WORLD_SIZE and LOCAL_RANK must be integers (as torchrun sets them)") from None
+
+
+def default_backend(device_kind: str) -> str:
+    return "nccl" if device_kind == "cuda" else "gloo"
+
+
+def check_backend(backend: str | None, device_kind: str, dist: Any = None) -> str:
+    """The backend to use: --backend (nccl | gloo) or the device's default; UsageError when it is unknown, cannot
+    drive this device (NCCL on the CPU) or is not in this torch build."""
+    chosen = backend or default_backend(device_kind)
+    if chosen not in BACKENDS:
+        raise UsageError(f"--backend {chosen!r}: use nccl (GPUs) or gloo (CPU or GPUs)")
+    if chosen == "nccl" and device_kind != "cuda":
+        raise UsageError("--backend nccl: NCCL runs on GPUs; this run is on the CPU: use --backend gloo")
+    if dist is not None:
+        available = dist.is_nccl_available() if chosen == "nccl" else dist.is_gloo_available()
+        if not available:
+            raise UsageError(f"--backend {chosen}: not available in this torch build")
+    return chosen
+
+
+def backend_name(reported: str) -> str:
+    """'nccl' or 'gloo' from what torch reports ('nccl', 'cpu:gloo,cuda:nccl'): NCCL where the group has it."""
+    for name in BACKENDS:
+        if name in reported:
+            return name
+    return reported
+
+
+def rank_device(device: str | None, launch: Launch, torch: Any) -> str:
+    """cpu, or the GPU of this rank: cuda:LOCAL_RANK (one process per GPU)."""
+    kind = (device or ("cuda" if torch.cuda.is_available() else "cpu")).split(":")[0]
+    if kind == "cpu":
+        return "cpu"
+    if not torch.cuda.is_available():
+        raise DeviceError("--device cuda: torch sees no GPU")
+    count = torch.cuda.device_count()
+    if launch.local_rank >= count:
+        raise UsageError(
+            f"local rank {launch.local_rank}: this machine shows {count} GPU(s) (one process per GPU): "
+            "launch at most as many ranks as GPUs"
+        )
+    torch.cuda.set_device(launch.local_rank)
+    return f"cuda:{launch.local_rank}"
+
+
+@dataclass
+class Group:
+    backend: str
+    world_size: int
+    rank: int
+    side: Any = None  # the gloo group the results travel on (None: the default group)
+    initialised_here: bool = False
+
+
+def init_group(launch: Launch, device: str, backend: str | None) -> Group:
+    """The default process group (initialised from torchrun's environment unless it exists) and a gloo group for
+    the results."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        raise UsageError("torch.distributed is not available in this torch build")
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    here = False
+    chosen = check_backend(backend, kind, dist)
+    if not dist.is_initialized():
+        options: dict[str, Any] = {}
+        if chosen == "nccl":
+            import torch
+
+            options["device_id"] = torch.device(device)
+        dist.init_process_group(backend=chosen, **options)
+        here = True
+    used = backend_name(str(dist.get_backend()))
+    if backend and backend not in used:
+        raise UsageError(f"--backend {backend}: the model file initialised the process group with {used}")
+    side = None if used == "gloo" else dist.new_group(backend="gloo")
+    return Group(used, dist.get_world_size(), dist.get_rank(), side, here)
+
+
+@contextlib.contextmanager
+def tolerant_init() -> Iterator[None]:
+    """While the model file loads: its ``dist.init_process_group(...)`` is skipped when the group exists (we
+    initialised it from torchrun's environment), so a file written for torchrun loads unchanged."""
+    import torch.distributed as dist
+
+    original = dist.init_process_group
+
+    def init_process_group(*args: Any, **kwargs: Any) -> None:
+        if dist.is_initialized():
+            return None
+        return original(*args, **kwargs)
+
+    dist.init_process_group = init_process_group  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        dist.init_process_group = original  # type: ignore[assignment]
+
+
+# ------------------------------------------------------------------------------------------------ the stages
+
+
+@dataclass
+class RankState:
+    """What the wrapped stages saw on this rank."""
+
+    world_size: int
+    calls: list[coll.CollectiveCall] = field(default_factory=list)
+    activity: coll.Activity | None = None
+    iterations: int = 0
+
+
+def rank_stages(base: Stages, state: RankState) -> Stages:
+    """The pipeline's stages with counting and timing wrapped: the collectives split from the compute ops, the
+    profile's trace read for the collectives."""
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        with tolerant_init():
+            return base.load(*args, **kwargs)
+
+    def count(*args: Any, **kwargs: Any) -> Any:
+        records = base.count(*args, **kwargs)
+        compute, state.calls = coll.split_records(records, state.world_size)
+        return compute
+
+    def time(*args: Any, **kwargs: Any) -> Any:
+        keep = bool(kwargs.pop("keep_trace", False))
+
+        def profile(step: Any, iters: int, device: str) -> tuple[list[dict[str, Any]], float]:
+            from roofline.diagnose.profile import torch_profile
+
+            events, seconds = torch_profile(step, iters, device, keep_trace=True)
+            trace = next((e.get("trace") for e in events if e.get("kind") == "trace"), None)
+            state.activity = coll.trace_activity(trace) if trace is not None else coll.Activity()
+            state.iterations = iters
+            events = coll.without_communication(events)
+            if not keep:
+                events = [e for e in events if e.get("kind") != "trace"]
+            return events, seconds
+
+        return base.time(*args, profile=profile, **kwargs)
+
+    return dataclasses.replace(base, load=load, count=count, time=time)
+
+
+# ------------------------------------------------------------------------------------------------ the roof
+
+
+def comm_roof(
+    device_kind: str, device_name: str, backend: str, world_size: int, sheet_name: str = ""
+) -> tuple[CommRoof | None, str]:
+    """The communication roof: the cached `roofline calibrate --collectives` sweep of this device, backend and
+    world size; else (a GPU) the spec sheet's per-GPU link bandwidth, one direction, without latency; else none.
+    Returns (roof, a note saying where it came from)."""
+    from roofline.measure import collectives as measured
+
+    try:
+        cal = measured.find(device_name, backend, world_size)
+    except CalibrationError as exc:
+        cal, broken = None, f"ignoring a corrupt collectives calibration ({exc}); "
+    else:
+        broken = ""
+    if cal is not None:
+        roof = cal.roof("all_reduce")
+        if roof is not None:
+            return roof, f"communication roof: {roof.note}"
+    hint = f"roofline calibrate --collectives --nproc {world_size}"
+    if device_kind == "cuda" and sheet_name:
+        from roofline.specs.loader import load_registry
+
+        sheet = load_registry().find(sheet_name)
+        links = getattr(sheet, "interconnect", None) if sheet is not None else None
+        link = None if links is None else (links.nvlink_bandwidth_per_gpu or links.pcie_bandwidth)
+        if link is not None:
+            which = "NVLink" if link is links.nvlink_bandwidth_per_gpu else "PCIe"
+            note = (
+                f"{broken}communication roof: the {sheet_name} sheet's {which} bandwidth per GPU, one direction "
+                f"({link.per_direction_gb_per_s:g} GB/s; {link.direction} in its source), no latency: a bound; "
+                f"measure it with `{hint}`"
+            )
+            return CommRoof(link.per_direction_gb_per_s * 1e9, 0.0, "spec", note), note
+    return None, f"{broken}no communication roof: measure one with `{hint}`"
+
+
+# ------------------------------------------------------------------------------------------------ the run
+
+
+@dataclass
+class DistributedResult:
+    """One rank's diagnosis, and on rank 0 the merged section and the ranks' rows."""
+
+    result: DiagnoseResult
+    group: Group
+    summary: dict[str, Any]  # this rank's
+    merged: dict[str, Any] | None = None  # rank 0: the report's `distributed` section
+    rows: list[dict[str, Any]] = field(default_factory=list)  # rank 0: every rank's op rows, with `rank`
+
+    @property
+    def rank(self) -> int:
+        return self.group.rank
+
+    def report(self, command: str = "") -> Any:
+        """Rank 0: the merged report (every rank's rows, the distributed section); other ranks: their own."""
+        report = self.result.report(command)
+        if self.merged is None:
+            return report
+        return report.model_copy(update={"rows": self.rows, "distributed": self.merged})
+
+
+def rank_summary(
+    result: DiagnoseResult, state: RankState, group: Group, roof: CommRoof | None, launch: Launch
+) -> dict[str, Any]:
+    """What one rank sends to rank 0: its rows (with `rank`), its step, its collectives and their overlap."""
+    activity = state.activity or coll.Activity()
+    rows, notes = coll.collective_rows(
+        state.calls,
+        activity.work,
+        state.iterations or int(result.options.get("iters", 1)),
+        group.world_size,
+        backend=group.backend,
+        roof=roof,
+        rank=group.rank,
+    )
+    over = coll.overlap([(w.start_us, w.end_us) for w in activity.work], activity.compute, state.iterations or 1)
+    points = [{**p.model_dump(mode="json"), "rank": group.rank} for p in result.placed.points]
+    return {
+        "rank": group.rank,
+        "local_rank": launch.local_rank,
+        "host": socket.gethostname(),
+        "device": str(result.options.get("device")),
+        "iteration_s": result.timing.wall_s,  # uninstrumented
+        # under the profiler, where the communication was measured: the shares are of this one
+        "profiled_iteration_s": sum(activity.iteration_us) * 1e-6 / len(activity.iteration_us)
+        if activity.iteration_us
+        else result.timing.wall_s,
+        "communication_s": over.communication_s,
+        "overlapped_s": over.overlapped_s,
+        "exposed_s": over.exposed_s,
+        "collectives": rows,
+        "notes": notes,
+        "points": points,
+    }
+
+
+def merge(summaries: Sequence[dict[str, Any]], group: Group, roof: CommRoof | None, roof_note: str) -> dict[str, Any]:
+    """Rank 0: the ranks' summaries -> the report's `distributed` section (world, backend, per-rank times, the
+    collectives table, skew, the communication findings)."""
+    from roofline.findings.collectives import communication_findings
+
+    ordered = sorted(summaries, key=lambda s: s["rank"])
+    times = {s["rank"]: float(s["iteration_s"]) for s in ordered}
+    spread = coll.skew(times)
+    skew = None if spread is None else dataclasses.asdict(spread) | {"stragglers": list(spread.stragglers)}
+    findings = []
+    for s in ordered:
+        # NB: the communication was measured under the profiler: its share of the profiled iteration, applied to
+        # the uninstrumented one
+        scale = float(s["iteration_s"]) / float(s["profiled_iteration_s"]) if s.get("profiled_iteration_s") else 1.0
+        for f in communication_findings(
+            float(s["iteration_s"]),
+            min(float(s["exposed_s"]) * scale, float(s["iteration_s"])),
+            float(s["communication_s"]) * scale,
+            s["collectives"],
+            latency_s=None if roof is None else roof.latency_s,
+            bus_bytes_per_s=None if roof is None else roof.bus_bytes_per_s,
+        ):
+            findings.append({**finding_dict(f), "rank": s["rank"]})
+    for f in communication_findings(0.0, 0.0, 0.0, [], skew=skew):
+        findings.append({**finding_dict(f), "rank": None})
+    findings.sort(key=lambda f: -(f.get("saving_s") or 0.0))
+    return {
+        "world_size": group.world_size,
+        "backend": group.backend,
+        "roof": None
+        if roof is None
+        else {"source": roof.source, "bus_bytes_per_s": roof.bus_bytes_per_s, "latency_s": roof.latency_s},
+        "roof_note": roof_note,
+        "ranks": [{k: v for k, v in s.items() if k not in ("points", "collectives")} for s in ordered],
+        "skew": skew,
+        "collectives": [row for s in ordered for row in s["collectives"]],
+        "findings": findings,
+    }
+
+
+def diagnose_rank(
+    path: str | Path,
+    *,
+    launch: Launch,
+    device: str | None = None,
+    backend: str | None = None,
+    stages: Stages | None = None,
+    **options: Any,
+) -> DistributedResult:
+    """Diagnose this rank of a torchrun launch (``options``: the pipeline's, as `roofline diagnose` passes them)
+    and, on rank 0, merge every rank's result."""
+    import torch
+    import torch.distributed as dist
+
+    torch_device = rank_device(device, launch, torch)
+    group = init_group(launch, torch_device, backend)
+    state = RankState(group.world_size)
+    result = diagnose(path, device=torch_device, stages=rank_stages(stages or Stages(), state), **options)
+    kind = "cuda" if torch_device.startswith("cuda") else "cpu"
+    name = torch.cuda.get_device_name(torch.device(torch_device)) if kind == "cuda" else "cpu"
+    roof, roof_note = comm_roof(kind, name, group.backend, group.world_size, result.device.name)
+    summary = rank_summary(result, state, group, roof, launch)
+    gathered: list[Any] | None = [None] * group.world_size if group.rank == 0 else None
+    dist.gather_object(summary, gathered, dst=0, group=group.side)
+    out = DistributedResult(result, group, summary)
+    if group.rank == 0 and gathered is not None:
+        out.merged = merge(gathered, group, roof, roof_note)
+        out.rows = [p for s in sorted(gathered, key=lambda s: s["rank"]) for p in s["points"]]
+    dist.barrier(group=group.side)
+    if group.initialised_here:
+        dist.destroy_process_group()
+    return out
+
+
+__all__ = [
+    "BACKENDS",
+    "DistributedResult",
+    "Group",
+    "Launch",
+    "RankState",
+    "check_backend",
+    "comm_roof",
+    "diagnose_rank",
+    "init_group",
+    "launch_from_env",
+    "merge",
+    "rank_stages",
+    "rank_summary",
+    "tolerant_init",
+]

@@ -1,0 +1,260 @@
+"""The communication ceilings: all-reduce (and all-gather) bus bandwidth over message sizes across the ranks of a
+process group (``roofline calibrate --collectives``), and the cached document that holds them.
+
+The sweep needs an initialised process group (torchrun, or ``roofline calibrate --collectives --nproc N``):
+every rank runs each size ``iters`` times back to back after a warm-up, the time of a call is the slowest rank's
+(a collective ends when its last rank does), and the algorithm and bus bandwidths follow nccl-tests
+(:mod:`roofline.costs.collectives`). The roof of a kind is fitted under its points (``fit_roof``): the best bus
+bandwidth measured, and the latency that keeps every point on or above the roof.
+
+The document is versioned JSON beside the calibrations (``ROOFLINE_CACHE_DIR``), one per (device, backend, world
+size); reading is tolerant (unknown keys ignored), a foreign schema or version is a CalibrationError. torch is
+imported inside the measuring functions only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from roofline import __version__
+from roofline.costs.collectives import CommRoof, bus_factor, fit_roof
+from roofline.errors import CalibrationError
+from roofline.fileio import atomic_write_text
+from roofline.measure.calibration import cache_dir
+from roofline.yamlio import dumps_json
+
+SCHEMA = "roofline.collectives"
+VERSION = 1
+FILE_PREFIX = "collectives-"
+
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+#: message sizes of the sweep: GPUs 8 KiB .. 1 GiB, the CPU (gloo) 4 KiB .. 4 MiB; x4 apart
+GPU_SIZES = (*(8 * KIB * 4**i for i in range(9)), GIB)
+CPU_SIZES = tuple(4 * KIB * 4**i for i in range(6))
+KINDS = ("all_reduce", "all_gather")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", defer_build=True, populate_by_name=True)
+
+
+class CollectivePoint(_Model):
+    kind: str
+    bytes: int  # S, the message (nccl-tests)
+    time_s: float  # one call, the slowest rank's
+    algbw_bytes_per_s: float
+    busbw_bytes_per_s: float
+    iters: int = 0
+
+
+class KindRoof(_Model):
+    kind: str
+    latency_s: float
+    bus_bytes_per_s: float
+
+
+class CollectivesCalibration(_Model):
+    schema_: str = Field(SCHEMA, alias="schema")
+    version: int = VERSION
+    created_utc: datetime
+    tool_version: str = __version__
+    device: str  # 'NVIDIA H200' or 'cpu'
+    device_kind: str  # 'cuda' | 'cpu'
+    backend: str  # 'nccl' | 'gloo'
+    world_size: int
+    points: list[CollectivePoint] = Field(default_factory=list)
+    roofs: list[KindRoof] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    quick: bool = False  # small sizes for tests: not a ceiling
+
+    def roof(self, kind: str = "all_reduce") -> CommRoof | None:
+        """The communication roof of ``kind`` (all-reduce's for kinds not measured)."""
+        found = next((r for r in self.roofs if r.kind == kind), None) or next(
+            (r for r in self.roofs if r.kind == "all_reduce"), None
+        )
+        if found is None:
+            return None
+        return CommRoof(
+            found.bus_bytes_per_s,
+            found.latency_s,
+            "measured",
+            f"roofline calibrate --collectives ({self.backend}, {self.world_size} ranks, "
+            f"{self.created_utc:%Y-%m-%d}, {found.kind})",
+        )
+
+    def to_json(self) -> str:
+        return dumps_json(self.model_dump(mode="json", by_alias=True), indent=2) + "\n"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-") or "device"
+
+
+def cache_path(device: str, backend: str, world_size: int, directory: Path | None = None) -> Path:
+    return (directory or cache_dir()) / f"{FILE_PREFIX}{_slug(device)}-{backend}-n{world_size}.json"
+
+
+def save(cal: CollectivesCalibration, directory: Path | None = None) -> Path:
+    path = cache_path(cal.device, cal.backend, cal.world_size, directory)
+    atomic_write_text(path, cal.to_json())
+    return path
+
+
+def parse(text: str, source: str = "collectives calibration") -> CollectivesCalibration:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CalibrationError(f"{source}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise CalibrationError(f"{source}: not a roofline collectives calibration")
+    if data.get("version") != VERSION:
+        raise CalibrationError(f"{source}: version {data.get('version')!r}, this roofline reads version {VERSION}")
+    try:
+        return CollectivesCalibration.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise CalibrationError(f"{source}: invalid: {where}: {first.get('msg')}") from None
+
+
+def find(device: str, backend: str, world_size: int, directory: Path | None = None) -> CollectivesCalibration | None:
+    """The cached sweep for this device, backend and world size; None when there is none. CalibrationError when
+    the file is corrupt."""
+    path = cache_path(device, backend, world_size, directory)
+    if not path.is_file():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CalibrationError(f"{path}: cannot read ({exc})", path) from None
+    return parse(text, str(path))
+
+
+def from_points(
+    points: Sequence[CollectivePoint], *, device: str, device_kind: str, backend: str, world_size: int, **kw: Any
+) -> CollectivesCalibration:
+    """The document of a sweep: its points and each kind's roof fitted under them."""
+    roofs = []
+    for kind in dict.fromkeys(p.kind for p in points):
+        measured = [(p.bytes, p.time_s) for p in points if p.kind == kind]
+        try:
+            latency, bandwidth = fit_roof(measured, kind, world_size)
+        except ValueError:
+            continue
+        roofs.append(KindRoof(kind=kind, latency_s=latency, bus_bytes_per_s=bandwidth))
+    return CollectivesCalibration(
+        created_utc=datetime.now(timezone.utc),
+        device=device,
+        device_kind=device_kind,
+        backend=backend,
+        world_size=world_size,
+        points=list(points),
+        roofs=roofs,
+        **kw,
+    )
+
+
+def point(kind: str, size: int, time_s: float, ranks: int, iters: int = 0) -> CollectivePoint:
+    alg = size / time_s
+    return CollectivePoint(
+        kind=kind,
+        bytes=size,
+        time_s=time_s,
+        algbw_bytes_per_s=alg,
+        busbw_bytes_per_s=alg * bus_factor(kind, ranks),
+        iters=iters,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ torch
+
+
+def sweep(
+    *,
+    device: str,
+    sizes: Sequence[int] | None = None,
+    kinds: Sequence[str] = KINDS,
+    warmup: int = 3,
+    iters: int = 10,
+    group: Any = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> list[CollectivePoint]:
+    """Time each kind at each message size on the initialised process group: ``warmup`` calls, a barrier, then
+    ``iters`` back-to-back calls timed (CUDA events on a GPU, the host clock on the CPU); a call's time is the
+    slowest rank's (an all-reduce MAX of the ranks' times). Every rank returns the same points."""
+    import torch
+    import torch.distributed as dist
+
+    cuda = device.startswith("cuda")
+    n = dist.get_world_size(group)
+    sizes = list(sizes or (GPU_SIZES if cuda else CPU_SIZES))
+    points: list[CollectivePoint] = []
+    steps = [(k, s) for k in kinds for s in sizes]
+    for index, (kind, size) in enumerate(steps):
+        if progress is not None:
+            progress(f"{kind} {size} B", index, len(steps))
+        numel = max(size // 4 // n * n, n)  # fp32, a multiple of the ranks
+        if kind == "all_gather":
+            part = torch.ones(numel // n, device=device)
+            out = torch.empty(numel, device=device)
+
+            def call(part: Any = part, out: Any = out) -> None:
+                dist.all_gather_into_tensor(out, part, group=group)
+        else:
+            buffer = torch.ones(numel, device=device)
+
+            def call(buffer: Any = buffer) -> None:
+                dist.all_reduce(buffer, group=group)
+
+        for _ in range(warmup):
+            call()
+        seconds = _timed(call, iters, device, dist, group)
+        slowest = torch.tensor([seconds], dtype=torch.float64, device=device)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=group)
+        points.append(point(kind, numel * 4, float(slowest.item()) / iters, n, iters))
+    if progress is not None:
+        progress("done", len(steps), len(steps))
+    return points
+
+
+def _timed(call: Callable[[], None], iters: int, device: str, dist: Any, group: Any) -> float:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+        dist.barrier(group=group)
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        for _ in range(iters):
+            call()
+        end.record()
+        end.synchronize()
+        return begin.elapsed_time(end) * 1e-3
+    dist.barrier(group=group)
+    start = time.perf_counter()
+    for _ in range(iters):
+        call()
+    return time.perf_counter() - start
+
+
+__all__ = [
+    "CPU_SIZES",
+    "GPU_SIZES",
+    "CollectivePoint",
+    "CollectivesCalibration",
+    "cache_path",
+    "find",
+    "from_points",
+    "parse",
+    "point",
+    "save",
+    "sweep",
+]

@@ -1,0 +1,272 @@
+"""Collectives, pure: nccl-tests' bus bandwidth factors (exact), message bytes from shapes, the communication roof
+and its fit, overlap arithmetic on injected intervals, skew, splitting the counted records, reading a trace,
+matching calls to work, the findings, the chart spec and the console table."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from roofline.costs.collectives import (
+    CommRoof,
+    bus_factor,
+    busbw,
+    fit_roof,
+    is_communication_op,
+    kind_of,
+    message_bytes,
+    roof_time,
+    work_kind,
+)
+from roofline.diagnose.collectives import (
+    CollectiveCall,
+    Work,
+    collective_rows,
+    overlap,
+    skew,
+    split_records,
+    trace_activity,
+    union,
+    without_communication,
+)
+from roofline.findings.collectives import communication_findings
+from roofline.report.collectives_chart import collectives_chart
+from roofline.report.records import OpRecord
+
+
+@pytest.mark.parametrize(
+    ("kind", "n", "factor"),
+    [
+        ("all_reduce", 2, Fraction(1)),
+        ("all_reduce", 4, Fraction(3, 2)),
+        ("all_reduce", 8, Fraction(7, 4)),
+        ("all_gather", 2, Fraction(1, 2)),
+        ("all_gather", 8, Fraction(7, 8)),
+        ("reduce_scatter", 4, Fraction(3, 4)),
+        ("all_to_all", 8, Fraction(7, 8)),
+        ("broadcast", 8, Fraction(1)),
+        ("send", 2, Fraction(1)),
+        ("recv", 2, Fraction(1)),
+        ("all_reduce", 1, Fraction(0)),
+    ],
+)
+def test_bus_factor_is_nccl_tests(kind, n, factor):
+    assert bus_factor(kind, n) == float(factor)
+
+
+def test_busbw_is_algbw_times_the_factor():
+    # 1 GiB all-reduced on 8 ranks in 10 ms: algbw 107.37 GB/s, busbw x 7/4
+    size = 1 << 30
+    assert busbw("all_reduce", size, 0.01, 8) == pytest.approx(size / 0.01 * 7 / 4, rel=1e-15)
+    assert busbw("all_gather", size, 0.01, 8) == pytest.approx(size / 0.01 * 7 / 8, rel=1e-15)
+    assert busbw("all_reduce", size, 0.0, 8) is None
+    with pytest.raises(ValueError):
+        bus_factor("gossip", 2)
+
+
+def test_message_bytes_from_the_counted_shapes():
+    # dist.all_reduce(t): c10d::allreduce_([t]): t's bytes
+    assert message_bytes("c10d::allreduce_", [(16576,)], [(16576,)], 4, 2) == 16576 * 4
+    # all_gather_into_tensor(out [16, 64], in [8, 64]): the gathered output
+    assert message_bytes("c10d::_allgather_base_", [(16, 64), (8, 64)], [(16, 64)], 4, 2) == 16 * 64 * 4
+    # all_gather(list of 2 x [1000], [1000]) flattened: 2 outputs + 1 input -> the outputs
+    assert message_bytes("c10d::allgather_", [(1000,), (1000,), (1000,)], [], 2, 2) == 2000 * 2
+    # reduce_scatter_tensor(out [500], in [1000]): the input
+    assert message_bytes("c10d::_reduce_scatter_base_", [(500,), (1000,)], [(500,)], 4, 2) == 4000
+    # all_to_all_single(out, in): the input
+    assert message_bytes("c10d::alltoall_base_", [(1000,), (1000,)], [], 4, 2) == 4000
+    assert message_bytes("c10d::broadcast_", [(10, 10)], [], 8, 4) == 800
+    assert message_bytes("c10d::send", [(7,)], [], 4, 2) == 28
+    # the functional collectives (FSDP2, DTensor) return their output
+    assert message_bytes("_c10d_functional::all_gather_into_tensor", [(8, 64)], [(16, 64)], 2, 2) == 16 * 64 * 2
+    assert message_bytes("_c10d_functional::reduce_scatter_tensor", [(16, 64)], [(8, 64)], 2, 2) == 16 * 64 * 2
+
+
+def test_names():
+    assert kind_of("c10d::allreduce_") == "all_reduce"
+    assert kind_of("aten::mm") is None
+    assert is_communication_op("_c10d_functional::wait_tensor") and is_communication_op("record_param_comms")
+    assert not is_communication_op("aten::add")
+    assert work_kind("gloo:all_reduce") == "all_reduce"
+    assert work_kind("nccl:all_gather") == "all_gather"
+    assert work_kind("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)") == "all_reduce"
+    assert work_kind("ncclKernel_AllGather_RING_LL_Sum_int8_t") == "all_gather"
+    assert work_kind("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)") == "sendrecv"
+    assert work_kind("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL") == "reduce_scatter"
+    assert work_kind("void at::native::vectorized_elementwise_kernel") is None
+
+
+def test_the_roof_and_its_fit():
+    assert roof_time("all_reduce", 1 << 20, 2, 10e-6, 1e9) == pytest.approx(10e-6 + (1 << 20) / 1e9)
+    roof = CommRoof(100e9, 20e-6, "measured")
+    assert roof.bus_bandwidth(20e-6 * 100e9) == pytest.approx(50e9)  # at latency x bandwidth: half the bandwidth
+    # points on a line give the line back
+    line = [(s, 20e-6 + s * 2 * 7 / 8 / 100e9) for s in (8192, 1 << 20, 1 << 26, 1 << 30)]
+    latency, bandwidth = fit_roof(line, "all_reduce", 8)
+    assert latency == pytest.approx(20e-6, rel=1e-9) and bandwidth == pytest.approx(100e9, rel=1e-9)
+    # noisy points: every point on or above the roof
+    noisy = [(8192, 31e-6), (1 << 20, 40e-6), (1 << 24, 200e-6), (1 << 28, 3.1e-3)]
+    latency, bandwidth = fit_roof(noisy, "all_reduce", 2)
+    for size, t in noisy:
+        assert t >= roof_time("all_reduce", size, 2, latency, bandwidth) * (1 - 1e-12)
+    assert 0 <= latency < 31e-6
+
+
+def test_overlap_on_injected_intervals():
+    comm = [(0.0, 10.0), (20.0, 30.0)]
+    compute = [(5.0, 25.0)]
+    o = overlap(comm, compute, iterations=2, scale=1.0)
+    assert (o.communication_s, o.overlapped_s, o.exposed_s) == (10.0, 5.0, 5.0)  # per iteration
+    assert o.exposed_share == 0.5
+    assert union([(0, 2), (1, 3), (5, 6), (6, 7)]) == [(0, 3), (5, 7)]
+    nothing = overlap([(0.0, 4.0)], [], 1, scale=1.0)
+    assert nothing.exposed_s == 4.0 and nothing.overlapped_s == 0.0
+    hidden = overlap([(1.0, 2.0)], [(0.0, 1.5), (1.5, 3.0)], 1, scale=1.0)
+    assert hidden.exposed_s == 0.0 and hidden.overlapped_s == 1.0
+
+
+def test_skew_and_stragglers():
+    s = skew({0: 1.0, 1: 1.0, 2: 1.05, 3: 1.5})
+    assert s.median_s == pytest.approx(1.025) and s.slowest_rank == 3 and s.stragglers == (3,)
+    assert s.ratio == pytest.approx(1.5 / 1.025)
+    even = skew({0: 1.0, 1: 1.0})
+    assert even.stragglers == () and even.ratio == 1.0
+    assert skew({}) is None
+
+
+def _record(index, op, shapes, dtypes=("fp32",), producers=(), outputs=()):
+    return OpRecord(
+        index=index, op=op, module="", module_type="", phase="forward", input_shapes=shapes, input_dtypes=dtypes,
+        output_shapes=outputs, flops=0, bytes=0, dtype="fp32", math="vector", input_producers=producers,
+    )  # fmt: skip
+
+
+def test_split_records_renumbers_and_keeps_the_calls():
+    records = [
+        _record(0, "aten::mm", ((8, 64), (64, 64))),
+        _record(1, "c10d::_allgather_base_", ((16, 64), (8, 64)), ("fp32", "fp32"), (None, 0)),
+        _record(2, "_c10d_functional::wait_tensor", ((16, 64),)),
+        _record(3, "aten::relu", ((16, 64),), producers=(0,)),
+    ]
+    compute, calls = split_records(records, 2)
+    assert [r.op for r in compute] == ["aten::mm", "aten::relu"]
+    assert [r.index for r in compute] == [0, 1] and compute[1].input_producers == (0,)
+    assert calls == [
+        CollectiveCall(0, "c10d::_allgather_base_", "all_gather", 4096, "fp32", "forward", "", ((16, 64), (8, 64)))
+    ]
+
+
+def test_trace_activity_and_rows():
+    trace = {
+        "traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": "roofline::iteration", "ts": 0, "dur": 100, "tid": 1},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 30, "tid": 1},
+            {"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "ts": 40, "dur": 10, "tid": 1},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "ts": 42, "dur": 2, "tid": 1},  # in c10d
+            {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "ts": 45, "dur": 40, "tid": 2,
+             "args": {"Input Dims": [[1000]], "Input type": ["float"]}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 60, "dur": 10, "tid": 1},
+            {"ph": "X", "cat": "user_annotation", "name": "roofline::iteration", "ts": 100, "dur": 100, "tid": 1},
+            {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "ts": 150, "dur": 20, "tid": 2,
+             "args": {"Input Dims": [[1000]], "Input type": ["float"]}},
+        ]
+    }  # fmt: skip
+    activity = trace_activity(trace)
+    assert activity.device == "cpu" and activity.iterations == 2 and activity.iteration_us == [100, 100]
+    assert activity.compute == [(10.0, 40.0), (60.0, 70.0)]
+    assert [(w.cls, w.bytes) for w in activity.work] == [("all_reduce", 4000), ("all_reduce", 4000)]
+    calls = [CollectiveCall(0, "c10d::allreduce_", "all_reduce", 4000, "fp32", "backward", "", ((1000,),))]
+    rows, notes = collective_rows(calls, activity.work, 2, 2, roof=CommRoof(1e9, 10e-6, "measured"), rank=0)
+    assert notes == [] and len(rows) == 1
+    row = rows[0]
+    assert row["bytes"] == 4000 and row["calls"] == 1 and row["time_s"] == pytest.approx(30e-6)
+    assert row["busbw_bytes_per_s"] == pytest.approx(4000 / 30e-6)  # factor 1 on 2 ranks
+    assert row["roof_time_s"] == pytest.approx(10e-6 + 4000 / 1e9)
+    assert row["efficiency"] == pytest.approx(row["roof_time_s"] / 30e-6)
+    # work no counted call explains: its bytes from the trace
+    rows, notes = collective_rows([], activity.work, 2, 2, rank=1)
+    assert rows[0]["source"] == "profile" and rows[0]["bytes"] == 4000 and notes
+
+
+def test_gpu_trace_kernels():
+    trace = [
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ts": 0, "dur": 50},
+        {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_tn", "ts": 20, "dur": 50},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 5},
+    ]
+    activity = trace_activity(trace)
+    assert activity.device == "cuda" and activity.compute == [(20.0, 70.0)]
+    o = overlap([(w.start_us, w.end_us) for w in activity.work], activity.compute, 1)
+    assert o.overlapped_s == pytest.approx(30e-6) and o.exposed_s == pytest.approx(20e-6)
+
+
+def test_without_communication_leaves_compute():
+    events = [
+        {"kind": "op", "name": "c10d::allreduce_"},
+        {"kind": "op", "name": "aten::mm"},
+        {"kind": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL"},
+        {"kind": "kernel", "name": "sgemm"},
+    ]
+    assert [e["name"] for e in without_communication(events)] == ["aten::mm", "sgemm"]
+
+
+def test_findings_are_bounds():
+    rows = [
+        {"kind": "all_reduce", "bytes": 4096, "bus_bytes": 4096.0, "time_s": 50e-6, "calls": 4},
+        {"kind": "all_reduce", "bytes": 1 << 30, "bus_bytes": float(1 << 30), "time_s": 20e-3, "calls": 1},
+    ]
+    found = communication_findings(
+        0.1, 0.03, 0.05, rows, latency_s=20e-6, bus_bytes_per_s=100e9,
+        skew={"stragglers": [1], "slowest_rank": 1, "slowest_s": 0.1, "median_s": 0.08, "ratio": 1.25},
+    )  # fmt: skip
+    by_rule = {f.rule: f for f in found}
+    exposed = by_rule["communication-exposed"]
+    assert exposed.time_s == 0.1 and exposed.best_time_s == pytest.approx(0.07)
+    small = by_rule["small-messages"]  # 4 calls of 4 KiB (below 20 us x 100 GB/s) merged into one
+    assert small.time_s == pytest.approx(200e-6)
+    assert small.best_time_s == pytest.approx(20e-6 + 4 * 4096 / 100e9)
+    assert by_rule["straggler"].best_time_s == 0.08
+    assert communication_findings(0.1, 0.001, 0.05, rows) == []  # 1% exposed: no finding
+
+
+def test_chart_spec():
+    section = {
+        "roof": {"source": "measured", "bus_bytes_per_s": 1e9, "latency_s": 1e-5},
+        "collectives": [
+            {"kind": "all_reduce", "bus_bytes": 4096.0, "busbw_bytes_per_s": 1e8, "rank": 0, "calls": 1},
+            {"kind": "all_gather", "bus_bytes": None, "busbw_bytes_per_s": None, "rank": 1, "calls": 1},
+        ],
+    }
+    spec = collectives_chart(section)
+    assert [(p.kind, p.bus_bytes) for p in spec.points] == [("all_reduce", 4096.0)]
+    assert spec.ceiling and all(y <= 1e9 for _, y in spec.ceiling)
+    x, y = spec.ceiling[-1]
+    assert y == pytest.approx(x / (1e-5 + x / 1e9))
+    assert collectives_chart({"collectives": []}).notes
+
+
+def test_nccl_kernel_metadata_gives_the_bytes():
+    kernel = {"ph": "X", "cat": "kernel", "ts": 0, "dur": 10}
+    reduce = {"In msg nelems": 1000, "Out msg nelems": 1000, "dtype": "BFloat16"}
+    gather = {"In msg nelems": 500, "Out msg nelems": 1000, "dtype": "Float"}
+    trace = [
+        {**kernel, "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "args": reduce},
+        {**kernel, "name": "ncclDevKernel_AllGather_RING_LL", "args": gather},
+        {**kernel, "name": "ncclDevKernel_SendRecv", "args": {}},
+    ]
+    assert [w.bytes for w in trace_activity(trace).work] == [2000, 4000, None]
+
+
+def test_unnamed_nccl_kernels_are_matched_in_order():
+    assert work_kind("ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)") == "nccl"
+    calls = [
+        CollectiveCall(0, "c10d::_allgather_base_", "all_gather", 4096, "bf16", "forward", "", ()),
+        CollectiveCall(1, "c10d::_reduce_scatter_base_", "reduce_scatter", 4096, "bf16", "backward", "", ()),
+    ]
+    work = [Work("ncclDevKernel_Generic_4", "nccl", 10.0 * i, 10.0 * i + 1 + i % 2) for i in range(4)]  # 2 iterations
+    rows, notes = collective_rows(calls, work, 2, 2)
+    assert notes == [] and [(r["kind"], r["time_s"]) for r in rows] == [
+        ("all_gather", pytest.approx(1e-6)),
+        ("reduce_scatter", pytest.approx(2e-6)),
+    ]
