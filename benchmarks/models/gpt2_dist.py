@@ -1,35 +1,19 @@
 """The GPT-2-small-like stack of the distributed benchmark (12 layers, hidden 768, 12 heads), shared by
-gpt2_ddp.py and gpt2_fsdp.py. Pre-norm blocks: LayerNorm, fused QKV Linear, SDPA (causal), output Linear,
-LayerNorm, MLP (4x, GELU). bf16 on a GPU, fp32 on the CPU; ROOFLINE_MODEL_SIZE=tiny: 2 layers of 64 (CPU checks)."""
+gpt2_ddp.py and gpt2_fsdp.py. Pre-norm blocks (gpt12.py's Block): LayerNorm, fused QKV Linear, SDPA (causal),
+output Linear, LayerNorm, MLP (4x, GELU). bf16 on a GPU, fp32 on the CPU; ROOFLINE_MODEL_SIZE=tiny: 2 layers of
+64 (CPU checks)."""
 
 import os
+import sys
 
 import torch
 from torch import nn
-from torch.nn import functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt12 import Block  # the same pre-norm block as the 12-layer GPT of the diagnose checks
 
 TINY = os.environ.get("ROOFLINE_MODEL_SIZE") == "tiny"
 LAYERS, HIDDEN, HEADS, SEQ, BATCH = (2, 64, 4, 32, 2) if TINY else (12, 768, 12, 1024, 8)
-
-
-class Block(nn.Module):
-    def __init__(self, hidden: int, heads: int) -> None:
-        super().__init__()
-        self.heads = heads
-        self.ln1 = nn.LayerNorm(hidden)
-        self.qkv = nn.Linear(hidden, 3 * hidden)
-        self.proj = nn.Linear(hidden, hidden)
-        self.ln2 = nn.LayerNorm(hidden)
-        self.fc1 = nn.Linear(hidden, 4 * hidden)
-        self.fc2 = nn.Linear(4 * hidden, hidden)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, s, h = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(h, dim=-1)
-        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, h)
-        x = x + self.proj(y)
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
 class GPT(nn.Module):

@@ -42,7 +42,7 @@ class Model(nn.Module):
             shard(gpt)
             self.inner = gpt
         else:
-            from gpt2_dist import Block
+            from gpt12 import Block
             from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
             from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
