@@ -304,3 +304,48 @@ def test_moves_to_cuda(tmp_path):
     assert loaded.model.fc.weight.device.type == "cuda"
     assert all(t.device.type == "cuda" for t in loaded.inputs)
     assert loaded.inputs[1].dtype == torch.int64
+
+
+# ------------------------------------------------------------------------------------------------ built on the device
+
+
+def test_the_files_functions_run_with_the_cuda_device_as_default_and_again_on_the_cpu_when_that_fails(
+    tmp_path, monkeypatch
+):
+    # no GPU here: the default-device context is replaced by one that records the device and, for get_inputs,
+    # fails as a CPU random generator does under a CUDA default device
+    from roofline.diagnose import loader
+
+    file = tmp_path / "m.py"
+    file.write_text(
+        "import torch\n"
+        "CALLS = []\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__(); CALLS.append('init'); self.l = torch.nn.Linear(2, 2)\n"
+        "    def forward(self, x):\n"
+        "        return self.l(x)\n"
+        "def get_inputs():\n"
+        "    CALLS.append('inputs')\n"
+        "    return (torch.randn(1, 2),)\n"
+    )
+    seen = []
+
+    def fake(device, fn):
+        seen.append((device, getattr(fn, "__name__", "")))
+        if getattr(fn, "__name__", "") == "get_inputs":
+            raise RuntimeError("Expected a 'cuda' device type for generator")
+        return fn()
+
+    monkeypatch.setattr(loader, "_on_default_device", fake)
+    namespace = loader._run_file(file)
+    _model, inputs, convention = loader._find_model(namespace, file, None, "cuda:0")
+    assert convention == "class-model" and isinstance(inputs, tuple)
+    assert [name for _, name in seen] == ["<lambda>", "get_inputs"] and {d for d, _ in seen} == {"cuda:0"}
+    assert namespace["CALLS"] == [
+        "init",
+        "inputs",
+    ]  # get_inputs failed under the context (before its body), ran once on the CPU
+    seen.clear()
+    loader._find_model(namespace, file, None, "cpu")
+    assert seen == []  # on the CPU nothing changes

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roofline.errors import UsageError, WorkloadError
+from roofline.errors import UsageError, UserCodeError, WorkloadError
 from roofline.roofs import torch_device as resolve_device  # 'cpu' | 'cuda' | 'cuda:N' (tests patch it here)
 
 RUN_NAME = "__roofline_model__"  # the file's __name__: its `if __name__ == "__main__":` block does not run
@@ -76,7 +76,7 @@ def load_model(
 
     with _script_context(file, argv or ()):
         namespace = _run_file(file)
-        model, raw_inputs, convention = _find_model(namespace, file, entry)
+        model, raw_inputs, convention = _find_model(namespace, file, entry, torch_device)
     _check_model(model, file, convention)
     return prepare(model, raw_inputs, device=torch_device, dtype=dtype, mode=mode, convention=convention, path=file)
 
@@ -279,6 +279,27 @@ def _call_user(what: str, fn: Callable[[], Any], file: Path) -> Any:
         return fn()
 
 
+def _build(what: str, fn: Callable[[], Any], file: Path, device: str) -> Any:
+    """``fn()`` -- the file's Model(...), get_inputs(), get_init_inputs() or --entry function -- with ``device``
+    (a CUDA device) as torch's default device, so that parameters and inputs are made where they will run instead
+    of on the CPU and copied (on an H100 the load stage of two files that make large random inputs took 5.8
+    and 6.7 s of a diagnose). Code of the file that cannot run so (a CPU random generator, .numpy()) is run again
+    as before, on the CPU: its error, if it fails there too, is the one shown. On the CPU: ``fn()`` as it is."""
+    if device.startswith("cuda"):
+        try:
+            return _call_user(what, lambda: _on_default_device(device, fn), file)
+        except UserCodeError:
+            pass  # NB: again without the default device (a second run of the file's function)
+    return _call_user(what, fn, file)
+
+
+def _on_default_device(device: str, fn: Callable[[], Any]) -> Any:
+    import torch
+
+    with torch.device(device):
+        return fn()
+
+
 def _run_file(file: Path) -> dict[str, Any]:
     import runpy
 
@@ -288,7 +309,7 @@ def _run_file(file: Path) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ conventions
 
 
-def _find_model(namespace: dict[str, Any], file: Path, entry: str | None) -> tuple[Any, Any, str]:
+def _find_model(namespace: dict[str, Any], file: Path, entry: str | None, device: str = "cpu") -> tuple[Any, Any, str]:
     name = file.name
     if entry is not None:
         fn = namespace.get(entry)
@@ -298,7 +319,7 @@ def _find_model(namespace: dict[str, Any], file: Path, entry: str | None) -> tup
             raise WorkloadError(f"--entry {entry}: {name} defines no {entry!r}{listing}")
         if not callable(fn):
             raise WorkloadError(f"--entry {entry}: {entry!r} in {name} is a {type(fn).__name__}, not a function")
-        result = _call_user(f"{entry}() in {name}", fn, file)
+        result = _build(f"{entry}() in {name}", fn, file, device)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise WorkloadError(
                 f"--entry {entry}: {entry}() in {name} must return (model, inputs), got {_describe(result)}"
@@ -311,17 +332,17 @@ def _find_model(namespace: dict[str, Any], file: Path, entry: str | None) -> tup
     compiled_variable = "model" in namespace and is_compiled(namespace["model"])
     if isinstance(model_class, type) and callable(get_inputs) and not compiled_variable:
         get_init = namespace.get("get_init_inputs")
-        init = _call_user(f"get_init_inputs() in {name}", get_init, file) if callable(get_init) else ()
+        init = _build(f"get_init_inputs() in {name}", get_init, file, device) if callable(get_init) else ()
         args, kwargs = _split_inputs(() if init is None else init)
-        model = _call_user(f"Model(*get_init_inputs()) in {name}", lambda: model_class(*args, **kwargs), file)
-        inputs = _call_user(f"get_inputs() in {name}", get_inputs, file)
+        model = _build(f"Model(*get_init_inputs()) in {name}", lambda: model_class(*args, **kwargs), file, device)
+        inputs = _build(f"get_inputs() in {name}", get_inputs, file, device)
         return model, inputs, "class-model"
 
     if "model" in namespace:
         if "example_inputs" in namespace:
             return namespace["model"], namespace["example_inputs"], "model-variable"
         if callable(get_inputs):
-            return namespace["model"], _call_user(f"get_inputs() in {name}", get_inputs, file), "model-variable"
+            return namespace["model"], _build(f"get_inputs() in {name}", get_inputs, file, device), "model-variable"
         raise WorkloadError(
             f"{name} defines `model` but neither `example_inputs` nor get_inputs(): accepted conventions: "
             f"{conventions_text()}"
