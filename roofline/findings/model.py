@@ -716,35 +716,56 @@ def elementwise_chain(ctx: ModelContext) -> list[ModelFinding]:
     return findings
 
 
+def _attention_family(att: Attention, pts: Sequence[OpPoint]) -> tuple[Any, ...]:
+    """What groups attentions into one finding: the same ops and ranks, and the same scores shape but for the key
+    length (every layer of a model; every step of a decode loop whose KV cache grows by one token)."""
+    return (tuple((p.op, p.phase, tuple(len(s) for s in p.input_shapes)) for p in pts), att.scores_shape[:-1])
+
+
 def naive_attention(ctx: ModelContext) -> list[ModelFinding]:
     """Attention written as matmul -> softmax -> matmul: the S x S scores go to memory and back."""
     items = []
     for att in ctx.attention:
         pts = [ctx.by_index[i] for i in att.indices]
-        items.append((_signature(pts), (att, pts)))
+        items.append((_attention_family(att, pts), (att, pts)))
     findings = []
     bw = ctx.device.dram_bandwidth
     for group in _groups(items):
+        naive = fused = before = after = 0.0
+        for att, pts in group:
+            first, second = ctx.by_index[att.first], ctx.by_index[att.second]
+            dims2 = gemm_dims(second)
+            assert dims2 is not None
+            others = [i for i in range(len(second.input_shapes)) if i != dims2.a]
+            one_naive = sum(p.bytes for p in pts)
+            one_fused = min(input_bytes(first) + input_bytes(second, others) + output_bytes(second), one_naive)
+            naive, fused = naive + one_naive, fused + one_fused
+            before += sum(p.roof_time_s + p.launch_floor_s for p in pts)
+            compute = sum(p.compute_time_s for p in pts)
+            after += roofline_time(compute, memory_time(one_fused, bw)) + ctx.one_launch_s()
         att, pts = group[0]
         first, second = ctx.by_index[att.first], ctx.by_index[att.second]
-        dims2 = gemm_dims(second)
-        assert dims2 is not None
-        others = [i for i in range(len(second.input_shapes)) if i != dims2.a]
-        naive = sum(p.bytes for p in pts)
-        fused = min(input_bytes(first) + input_bytes(second, others) + output_bytes(second), naive)
-        compute = sum(p.compute_time_s for p in pts)
-        before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
-        after = roofline_time(compute, memory_time(fused, bw)) + ctx.one_launch_s()
         all_pts = [p for _, members in group for p in members]
         time_now = sum(p.time_s for p in all_pts)
-        scores = "x".join(str(d) for d in att.scores_shape)
+        shapes = sorted({a.scores_shape for a, _ in group}, key=lambda shape: shape[-1])
+        scores = "x".join(str(d) for d in shapes[0])
+        if len(shapes) > 1:
+            scores += f" .. {'x'.join(str(d) for d in shapes[-1])}"
         score_bytes = output_bytes(first)
-        count = f"; x{len(group)} (every layer)" if len(group) > 1 else ""
+        n = len(group)
+        if n == 1:
+            count = ""
+        elif len(shapes) == 1:
+            count = f"; x{n} (every layer)"
+        else:
+            count = f"; x{n} (the key length growing: a KV cache)"
+        per = "per attention" if n == 1 else f"for the {n} attentions"
         evidence = (
             f"{_name(first.op)} -> softmax -> {_name(second.op)} materialises the {scores} scores "
-            f"({format_bytes(score_bytes)}, written and read back by {len(pts)} ops): {format_bytes(naive)} moved vs "
-            f"{format_bytes(fused)} fused ({naive / fused if fused else math.inf:.3g}x){count}; roofline "
-            f"{format_time(before)} -> {format_time(after)} per attention"
+            f"({format_bytes(score_bytes)}{' the first' if len(shapes) > 1 else ''}, written and read back by "
+            f"{len(pts)} ops): {format_bytes(naive)} moved vs {format_bytes(fused)} fused "
+            f"({naive / fused if fused else math.inf:.3g}x){count}; roofline {format_time(before)} -> "
+            f"{format_time(after)} {per}"
         )
         technique = (
             "online softmax + tiling: F.scaled_dot_product_attention (FlashAttention / memory-efficient kernels) "
@@ -758,7 +779,7 @@ def naive_attention(ctx: ModelContext) -> list[ModelFinding]:
                 technique,
                 evidence,
                 time_now,
-                bounded(time_now, before * len(group), after * len(group)),  # every attention of the group
+                bounded(time_now, before, after),  # every attention of the group
                 all_pts,
             )
         )
