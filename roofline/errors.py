@@ -111,6 +111,17 @@ class NotMeasured(RooflineError):
         self.traceback_text = traceback_text
 
 
+def exception_chain(exc: BaseException, limit: int = 8) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during (``__cause__``, else ``__context__``), outermost
+    first, at most ``limit`` of them."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < limit:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return chain
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
     """torch.cuda.OutOfMemoryError, a RuntimeError saying 'out of memory', or the host allocator failing: the one
     test bench (an item skipped) and diagnose (one clear line) use, without importing torch."""

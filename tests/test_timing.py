@@ -461,3 +461,19 @@ def test_rank_z_with_ties():
     assert rank_z([1.0] * 10, [1.0] * 10) == 0.0
     assert rank_z([], [1.0]) == 0.0
     assert rank_z([1.0, 2.0], [1.0, 2.0]) == pytest.approx(0.0)
+
+
+def test_gpu_busy_queues_a_sleep_of_the_asked_microseconds_or_is_none():
+    from types import SimpleNamespace
+
+    from roofline.measure.backends import gpu_busy
+
+    slept = []
+    fake = SimpleNamespace(cuda=SimpleNamespace(_sleep=slept.append))
+    busy = gpu_busy(fake, 1980.0, 50)
+    assert busy is not None
+    busy()
+    assert slept == [99_000]  # 50 us at 1980 MHz
+    gpu_busy(fake, None, 100)()
+    assert slept[-1] == 200_000  # 2 GHz when the clock is unknown
+    assert gpu_busy(SimpleNamespace(cuda=SimpleNamespace()), 1980.0, 50) is None

@@ -100,7 +100,7 @@ def _builder(torch: Any, torch_device: Any, *, cpu: bool = False) -> Build:
 def _cuda_target(
     torch: Any, index: int, sheet: str | None, spec_files: Sequence[Path], warm: bool, rule: StoppingRule
 ) -> Target:
-    from roofline.measure.backends import CudaEvents, l2_flush, nvml_clock
+    from roofline.measure.backends import CudaEvents, gpu_busy, l2_flush, nvml_clock
 
     torch.cuda.set_device(index)
     torch_device = torch.device("cuda", index)
@@ -110,17 +110,15 @@ def _cuda_target(
     l2_bytes = int(getattr(props, "L2_cache_size", 0) or device.capacities.get("l2", 0))
     flush = None if warm else l2_flush(torch, l2_bytes, device=str(torch_device))
     clock = nvml_clock(gpu.nvml_index)
-    sleep = getattr(torch.cuda, "_sleep", None)
-    # NB: on an idle GPU the start event fires as soon as it is recorded, so the events would time the host's
-    # launch of the op (~20 us on a VM), not the op: a short sleep kernel before each sample (untimed, after the
-    # flush) keeps the GPU busy until start event, op and end event are queued back to back.
-    cycles = int(((clock.max_clock_mhz if clock is not None else None) or 2000) * BUSY_US)
+    # NB: a short sleep kernel before each sample (untimed, after the flush) keeps the GPU busy until start event,
+    # op and end event are queued back to back (roofline.measure.backends.gpu_busy)
+    busy = gpu_busy(torch, clock.max_clock_mhz if clock is not None else None, BUSY_US)
 
     def before() -> None:
         if flush is not None:
             flush()
-        if sleep is not None:
-            sleep(cycles)
+        if busy is not None:
+            busy()
 
     description = (
         f"device time per call (CUDA events, GPU rested {REST_S:g} s per row, kept busy before each sample), "

@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from roofline.errors import exception_chain
+
 REASON_CHARS = 200  # a graph break's or a recompilation's reason, cut to this many characters
 
 
@@ -84,32 +86,23 @@ def facts_since(before: Snapshot) -> CompileFacts:
     )
 
 
+#: where torch.compile's own exceptions live
+COMPILER_MODULES = ("torch._dynamo", "torch._inductor", "torch._functorch")
+COMPILER_ERRORS = ("BackendCompilerFailed", "InductorError", "Unsupported", "TorchRuntimeError")
+
+
+def _from_compiler(exc: BaseException) -> bool:
+    return (type(exc).__module__ or "").startswith(COMPILER_MODULES)
+
+
 def is_compile_failure(exc: BaseException) -> bool:
     """Whether ``exc`` (or an exception it wraps) was raised by torch.compile's machinery, not the model's code."""
-    seen: BaseException | None = exc
-    depth = 0
-    while seen is not None and depth < 8:
-        module = type(seen).__module__ or ""
-        if module.startswith(("torch._dynamo", "torch._inductor", "torch._functorch")):
-            return True
-        if type(seen).__name__ in ("BackendCompilerFailed", "InductorError", "Unsupported", "TorchRuntimeError"):
-            return True
-        seen = seen.__cause__ or seen.__context__
-        depth += 1
-    return False
+    return any(_from_compiler(e) or type(e).__name__ in COMPILER_ERRORS for e in exception_chain(exc))
 
 
 def failure_line(exc: BaseException) -> str:
     """A torch.compile failure in one line: the innermost compile error's type and first line."""
-    seen: BaseException | None = exc
-    chosen: BaseException = exc
-    depth = 0
-    while seen is not None and depth < 8:
-        module = type(seen).__module__ or ""
-        if module.startswith(("torch._dynamo", "torch._inductor", "torch._functorch")):
-            chosen = seen
-        seen = seen.__cause__ or seen.__context__
-        depth += 1
+    chosen = next((e for e in reversed(exception_chain(exc)) if _from_compiler(e)), exc)
     text = str(chosen).strip().splitlines()
     first = text[0][:REASON_CHARS] if text else ""
     return f"{type(chosen).__name__}" + (f": {first}" if first else "")

@@ -32,8 +32,8 @@ from pydantic import BaseModel, ConfigDict
 
 from roofline.diagnose import profile
 from roofline.diagnose.execute import run_once
-from roofline.diagnose.profile import _time_loop
-from roofline.errors import UserCodeError, is_out_of_memory
+from roofline.diagnose.profile import _synchronize, _time_loop
+from roofline.errors import UserCodeError, exception_chain, is_out_of_memory
 
 # timer(step, iters, device) -> seconds the `iters` calls of step took together
 Timer = Callable[[Callable[[], object], int, str], float]
@@ -378,11 +378,7 @@ def failure_note(exc: BaseException) -> str:
     cause: BaseException = exc
     if isinstance(exc, UserCodeError) and exc.__context__ is not None:
         cause = exc.__context__  # run_once wraps the model's exception: the cause says what failed
-    chain = []
-    seen: BaseException | None = cause
-    while seen is not None and len(chain) < 8:
-        chain.append(seen)
-        seen = seen.__cause__ or seen.__context__
+    chain = exception_chain(cause)
     text = " ".join(f"{type(e).__name__}: {e}" for e in chain)
     if "InvalidCxxCompiler" in text or "C++ compiler" in text or "CppCompileError" in text:
         detail = "none found" if ("InvalidCxxCompiler" in text or "No working C++" in text) else "compiling failed"
@@ -400,13 +396,6 @@ def _free(device: str) -> None:
         import torch
 
         torch.cuda.empty_cache()
-
-
-def _synchronize(device: str) -> None:
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.synchronize(torch.device(device))
 
 
 def _kept(value: Any) -> Any:

@@ -94,6 +94,22 @@ class CudaGraph:
         self._torch.cuda.synchronize()
 
 
+def gpu_busy(torch: Any, max_clock_mhz: float | None, us: float) -> Callable[[], object] | None:
+    """A callable that queues a sleep kernel of about ``us`` microseconds at the maximum SM clock (2 GHz when
+    unknown), or None where torch has no sleep kernel. Queued (untimed) before a sample, it keeps an idle GPU busy
+    while the host queues the start event, the op and the end event back to back: on an idle GPU the start event
+    fires at once and the events would time the host's launch of the op too (~20 us on a VM)."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        return None
+    cycles = int((max_clock_mhz or 2000) * us)
+
+    def busy() -> None:
+        sleep(cycles)
+
+    return busy
+
+
 def l2_flush(torch: Any, l2_bytes: int, device: str = "cuda") -> Callable[[], object]:
     """A callable that evicts the L2 by writing a buffer twice its size (at least 64 MiB)."""
     nbytes = max(2 * int(l2_bytes), 64 * 2**20)

@@ -162,7 +162,7 @@ def calibrate_cuda(
     full plan), the other measurements get a share each (0.3-1.5 s). ``import_kernels``: the Triton kernels, or
     None and why (then torch's kernels alone, with a note).
     """
-    from roofline.measure.backends import CudaEvents, CudaGraph, l2_flush, nvml_clock
+    from roofline.measure.backends import CudaEvents, CudaGraph, gpu_busy, l2_flush, nvml_clock
 
     started = time.perf_counter()
     index = torch.cuda.current_device()
@@ -199,11 +199,8 @@ def calibrate_cuda(
     nbytes = numel * 4
     dram_note = f"buffer {size_text(nbytes)}, {nbytes / l2_bytes:.0f}x L2 ({l2_bytes / MIB:g} MiB): no flush needed"
 
-    # an untimed ~100 us sleep kernel before a sample keeps an idle GPU busy while the host queues the start
-    # event, the kernel and the end event back to back (see the launch floor below); None without torch's sleep
-    sleep = getattr(torch.cuda, "_sleep", None)
-    sleep_cycles = int((machine.max_sm_clock_mhz or 2000) * 100)  # ~100 us at the maximum clock
-    busy = (lambda: sleep(sleep_cycles)) if sleep is not None else None
+    # an untimed ~100 us sleep kernel before a sample (see the launch floor below); None without torch's sleep
+    busy = gpu_busy(torch, machine.max_sm_clock_mhz, 100)
 
     # ---- DRAM: read-only, copy, write-only; each the best of the Triton kernels and torch's
     kernels, import_error = import_kernels()
