@@ -1,9 +1,11 @@
 """Validate `roofline predict` on one set measured on two GPUs: predict each from the other, compare.
 
     python3 benchmarks/predict_pairs.py --a DIR_H100 --b DIR_H200 --out benchmarks/results/predict-pairs
+    python3 benchmarks/predict_pairs.py --a benchmarks/results/predict/h100.tar.gz \
+        --b benchmarks/results/predict/h200.tar.gz --out benchmarks/results/predict-pairs   # the committed sets
 
 DIR_A and DIR_B: what benchmarks/predict_collect_gpu.py wrote on each GPU (bench-gpu.json, diag-*.json and
-calibration.json). Runs on the CPU (no torch). For every report present in both, predicts A -> B and B -> A
+calibration.json), as a folder or a .tar.gz of one. Runs on the CPU (no torch). For every report present in both, predicts A -> B and B -> A
 with both calibrations (--roofs auto: measured ceilings when both calibration.json files are there) and compares
 with what the other GPU measured:
 
@@ -90,10 +92,11 @@ def compare(
                 "in_range": g.low_s <= m <= g.high_s,
             }
         )
-    model = None
+    model = gpu = None
     if here.source == "diagnose":
         summary = there.summary or {}
-        m = max(float(summary.get("op_time_s") or 0.0), float(summary.get("wall_s") or 0.0))
+        op_time = float(summary.get("op_time_s") or 0.0)
+        m = max(op_time, float(summary.get("wall_s") or 0.0))
         t = prediction.total
         if m > 0:
             model = {
@@ -106,6 +109,19 @@ def compare(
                 "error": _error(t.predicted_s, m),
                 "baseline_error": _error(t.baseline_s, m),
                 "in_range": t.low_s <= m <= t.high_s,
+                "gap_here_s": t.gap_s,
+                "gap_there_s": max(m - op_time, 0.0),
+            }
+        if op_time > 0:  # the GPU's time alone: the ops (counted and uncounted), host gaps left out on both sides
+            g = {key: t_value - t.gap_s for key, t_value in (("predicted_s", t.predicted_s), ("low_s", t.low_s))}
+            g |= {"high_s": t.high_s - t.gap_s, "baseline_s": t.baseline_s - t.gap_s}
+            gpu = {
+                "here_s": t.ops_s + t.uncounted_s,
+                "measured_s": op_time,
+                **g,
+                "error": _error(g["predicted_s"], op_time),
+                "baseline_error": _error(g["baseline_s"], op_time),
+                "in_range": g["low_s"] <= op_time <= g["high_s"],
             }
     return {
         "report": source.name,
@@ -114,6 +130,7 @@ def compare(
         "basis": prediction.pair.basis,
         "ops": ops,
         "model": model,
+        "model_gpu": gpu,
     }
 
 
@@ -139,6 +156,7 @@ def error_table(dir_a: Path, dir_b: Path, *, min_share: float = MIN_SHARE) -> di
         picked = [c for c in comparisons if (c["from"], c["to"]) in chosen]
         ops = [o for c in picked for o in c["ops"]]
         models = [c["model"] for c in picked if c["model"]]
+        gpus = [c["model_gpu"] for c in picked if c.get("model_gpu")]
         rows.append(
             {
                 "direction": label,
@@ -147,6 +165,9 @@ def error_table(dir_a: Path, dir_b: Path, *, min_share: float = MIN_SHARE) -> di
                 "models": _stats([m["error"] for m in models]),
                 "models_baseline": _stats([m["baseline_error"] for m in models]),
                 "models_in_range": sum(1 for m in models if m["in_range"]),
+                "models_gpu": _stats([m["error"] for m in gpus]),
+                "models_gpu_baseline": _stats([m["baseline_error"] for m in gpus]),
+                "models_gpu_in_range": sum(1 for m in gpus if m["in_range"]),
             }
         )
     return {"min_share": min_share, "table": rows, "comparisons": comparisons}
@@ -158,34 +179,62 @@ def _pct(value: float | None) -> str:
 
 def markdown(result: dict[str, Any]) -> str:
     lines = [
-        "| direction | per-op n | per-op median (ours / baseline) | per-op p90 (ours / baseline) | per-model n | "
-        "per-model median (ours / baseline) | per-model p90 (ours / baseline) | models in range |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| direction | what | n | median (ours / baseline) | p90 (ours / baseline) | in range |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     for r in result["table"]:
-        o, ob, m, mb = r["ops"], r["ops_baseline"], r["models"], r["models_baseline"]
-        lines.append(
-            f"| {r['direction']} | {o['n']} | {_pct(o['median'])} / {_pct(ob['median'])} | {_pct(o['p90'])} / "
-            f"{_pct(ob['p90'])} | {m['n']} | {_pct(m['median'])} / {_pct(mb['median'])} | {_pct(m['p90'])} / "
-            f"{_pct(mb['p90'])} | {r['models_in_range']}/{m['n']} |"
-        )
+        for what, key, in_range in (
+            ("per op", "ops", None),
+            ("per model, GPU time", "models_gpu", "models_gpu_in_range"),
+            ("per model, iteration", "models", "models_in_range"),
+        ):
+            ours, base = r[key], r[f"{key}_baseline"]
+            fraction = f"{r[in_range]}/{ours['n']}" if in_range else "-"
+            lines.append(
+                f"| {r['direction']} | {what} | {ours['n']} | {_pct(ours['median'])} / {_pct(base['median'])} | "
+                f"{_pct(ours['p90'])} / {_pct(base['p90'])} | {fraction} |"
+            )
     lines.append("")
     lines.append(
         f"Error: |predicted / measured - 1|. Per op: bench rows and diagnose op groups holding at least "
-        f"{100 * result['min_share']:g}% of their model's op time. Baseline: spec peaks at the same efficiency "
-        "(`roofline plot --device`)."
+        f"{100 * result['min_share']:g}% of their model's op time. Per model, GPU time: the ops' time (counted and "
+        "uncounted) of each diagnose report. Per model, iteration: the uninstrumented iteration's wall time, host "
+        "gaps included (kept unchanged by the prediction: they follow the host, not the GPU). Baseline: spec peaks "
+        "at the same efficiency (`roofline plot --device`)."
     )
     return "\n".join(lines) + "\n"
 
 
+def unpacked(path: Path, into: Path) -> Path:
+    """``path`` itself when it is a directory; a .tar.gz of one (as committed under benchmarks/results/predict)
+    extracted into ``into`` (its one top-level directory returned)."""
+    import tarfile
+
+    if path.is_dir():
+        return path
+    with tarfile.open(path, "r:gz") as archive:
+        if hasattr(tarfile, "data_filter"):  # Python 3.10.12+, 3.11.4+
+            archive.extractall(into, filter="data")
+        else:  # pragma: no cover - older patch releases
+            archive.extractall(into)  # noqa: S202 - our own committed archive
+    found = [p for p in into.iterdir() if p.is_dir()]
+    if len(found) != 1:
+        raise SystemExit(f"{path}: expected one directory of reports in the archive, found {len(found)}")
+    return found[0]
+
+
 def main() -> int:
+    import tempfile
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--a", type=Path, required=True, help="Reports measured on one GPU.")
+    parser.add_argument("--a", type=Path, required=True, help="Reports measured on one GPU (a folder or its .tar.gz).")
     parser.add_argument("--b", type=Path, required=True, help="The same reports measured on the other GPU.")
     parser.add_argument("--out", type=Path, required=True, help="Output stem: writes OUT.json and OUT.md.")
     parser.add_argument("--min-share", type=float, default=MIN_SHARE, help="Diagnose op groups below it are left out.")
     args = parser.parse_args()
-    result = error_table(args.a, args.b, min_share=args.min_share)
+    with tempfile.TemporaryDirectory() as a_dir, tempfile.TemporaryDirectory() as b_dir:
+        a, b = unpacked(args.a, Path(a_dir)), unpacked(args.b, Path(b_dir))
+        result = error_table(a, b, min_share=args.min_share)
     from roofline.fileio import atomic_write_text
 
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -276,22 +276,20 @@ def _pairs_module():
     return module
 
 
-def test_error_table_recomputed_from_committed_results():
-    a, b = RESULTS / "h100", RESULTS / "h200"
-    if not (a.is_dir() and b.is_dir()):
-        pytest.skip(
-            "no committed two-GPU results under benchmarks/results/predict/{h100,h200}: they come from "
-            "benchmarks/predict_collect_gpu.py run on an H100 and an H200"
-        )
+def test_error_table_recomputed_from_committed_results(tmp_path):
+    a, b = RESULTS / "h100.tar.gz", RESULTS / "h200.tar.gz"
+    assert a.is_file() and b.is_file(), "benchmarks/results/predict/{h100,h200}.tar.gz (predict_collect_gpu.py)"
     pairs = _pairs_module()
-    result = pairs.error_table(a, b)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    result = pairs.error_table(pairs.unpacked(a, tmp_path / "a"), pairs.unpacked(b, tmp_path / "b"))
     assert result["table"] and all(row["ops"]["n"] > 0 for row in result["table"])
     committed = RESULTS / "predict-pairs.json"
     if committed.is_file():
         expected = json.loads(committed.read_text())
         assert [r["direction"] for r in result["table"]] == [r["direction"] for r in expected["table"]]
         for got, want in zip(result["table"], expected["table"], strict=True):
-            for key in ("ops", "ops_baseline", "models", "models_baseline"):
+            for key in ("ops", "ops_baseline", "models", "models_baseline", "models_gpu", "models_gpu_baseline"):
                 assert got[key]["n"] == want[key]["n"]
                 for stat in ("median", "p90"):
                     assert got[key][stat] == pytest.approx(want[key][stat], abs=1e-9)
@@ -321,3 +319,47 @@ def test_diagnose_predict_checks_its_targets_before_the_run(cli, tmp_path):
     model.write_text("raise SystemExit('must not run')\n")
     assert "unknown device 'nope-gpu'" in _one_error(cli("diagnose", str(model), "--predict", "nope-gpu"))
     assert "--predict with --json" in _one_error(cli("diagnose", str(model), "--predict", "h200-sxm", "--json"))
+
+
+# ------------------------------------------------------------------------------------------------ measured basis
+
+
+def _calibration(tmp_path: Path, sheet: str, sustained: float, burst: float | None) -> Path:
+    from datetime import datetime, timezone
+
+    from roofline.measure.calibration import Calibration, Ceiling, Machine
+
+    ceilings = [
+        Ceiling(name="dram-copy", kind="bandwidth", value=3.0e12 if sheet == "h100-sxm" else 4.2e12, unit="B/s"),
+        Ceiling(name="gemm-bf16", kind="compute", value=sustained, unit="FLOP/s", dtype="bf16", phase="sustained"),
+    ]
+    if burst is not None:
+        ceilings.append(
+            Ceiling(name="gemm-bf16-burst", kind="compute", value=burst, unit="FLOP/s", dtype="bf16", phase="burst")
+        )
+    cal = Calibration(
+        created_utc=datetime(2026, 11, 24, tzinfo=timezone.utc),
+        machine=Machine(kind="cuda", name=sheet, sheet=sheet),
+        ceilings=ceilings,
+    )
+    path = tmp_path / f"cal-{sheet}.json"
+    path.write_text(cal.model_dump_json(by_alias=True))
+    return path
+
+
+def test_measured_compute_ratio_uses_burst_gemms_where_both_have_them(tmp_path):
+    from roofline.findings.predict import resolve
+    from roofline.report.schema import read_report
+
+    report = read_report(_bench_report(tmp_path), note=None)
+    cals = [_calibration(tmp_path, "h100-sxm", 716e12, 805e12), _calibration(tmp_path, "h200-sxm", 643e12, 789e12)]
+    (p,) = resolve(report, ["h200-sxm"], calibrations=cals)
+    assert p.basis == "measured"
+    assert p.here.device.compute[("bf16", "tensor")] == 805e12
+    assert p.there.device.compute[("bf16", "tensor")] == 789e12
+    assert p.here.source.endswith("burst GEMM ceilings") and p.there.source.endswith("burst GEMM ceilings")
+    # one side without burst figures: both sides sustained (a ratio never mixes the two)
+    cals[1] = _calibration(tmp_path, "h200-sxm", 643e12, None)
+    (p,) = resolve(report, ["h200-sxm"], calibrations=cals)
+    assert p.here.device.compute[("bf16", "tensor")] == 716e12
+    assert p.there.device.compute[("bf16", "tensor")] == 643e12

@@ -186,7 +186,7 @@ def resolve(
             )
         given[sheet] = (cal, path)
 
-    def ceilings(sheet: Any, stored: Any = None) -> tuple[Ceilings, Ceilings | None]:
+    def ceilings(sheet: Any, stored: Any = None, gemm: str = "burst") -> tuple[Ceilings, Ceilings | None]:
         spec = roofs_module.device_from_sheet(sheet)
         clock = float(sheet.boost_clock_mhz) if sheet.boost_clock_mhz else None
         plain = Ceilings(spec.name, spec.display_name, spec, "spec sheet", clock, spec.compute_units)
@@ -195,15 +195,17 @@ def resolve(
         try:
             if spec.name in given:
                 cal, path = given[spec.name]
-                measured, where = cal_module.apply(spec, cal), f"measured: {path}"
+                where = f"measured: {path}"
             else:
                 cal = roofs_module.find_calibration(spec)
-                measured = cal_module.apply(spec, cal) if cal is not None else None
                 where = f"measured: cached calibration of {cal.created_utc:%Y-%m-%d}" if cal is not None else ""
+            measured = cal_module.apply(spec, cal, gemm=_gemm_phase(cal, gemm)) if cal is not None else None
+            if measured is not None:
+                where += f", {_gemm_phase(cal, gemm)} GEMM ceilings"
         except CalibrationError:
             measured, where = None, ""
         if measured is None and stored is not None:
-            measured, where = _report_measured(spec, stored), "measured: the report's stored roofs"
+            measured, where = _report_measured(spec, stored), "measured: the report's stored roofs (sustained GEMMs)"
         if measured is None:
             return plain, None
         return plain, Ceilings(spec.name, spec.display_name, measured, where, clock, spec.compute_units)
@@ -213,6 +215,11 @@ def resolve(
     for sheet in there_sheets:
         there_spec, there_measured = ceilings(sheet)
         if here_measured is not None and there_measured is not None:
+            if ("burst GEMM" in here_measured.source) != ("burst GEMM" in there_measured.source):
+                # NB: one side has no burst figures (an older calibration, the report's stored roofs): both sustained
+                here_measured = ceilings(here_sheet, info, "sustained")[1]
+                there_measured = ceilings(sheet, None, "sustained")[1]
+                assert here_measured is not None and there_measured is not None
             pairs.append(Pair(here_measured, there_measured, "measured"))
             continue
         lacking = [c.name for c, m in ((here_spec, here_measured), (there_spec, there_measured)) if m is None]
@@ -226,6 +233,17 @@ def resolve(
             note = f"no calibration of {lacking[0]}: both devices' sheets used (a ratio never mixes the two)"
         pairs.append(Pair(here_spec, there_spec, "spec", note))
     return pairs
+
+
+def _gemm_phase(cal: Any, wanted: str) -> str:
+    """'burst' when ``wanted`` and ``cal`` measured burst GEMM figures, else 'sustained'.
+
+    NB: a ratio of compute roofs uses the burst figures (from rest) where both calibrations have them: bench rows
+    and diagnose iterations are short and rested, and a sustained figure (after a thermal soak) depends on the power
+    cap of the lease (two H100 leases: 682 and 716 TFLOP/s bf16 sustained, 794 and 805 burst)."""
+    if wanted == "burst" and any(c.name.startswith("gemm-") and c.name.endswith("-burst") for c in cal.ceilings):
+        return "burst"
+    return "sustained"
 
 
 def check_report(report: Any) -> None:

@@ -467,14 +467,15 @@ def gemm_roof_key(dtype: str, compute: dict[tuple[str, str], float]) -> tuple[st
     return (dtype, "tensor")
 
 
-def apply(device: Device, cal: Calibration) -> Device:
+def apply(device: Device, cal: Calibration, *, gemm: Literal["sustained", "burst"] = "sustained") -> Device:
     """``device`` with its roofs replaced by the measured ceilings of ``cal`` (roof_source 'measured').
 
     - DRAM bandwidth: the DRAM roof the calibration names (``dram_roof``: the best of 'dram-copy', 'dram-read' and
       'dram-write', each counting the bytes it moves); a calibration written before that field uses the copy
       bandwidth ('dram-copy', bytes read + bytes written).
     - Compute: each measured GEMM rate replaces the roof of its dtype (see :func:`gemm_roof_key`); roofs of
-      dtypes that were not measured keep the sheet's value.
+      dtypes that were not measured keep the sheet's value. ``gemm``: the sustained figures (the roofs diagnose
+      places on) or the burst ones ('gemm-bf16-burst': from rest; the sustained figure where a dtype has none).
     - L2 bandwidth: the measured L2-resident copy (read + write), when there is one.
     - Launch floor: one tiny kernel timed with CUDA events ('launch-events').
     """
@@ -487,7 +488,7 @@ def apply(device: Device, cal: Calibration) -> Device:
     compute = dict(device.compute)
     measured = set()
     for dtype in GEMM_DTYPES:
-        rate = cal.value(f"gemm-{dtype}")
+        rate = (cal.value(f"gemm-{dtype}-burst") if gemm == "burst" else None) or cal.value(f"gemm-{dtype}")
         if rate:
             key = gemm_roof_key(dtype, device.compute)
             compute[key] = rate
