@@ -1,12 +1,11 @@
 """Validate `roofline predict` on one set measured on two GPUs: predict each from the other, compare.
 
-    python3 benchmarks/predict_pairs.py --a DIR_H100 --b DIR_H200 --out benchmarks/results/predict-pairs
-    python3 benchmarks/predict_pairs.py --a benchmarks/results/predict/h100.tar.gz \
-        --b benchmarks/results/predict/h200.tar.gz --out benchmarks/results/predict-pairs   # the committed sets
+    python3 benchmarks/predict_pairs.py --a DIR_H100 --b DIR_H200 --out benchmarks/results/predict/predict-pairs
 
+The committed sets: --a benchmarks/results/predict/h100.tar.gz --b benchmarks/results/predict/h200.tar.gz.
 DIR_A and DIR_B: what benchmarks/predict_collect_gpu.py wrote on each GPU (bench-gpu.json, diag-*.json and
-calibration.json), as a folder or a .tar.gz of one. Runs on the CPU (no torch). For every report present in both, predicts A -> B and B -> A
-with both calibrations (--roofs auto: measured ceilings when both calibration.json files are there) and compares
+calibration.json), as a folder or a .tar.gz of one. Runs on the CPU (no torch). For every report present in both,
+predicts A -> B and B -> A with both calibrations (--roofs auto: measured ceilings when both calibration.json files are there) and compares
 with what the other GPU measured:
 
 - per op: each bench row (matched by its label), and each diagnose op group (matched by its label: op, shapes,
@@ -216,7 +215,7 @@ def unpacked(path: Path, into: Path) -> Path:
         if hasattr(tarfile, "data_filter"):  # Python 3.10.12+, 3.11.4+
             archive.extractall(into, filter="data")
         else:  # pragma: no cover - older patch releases
-            archive.extractall(into)  # noqa: S202 - our own committed archive
+            archive.extractall(into)
     found = [p for p in into.iterdir() if p.is_dir()]
     if len(found) != 1:
         raise SystemExit(f"{path}: expected one directory of reports in the archive, found {len(found)}")
