@@ -5,8 +5,8 @@
 The committed sets: --a benchmarks/results/predict/h100.tar.gz --b benchmarks/results/predict/h200.tar.gz.
 DIR_A and DIR_B: what benchmarks/predict_collect_gpu.py wrote on each GPU (bench-gpu.json, diag-*.json and
 calibration.json), as a folder or a .tar.gz of one. Runs on the CPU (no torch). For every report present in both,
-predicts A -> B and B -> A with both calibrations (--roofs auto: measured ceilings when both calibration.json files are there) and compares
-with what the other GPU measured:
+predicts A -> B and B -> A with both calibrations (--roofs auto: measured ceilings when both calibration.json
+files are there) and compares with what the other GPU measured:
 
 - per op: each bench row (matched by its label), and each diagnose op group (matched by its label: op, shapes,
   calls, modules) holding at least --min-share (default 1%) of its model's op time on the source GPU;
