@@ -10,7 +10,7 @@ import typer
 from typer.core import TyperGroup
 
 from roofline import __version__
-from roofline.cli import analyze, bench, diagnose, plot, report, specs, verbosity
+from roofline.cli import analyze, bench, diagnose, plot, process, report, specs, verbosity
 from roofline.cli import baseline as baseline_cli
 from roofline.cli import calibrate as calibrate_cli
 from roofline.cli import completion as completion_cli
@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
     restore = _terminate_like_ctrl_c()
     verbosity.set_level(verbosity.NORMAL)
+    process.set_entry(argv is None)  # the console script / python -m roofline: the process ends after this command
     try:
         result = command.main(args=argv, prog_name="roofline", standalone_mode=False)
     except RooflineError as exc:
@@ -214,4 +215,5 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     finally:
         restore()
+        process.set_entry(False)
     sys.exit(result if isinstance(result, int) else 0)

@@ -240,8 +240,9 @@ class _Recorder:
             input_shapes, input_dtypes, output_shapes, non_contiguous = (), (), (), False
             cost = OpCost(None, None, cost.dtype, cost.math, f"{NO_FORMULA}: {type(exc).__name__}: {exc}")
         index = len(self.records)
-        producers, params, layouts = self.dataflow(inputs)
-        ids = tuple(self.storage_id(t) for t in inputs)
+        keys = [_storage_key(t) for t in inputs]  # NB: once per input (a call into torch each)
+        producers, params, layouts = self.dataflow(inputs, keys)
+        ids = tuple(self.storage_id(key) for key in keys)
         self.produced(index, schema, out)
         self.records.append(
             OpRecord(
@@ -266,8 +267,8 @@ class _Recorder:
             )
         )
 
-    def storage_id(self, t: Any) -> int | None:
-        key = _storage_key(t)
+    def storage_id(self, key: tuple[str, int] | None) -> int | None:
+        """The number of a storage (a tensor's :func:`_storage_key`), in order of first use; None for none."""
         if key is None:
             return None
         if key not in self.storages:
@@ -275,13 +276,15 @@ class _Recorder:
             self.next_id += 1
         return self.storages[key]
 
-    def dataflow(self, inputs: list[Any]) -> tuple[tuple[int | None, ...], tuple[bool, ...], tuple[str, ...]]:
-        """Per tensor input: the op that produced it, whether it is a parameter/buffer, its layout."""
+    def dataflow(
+        self, inputs: list[Any], keys: list[tuple[str, int] | None]
+    ) -> tuple[tuple[int | None, ...], tuple[bool, ...], tuple[str, ...]]:
+        """Per tensor input (``keys``: their :func:`_storage_key`): the op that produced it, whether it is a
+        parameter/buffer, its layout."""
         producers: list[int | None] = []
         params: list[bool] = []
         layouts: list[str] = []
-        for t in inputs:
-            key = _storage_key(t)
+        for t, key in zip(inputs, keys, strict=True):
             producers.append(self.producers.get(key) if key is not None else None)
             params.append(key is not None and key in self.params)
             layouts.append(_layout(t))
@@ -337,7 +340,7 @@ def _param_keys(model: Any) -> set[tuple[str, int]]:
 
 
 def _shape(t: Any) -> tuple[int, ...]:
-    return tuple(int(s) for s in t.shape)
+    return tuple(map(int, t.shape))
 
 
 def _tensor_inputs(func: Any, args: Any, kwargs: dict[str, Any]) -> list[Any]:

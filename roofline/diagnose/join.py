@@ -198,31 +198,41 @@ def _iteration_at(markers: Sequence[tuple[float, float]], t: float, starts: Sequ
 
 
 def _build_ops(raw: Sequence[Mapping[str, Any]], markers: Sequence[tuple[float, float]]) -> list[CpuOp]:
-    """Ops in start order (parents before children) with iteration, parent and self time filled in."""
-    ordered = sorted(raw, key=lambda e: (float(e["start_us"]), -float(e["end_us"])))
+    """Ops in start order (parents before children) with iteration, parent and self time filled in.
+
+    NB: each event's values are read and converted once (a many-op model's profile holds tens of thousands of
+    ops); an input shape seen before (the same shapes recur every iteration) is converted once."""
+    # (start, -end, position, end, id, thread, event): sorted, the order of (start, -end) with ties kept in order
+    rows = sorted(
+        (
+            (start := float(event["start_us"]), -(end := float(event["end_us"])), position, end, int(event["id"]),
+             int(event.get("thread") or 0), event)
+            for position, event in enumerate(raw)
+        ),
+        key=lambda row: (row[0], row[1]),
+    )  # fmt: skip
     parents: dict[int, int | None] = {}
-    by_thread: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
-    for event in ordered:
-        by_thread[int(event.get("thread") or 0)].append(event)
-    for events in by_thread.values():
-        stack: list[Mapping[str, Any]] = []
-        for event in events:
-            start, end = float(event["start_us"]), float(event["end_us"])
-            while stack and not (float(stack[-1]["start_us"]) <= start and end <= float(stack[-1]["end_us"])):
+    by_thread: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
+    for row in rows:
+        by_thread[row[5]].append(row)
+    for listed in by_thread.values():
+        stack: list[tuple[float, float, int]] = []  # (start, end, id) of the ops open around the current one
+        for start, _, _, end, op_id, _, event in listed:
+            while stack and not (stack[-1][0] <= start and end <= stack[-1][1]):
                 stack.pop()
             given = event.get("parent")
-            parents[int(event["id"])] = int(given) if given is not None else (int(stack[-1]["id"]) if stack else None)
-            stack.append(event)
+            parents[op_id] = int(given) if given is not None else (stack[-1][2] if stack else None)
+            stack.append((start, end, op_id))
     disjoint = all(a[1] < b[0] for a, b in itertools.pairwise(markers))
     starts = [start for start, _ in markers] if disjoint else []
     child_time: dict[int, float] = defaultdict(float)
-    for event in ordered:
-        parent = parents[int(event["id"])]
+    for start, _, _, end, op_id, _, _ in rows:
+        parent = parents[op_id]
         if parent is not None:
-            child_time[parent] += float(event["end_us"]) - float(event["start_us"])
+            child_time[parent] += end - start
+    shapes_seen: dict[tuple[Any, ...], tuple[tuple[int, ...], ...]] = {}
     ops = []
-    for event in ordered:
-        op_id, start, end = int(event["id"]), float(event["start_us"]), float(event["end_us"])
+    for start, _, _, end, op_id, thread, event in rows:
         iteration = event.get("iteration")
         if iteration is None:
             iteration = _iteration_at(markers, start, starts) if markers else 0
@@ -235,14 +245,28 @@ def _build_ops(raw: Sequence[Mapping[str, Any]], markers: Sequence[tuple[float, 
                 name=str(event["name"]),
                 start_us=start,
                 end_us=end,
-                input_shapes=tuple(tuple(int(d) for d in shape) for shape in event.get("input_shapes") or ()),
-                thread=int(event.get("thread") or 0),
+                input_shapes=_shapes(event.get("input_shapes"), shapes_seen),
+                thread=thread,
                 iteration=None if iteration is None else int(iteration),
                 parent=parents[op_id],
                 self_us=float(self_us),
             )
         )
     return ops
+
+
+def _shapes(given: Any, seen: dict[tuple[Any, ...], tuple[tuple[int, ...], ...]]) -> tuple[tuple[int, ...], ...]:
+    """An event's input shapes as tuples of ints, each distinct spelling converted once (``seen``)."""
+    if not given:
+        return ()
+    try:
+        key = tuple(tuple(shape) for shape in given)
+        shapes = seen.get(key)
+    except TypeError:  # not lists of dimensions: converted (and refused) as they are
+        return tuple(tuple(int(d) for d in shape) for shape in given)
+    if shapes is None:
+        shapes = seen[key] = tuple(tuple(int(d) for d in shape) for shape in given)
+    return shapes
 
 
 # ------------------------------------------------------------------------------------------------ join

@@ -37,8 +37,11 @@ def _tensor_shapes(shapes: Any, dtypes: Any) -> list[list[int]]:
     """Shapes of the tensor arguments among the profiler's per-argument shapes (scalars, None and strings
     dropped by their dtype string; TensorLists flattened)."""
     out: list[list[int]] = []
-    for position, shape in enumerate(shapes or ()):
-        dtype = dtypes[position] if dtypes and position < len(dtypes) else None
+    if not shapes:
+        return out
+    typed = len(dtypes) if dtypes else 0
+    for position, shape in enumerate(shapes):
+        dtype = dtypes[position] if position < typed else None
         if shape and isinstance(shape[0], (list, tuple)):  # a TensorList: one shape per tensor
             out += [list(s) for s in shape]
         elif dtype is None:
@@ -272,33 +275,74 @@ def events_from_kineto(
     without torch building its FunctionEvent list and tree (:func:`events_from_profiler` reads that; this gives
     the same dicts, in microseconds from ``trace_start_ns`` as torch does). Kernel names through ``demangle``
     (torch demangles them), each distinct name once; a kernel's launch facts from its metadata JSON where kineto
-    gives them there. Returns (events, whether any kernel carried launch facts)."""
+    gives them there. Returns (events, whether any kernel carried launch facts).
+
+    NB: every value of a raw event is a call into torch's C++ (about 16 per event, tens of thousands of events on
+    a many-op model): what an event's class has is asked once per class, a device's name once per device, and a
+    CPU op (most events) asks only what its dict holds (for a ``cpu_op`` on the CPU, :func:`_kind` reads neither
+    the annotation flags nor the linked id)."""
     out: list[dict[str, Any]] = []
     op_threads: dict[int, int] = {}  # an op's correlation id -> its thread (a launch call takes its op's thread)
     launches: list[tuple[dict[str, Any], int]] = []  # (launch event, the id of the op that made it)
     names: dict[str, str] = {}
     any_facts = False
     cpu: Any = None
+    device_types: dict[Any, str] = {}
+    classes: dict[type, tuple[bool, ...]] = {}
     for k in kineto_events:
         name = k.name()
-        if name in _FILTERED_NAMES or (getattr(k, "is_hidden_event", None) is not None and k.is_hidden_event()):
+        if name in _FILTERED_NAMES:
+            continue
+        has = classes.get(type(k))
+        if has is None:
+            has = classes[type(k)] = tuple(
+                getattr(k, method, None) is not None
+                for method in (
+                    "is_hidden_event", "activity_type", "is_user_annotation", "is_python_function",
+                    "structured_input_shapes",
+                )
+            )  # fmt: skip
+        hidden, with_activity, with_annotation, with_python, structured = has
+        if hidden and k.is_hidden_event():
             continue
         device = k.device_type()
-        if cpu is None:
-            cpu = _cpu_device_type(device)
-        device_type = "CPU" if device == cpu else str(device).rsplit(".", 1)[-1]
-        activity = k.activity_type() if hasattr(k, "activity_type") else None
+        device_type = device_types.get(device)
+        if device_type is None:
+            if cpu is None:
+                cpu = _cpu_device_type(device)
+            device_type = device_types[device] = "CPU" if device == cpu else str(device).rsplit(".", 1)[-1]
+        activity = (k.activity_type() or None) if with_activity else None
+        thread = k.start_thread_id()
+        if device_type == "CPU" and activity == "cpu_op" and name != marker:  # an op, unless async
+            if k.is_async() or thread != k.end_thread_id():
+                continue
+            op_id = int(k.correlation_id())
+            thread = int(thread)
+            op_threads[op_id] = thread
+            shapes = k.structured_input_shapes() if structured else None
+            out.append(
+                {
+                    "kind": "op",
+                    "start_us": (k.start_ns() - trace_start_ns) / 1000,
+                    "end_us": (k.end_ns() - trace_start_ns) / 1000,
+                    "id": op_id,
+                    "name": name,
+                    "thread": thread,
+                    "input_shapes": _tensor_shapes(shapes or k.shapes(), k.dtypes()),
+                }
+            )
+            continue
         linked = int(k.linked_correlation_id() or 0)
-        is_async = bool(k.is_async()) or k.start_thread_id() != k.end_thread_id()
+        is_async = bool(k.is_async()) or thread != k.end_thread_id()
         kind = _kind(
             name,
             device_type,
-            activity or None,
+            activity,
             linked,
             marker,
-            annotation=bool(k.is_user_annotation()) if hasattr(k, "is_user_annotation") else False,
+            annotation=bool(k.is_user_annotation()) if with_annotation else False,
             is_async=is_async,
-            python_function=bool(k.is_python_function()) if hasattr(k, "is_python_function") else False,
+            python_function=bool(k.is_python_function()) if with_python else False,
         )
         if kind is None:
             continue
@@ -322,13 +366,13 @@ def events_from_kineto(
                 any_facts = True
                 event |= facts
         elif kind == "launch":
-            event |= {"name": name, "thread": int(k.start_thread_id()), "correlation": int(k.correlation_id())}
+            event |= {"name": name, "thread": int(thread), "correlation": int(k.correlation_id())}
             if linked:
                 launches.append((event, linked))
         elif kind == "op":
-            shapes = k.structured_input_shapes() if hasattr(k, "structured_input_shapes") else None
+            shapes = k.structured_input_shapes() if structured else None
             op_id = int(k.correlation_id())
-            thread = int(k.start_thread_id())
+            thread = int(thread)
             op_threads[op_id] = thread
             event |= {
                 "id": op_id,

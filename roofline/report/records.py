@@ -130,14 +130,17 @@ class Timing:
 
 
 #: diagnose's own stages, in the order they run, and how the console names them (`diagnose.stages` in a report:
-#: name -> seconds). python: process start to the command (Python, our CLI's imports); torch_import; cuda_init:
+#: name -> seconds). python: process start to the command (Python, our CLI's imports); setup: the command's
+#: own start (the diagnosis's modules imported, the options and output files checked); torch_import; cuda_init:
 #: the device resolved and CUDA initialised (a context on the GPU); load: the model file run, the model and its
 #: inputs on the device; roofs; count: the counting pass; warmup, timed (the uninstrumented iterations), profiled
 #: (the iterations under torch.profiler), events (the profile read, parsed and joined); place: placement and
-#: findings; counters (--counters), verify (--verify); render (the console tables or the JSON) and write (the
-#: report file; the console only: the report is written with the others).
+#: findings; counters (--counters), verify (--verify); render (the report built, the console tables or the JSON)
+#: and write (the report file, the plot and the --export-trace file; the console only: the report is written
+#: with the others).
 STAGES: dict[str, str] = {
     "python": "python",
+    "setup": "setup",
     "torch_import": "torch import",
     "cuda_init": "CUDA init",
     "load": "load",

@@ -46,11 +46,16 @@ def dtype_name(dtype: Any) -> str:
 # ---------------------------------------------------------------------------------------- tensor helpers
 
 
+_TENSOR: list[type] = []  # torch.Tensor, once a formula ran (torch imported only then)
+
+
 def is_tensor(value: Any) -> bool:
     """Whether ``value`` is a torch.Tensor (torch imported only when a formula runs)."""
-    import torch
+    if not _TENSOR:
+        import torch
 
-    return isinstance(value, torch.Tensor)
+        _TENSOR.append(torch.Tensor)
+    return isinstance(value, _TENSOR[0])
 
 
 def unique_numel(t: Any) -> int:
@@ -163,6 +168,7 @@ class Call:
             else:
                 self.args[arg.name] = arg.default_value if arg.has_default_value() else None
         self.outputs: list[Any] = list(flat_tensors(out))
+        self._tensor_args: list[tuple[Any, Any]] | None = None
 
     def get(self, name: str, default: Any = None) -> Any:
         value = self.args.get(name)
@@ -177,10 +183,11 @@ class Call:
         return None
 
     def tensor_args(self) -> Iterator[tuple[Any, Any]]:
-        """(schema argument, tensor) for every tensor argument, lists flattened, in argument order."""
-        for arg in self.schema_args:
-            for t in flat_tensors(self.args.get(arg.name)):
-                yield arg, t
+        """(schema argument, tensor) for every tensor argument, lists flattened, in argument order (found once
+        per call: the formulas ask several times)."""
+        if self._tensor_args is None:
+            self._tensor_args = [(arg, t) for arg in self.schema_args for t in flat_tensors(self.args.get(arg.name))]
+        return iter(self._tensor_args)
 
     def inputs(self) -> list[Any]:
         """Tensor inputs in argument order (out= tensors included, as the profiler shows them)."""

@@ -1,0 +1,100 @@
+"""Diagnose's own time outside its stages (issue 15): every second of the command in a named stage (no 'other'),
+and the CLI's own process with its heap frozen after torch's import (roofline.cli.process), its output complete
+and flushed when piped, its atexit handlers run. Nothing here depends on the host's speed."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from roofline.cli import process
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT / "workloads" / "models" / "gelu_chain_unfused.py"
+
+# the CLI run as the process's entry point (main() with no argv), CPU roofs faked (no calibration run)
+ENTRY = textwrap.dedent(
+    """
+    import atexit, gc, sys
+    import roofline.roofs
+    from roofline.device import Device
+
+    CPU = Device(name="cpu", display_name="Test CPU", vendor="other",
+                 compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11}, bandwidth={"dram": 2e10},
+                 launch_floor_s=5e-6, roof_source="measured")
+    roofline.roofs.cpu_roofs = lambda torch_: (CPU, ["test roofs"])
+    atexit.register(lambda: print(f"ATEXIT frozen={gc.get_freeze_count()}", file=sys.stderr))
+    sys.argv = ["roofline", *sys.argv[1:]]
+    from roofline.cli import main
+    main()
+    """
+)
+
+
+def run_entry(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", ENTRY, "diagnose", str(MODEL), "--device", "cpu", "--warmup", "1", "--iters", "2",
+         *args],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+
+
+def test_piped_output_is_complete_and_atexit_handlers_run(tmp_path):
+    out = tmp_path / "r.json"
+    result = run_entry("--json", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)  # the whole report on the pipe, flushed before the exit
+    written = json.loads(out.read_text())
+    assert printed["rows"] and printed["rows"] == written["rows"]
+    assert printed["aggregates"] == written["aggregates"] and printed["findings"] == written["findings"]
+    stages = written["diagnose"]["stages"]
+    assert {"python", "setup", "torch_import", "count", "events", "place", "render"} <= set(stages)
+    # the user's (here: the test's) atexit handler ran, after the heap was frozen
+    frozen = [line for line in result.stderr.splitlines() if line.startswith("ATEXIT frozen=")]
+    assert len(frozen) == 1 and int(frozen[0].split("=")[1]) > 0, result.stderr
+
+    table = run_entry("-o", str(tmp_path / "t.json"))
+    assert table.returncode == 0, table.stderr
+    # the console report whole on the pipe: its first line, and its last block (the notes), ended
+    assert table.stdout.startswith(str(MODEL)) and "\nNotes: " in table.stdout and table.stdout.endswith("\n")
+    assert json.loads((tmp_path / "t.json").read_text())["rows"]
+    summary = [line for line in table.stderr.splitlines() if line.startswith("diagnose took ")]
+    assert len(summary) == 1 and "setup " in summary[0]
+
+
+def test_in_process_callers_never_freeze(monkeypatch):
+    frozen: list[bool] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    process.set_entry(False)
+    process.freeze_heap()
+    with process.frozen_after():
+        assert gc.isenabled()  # not paused either
+    assert frozen == []
+
+
+def test_entry_pauses_the_collector_then_freezes(monkeypatch):
+    frozen: list[bool] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(gc.isenabled()))
+    try:
+        process.set_entry(True)
+        with process.frozen_after():
+            assert not gc.isenabled()
+        assert gc.isenabled() and frozen == [False]  # frozen while paused, then resumed
+        with pytest.raises(RuntimeError), process.frozen_after():
+            raise RuntimeError("import failed")
+        assert gc.isenabled() and len(frozen) == 2
+    finally:
+        process.set_entry(False)
+
+
+def test_main_with_argv_is_no_process_entry(cli, monkeypatch):
+    seen: list[bool] = []
+    monkeypatch.setattr(process, "set_entry", lambda entry: seen.append(entry))
+    assert cli("specs", "list").code == 0
+    assert seen == [False, False]  # main(["specs", "list"]): an in-process caller, reset after the command
