@@ -317,7 +317,17 @@ def calibrate_cuda(
 
     # ---- GEMMs on random data, L2 flushed before every sample: a burst sweep per dtype from rest, a thermal
     # soak, then a sustained figure per dtype (its best shape, no idle pause)
-    flush = l2_flush(torch, l2_bytes, device=str(dev))
+    l2_evict = l2_flush(torch, l2_bytes, device=str(dev))
+
+    def flush() -> None:
+        # NB: the flush, then the untimed sleep kernel: the flush alone (~40 us of writes) may end before the host
+        # has queued the start event and the GEMM (a cuBLAS call on a slow host), and the events then time that
+        # launch too: on a lent H100 the fp32 and int8 bursts read 0.969 and 0.968 of do_bench's torch.mm of the
+        # same shape, whose launches queue back to back
+        l2_evict()
+        if busy is not None:
+            busy()
+
     capability = (machine_cc := torch.cuda.get_device_capability(dev))[0] * 10 + machine_cc[1]
     kinds = _gemm_kinds(torch, dev, capability, machine.compute_capability)
     runnable = [name for name in GEMM_ORDER if kinds[name].skip is None]
