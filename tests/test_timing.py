@@ -233,13 +233,16 @@ def test_cuda_events_flush_outside_the_timed_region_and_ms_to_s():
 
 def test_l2_flush_buffer_is_at_least_twice_the_l2():
     torch = FakeTorch()
-    flush = l2_flush(torch, l2_bytes=50 * 2**20)
-    assert torch.allocated == [100 * 2**20]
+    flush = l2_flush(torch, l2_bytes=200 * 2**20)
+    assert torch.allocated == [400 * 2**20]
     flush()
     assert torch.log == ["flush"]
-    small = FakeTorch()
-    l2_flush(small, l2_bytes=4 * 2**20)
-    assert small.allocated == [64 * 2**20]  # never below 64 MiB
+    h100 = FakeTorch()
+    l2_flush(h100, l2_bytes=50 * 2**20)
+    assert h100.allocated == [256 * 2**20]  # a GPU's: never below 256 MiB (do_bench's)
+    cpu = FakeTorch()
+    l2_flush(cpu, l2_bytes=4 * 2**20, device="cpu")
+    assert cpu.allocated == [64 * 2**20]  # a CPU's: never below 64 MiB
 
 
 def test_nvml_clock_reads_only():
