@@ -460,3 +460,19 @@ def test_the_child_reads_its_own_command_line(monkeypatch):
         with pytest.raises(SystemExit):
             child.main(command[3:])
         assert seen["path"] == command[3] and seen["argv"] == script and seen["dtype"] == "bf16"
+
+
+def test_agreement_judges_our_verdict_not_the_side_of_the_ridge(placed):
+    # an op left of the ridge whose limiter says compute (instruction issue) agrees with counters that read the SMs
+    # busier than memory; the same op judged by the side of the ridge would disagree
+    from roofline.findings.counters import our_bound
+
+    point = next(p for p in placed.points if p.roofline_bound == "memory")
+    assert our_bound(point) == "memory"
+    issue = point.model_copy(update={"limiter": "compute"})
+    assert our_bound(issue) == "compute"
+    assert our_bound(point.model_copy(update={"limiter": "latency"})) == "memory"  # neither: the ridge decides
+    kernels = [k.model_copy(update={"sm_pct": 90.0, "memory_pct": 10.0}) for k in read_csv(RAW)]
+    points = [issue if p.index == point.index else p for p in placed.points]
+    by = {o.index: o for o in attach(points, kernels, "x").ops}
+    assert (by[point.index].counters_bound, by[point.index].agree) == ("compute", True)
