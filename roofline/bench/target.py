@@ -110,18 +110,15 @@ def _cuda_target(
     l2_bytes = int(getattr(props, "L2_cache_size", 0) or device.capacities.get("l2", 0))
     flush = None if warm else l2_flush(torch, l2_bytes, device=str(torch_device))
     clock = nvml_clock(gpu.nvml_index)
-    # NB: a short sleep kernel before each sample (untimed) keeps the GPU busy until start event, op and end event
-    # are queued back to back (roofline.measure.backends.gpu_busy); it runs before the flush, so that the op
-    # starts right after the flush's writes, with their dirty lines in the L2 as an op meets them in a model (and
-    # as triton.testing.do_bench times it). The sleep after the flush let the L2 settle first: on an H100, ops of
-    # 20-40 us then ran 3-6% faster than do_bench timed them.
+    # NB: a short sleep kernel before each sample (untimed, after the flush) keeps the GPU busy until start event,
+    # op and end event are queued back to back (roofline.measure.backends.gpu_busy)
     busy = gpu_busy(torch, clock.max_clock_mhz if clock is not None else None, BUSY_US)
 
     def before() -> None:
-        if busy is not None:
-            busy()
         if flush is not None:
             flush()
+        if busy is not None:
+            busy()
 
     description = (
         f"device time per call (CUDA events, GPU rested {REST_S:g} s per row, kept busy before each sample), "
