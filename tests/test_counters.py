@@ -185,6 +185,13 @@ def test_a_truncated_file(tmp_path):
          "float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)",
          "void unnamed>::vectorized_layer_norm_kernel<BFloat16, float, 0>(int, T2, const T1 *, const T1 *, "
          "const T1 *, T2 *, T2 *, T1 *)"),  # as ncu of CUDA 13 wrote it on an H100 (2026-11-24)
+        ("void at::native::(anonymous namespace)::CatArrayBatchedCopy_vectorized<at::native::(anonymous "
+         "namespace)::OpaqueType<2u>, unsigned int, 2, 128, 1, 16, 8>(char*, at::native::(anonymous "
+         "namespace)::CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, "
+         "128, 1>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)",
+         "void unnamed>::CatArrayBatchedCopy_vectorized<unnamed>::OpaqueType<2>, unsigned int, 2, 128, 1, 16, 8>"
+         "(char *, unnamed>::CatArrInputTensorMetadata<T1, T2, T4, T5>, unnamed>::TensorSizeStride<T2, 4>, int, "
+         "T2)"),  # the same ncu, mamba_scan_naive's torch.cat
     ],
 )  # fmt: skip
 def test_torch_and_ncu_names_normalise_alike(torch_name, ncu_name):

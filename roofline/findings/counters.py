@@ -90,6 +90,7 @@ class Counters(BaseModel):
 # ------------------------------------------------------------------------------------------------ names
 
 _NAMESPACE = re.compile(r"[A-Za-z_]\w*::")
+_ANONYMOUS_ARG = re.compile(r"(?<=\w)<unnamed>::")  # a template argument: 'k<<unnamed>::T' written 'k<unnamed>::T'
 _ANONYMOUS = re.compile(r"<?unnamed>::")
 _INT_SUFFIX = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
 _NCU_LAMBDA = re.compile(r"\[lambda\(([^)]*)\) \(instance (\d+)\)\]")  # ncu: [lambda(float) (instance 1)]
@@ -115,9 +116,12 @@ def normalized(name: str) -> str:
     'void at::native::k<4, at::native::F<float>, std::array<char*, 3ul> >(int, ...)' ->
     'k<4,F<float>,array<char*,3>>'."""
     text = re.sub(r"^void\s+", "", name.strip())
-    # NB: ncu writes the anonymous namespace '<unnamed>::', and for some kernels 'unnamed>::' (seen on an H100,
-    # ncu of CUDA 13: 'void unnamed>::vectorized_layer_norm_kernel<BFloat16, float, 0>(...)')
-    text = _ANONYMOUS.sub("", text.replace("(anonymous namespace)::", ""))
+    # NB: ncu writes the anonymous namespace '<unnamed>::', and for some kernels 'unnamed>::', the '<' dropped
+    # (seen on an H100, ncu of CUDA 13: 'void unnamed>::vectorized_layer_norm_kernel<BFloat16, float, 0>(...)',
+    # 'void unnamed>::CatArrayBatchedCopy_vectorized<unnamed>::OpaqueType<2>, unsigned int, ...>(...)', where
+    # the '<' left is the template's)
+    text = text.replace("(anonymous namespace)::", "")
+    text = _ANONYMOUS.sub("", _ANONYMOUS_ARG.sub("<", text))
     text = _NCU_LAMBDA.sub(r"{lambda(\1)#\2}", text)  # as the torch profiler writes it: {lambda(float)#1}
     text = _cut_params(text)
     text = re.sub(r"\b(false|true)\b", lambda m: _BOOLS[m.group(1)], text)
