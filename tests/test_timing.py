@@ -480,3 +480,111 @@ def test_gpu_busy_queues_a_sleep_of_the_asked_microseconds_or_is_none():
     gpu_busy(fake, None, 100)()
     assert slept[-1] == 200_000  # 2 GHz when the clock is unknown
     assert gpu_busy(SimpleNamespace(cuda=SimpleNamespace()), 1980.0, 50) is None
+
+
+# ------------------------------------------------------------------------------------------------ batches
+
+
+def test_batch_size_is_about_batch_s_of_calls_capped():
+    from roofline.measure.engine import MAX_BATCH, batch_size
+
+    assert batch_size(2e-3, 0.01, True) == 5
+    assert batch_size(20e-6, 0.01, True) == MAX_BATCH == 50
+    assert batch_size(0.02, 0.01, True) == 1  # a call longer than a batch: one at a time
+    assert batch_size(20e-6, 0.0, True) == 1  # batching off
+    assert batch_size(20e-6, 0.01, False) == 1  # a backend that cannot batch
+
+
+class FakeBatchBackend(FakeBackend):
+    """FakeBackend that can also time a batch: the lead once, then the flush and the call per sample."""
+
+    def time_batch(self, fn, lead, before, k):
+        if lead is not None:
+            lead()
+        out = []
+        for _ in range(k):
+            if before is not None:
+                before()
+            self.events.append("timed")
+            fn()
+            t = self.times.pop(0) if self.times else 1e-3
+            self.clock.t += t
+            out.append(t)
+        self.events.append("batch-sync")
+        return out
+
+
+class CountingClock:
+    max_clock_mhz = 2000.0
+
+    def __init__(self):
+        self.reads = 0
+
+    def sample(self):
+        self.reads += 1
+        return 1980.0, []
+
+
+def test_batched_samples_run_the_lead_once_per_batch_and_the_flush_per_sample():
+    now = FakeNow()
+    backend = FakeBatchBackend([], now)  # every call 1 ms
+    log = []
+    backend.events = log
+    clock = CountingClock()
+    rule = StoppingRule(min_samples=10, min_time_s=0.0, max_time_s=10.0, max_samples=12)
+    result = measure(
+        lambda: None,
+        backend,
+        flush=lambda: log.append("flush"),
+        lead=lambda: log.append("lead"),
+        batch_s=5e-3,
+        rule=rule,
+        warmup_s=0.0,
+        clock=clock,
+        now=now,
+    )
+    assert result.batch == 5  # 5 ms of 1 ms calls
+    first = log.index("batch-sync")
+    assert log[first - 11 : first + 1] == ["lead", *(["flush", "timed"] * 5), "batch-sync"]
+    # the estimate (one call, flush then lead ahead of it) came before the batches
+    assert log[:4] == ["sync", "flush", "lead", "timed"]
+    assert result.n == 10 and log.count("batch-sync") == 2  # converged after two batches of 5
+    assert clock.reads == 2 and result.clocks_mhz == [1980.0] * 10  # the clock read once per batch
+
+
+def test_a_batch_never_passes_the_sample_cap():
+    now = FakeNow()
+    backend = FakeBatchBackend([1e-3 * (1 + (i % 2)) for i in range(200)], now)  # noisy: runs to the cap
+    rule = StoppingRule(min_samples=10, min_time_s=0.0, max_time_s=10.0, max_samples=12, target_spread=1e-6)
+    result = measure(lambda: None, backend, batch_s=5e-3, rule=rule, warmup_s=0.0, now=now)
+    assert result.n <= 12 and result.stop_reason in ("sample-cap", "spread-stable", "converged")
+
+
+def test_cuda_events_time_a_batch_with_one_synchronisation():
+    log: list[str] = []
+
+    class Event:
+        def __init__(self, enable_timing):
+            self.name = f"e{len(made)}"
+            made.append(self)
+
+        def record(self):
+            log.append("record")
+
+        def synchronize(self):
+            log.append("sync")
+
+        def elapsed_time(self, other):
+            return 0.02  # ms
+
+    made: list[Event] = []
+
+    import types
+
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event))
+    backend = CudaEvents(fake_torch)
+    times = backend.time_batch(lambda: log.append("fn"), lambda: log.append("lead"), lambda: log.append("flush"), 3)
+    assert times == pytest.approx([2e-5] * 3)
+    assert log == ["lead", *(["flush", "record", "fn", "record"] * 3), "sync"]
+    backend.time_batch(lambda: None, None, None, 2)
+    assert len(made) == 2 + 6  # time_once's pair, then three pairs made once and reused

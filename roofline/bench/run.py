@@ -97,6 +97,8 @@ class Harness:
 
     backend: Backend
     flush: Callable[[], object] | None = None
+    lead: Callable[[], object] | None = None  # untimed, after the flush; once per batch when batching (measure)
+    batch_s: float = 0.0  # samples queued back to back, about this much of the op's time per batch (0: one by one)
     clock: ClockMonitor | None = None
     rule: StoppingRule = field(default_factory=StoppingRule)
     warmup_s: float = 0.02
@@ -117,6 +119,8 @@ class Harness:
             fn,
             self.backend,
             flush=self.flush,
+            lead=self.lead,
+            batch_s=self.batch_s,
             rule=self.rule,
             warmup_s=self.warmup_s,
             clock=self.clock,
@@ -166,6 +170,7 @@ def bench_row(
         remeasure_reason=m.remeasure_reason,
         unstable=m.unstable,
         unstable_reason=m.unstable_reason,
+        batch=m.batch,
         achieved_flops_per_s=row.flops / median if median > 0 else 0.0,
         achieved_bytes_per_s=row.bytes / median if median > 0 else 0.0,
         analytic_bound=row.bound,

@@ -50,6 +50,7 @@ class CudaEvents:
         self._torch = torch
         self._start = torch.cuda.Event(enable_timing=True)
         self._end = torch.cuda.Event(enable_timing=True)
+        self._pairs: list[tuple[Any, Any]] = []  # time_batch's events, made once and reused
 
     def time_once(self, fn: Callable[[], object], before: Callable[[], object] | None) -> float:
         if before is not None:
@@ -59,6 +60,30 @@ class CudaEvents:
         self._end.record()
         self._end.synchronize()
         return self._start.elapsed_time(self._end) * 1e-3  # elapsed_time is in ms
+
+    def time_batch(
+        self,
+        fn: Callable[[], object],
+        lead: Callable[[], object] | None,
+        before: Callable[[], object] | None,
+        k: int,
+    ) -> list[float]:
+        """``k`` calls queued back to back, each with ``before`` ahead of it (untimed) and its own pair of events;
+        ``lead`` once ahead of the batch; one synchronisation at the end. Device time of each call."""
+        while len(self._pairs) < k:
+            event = self._torch.cuda.Event
+            self._pairs.append((event(enable_timing=True), event(enable_timing=True)))
+        pairs = self._pairs[:k]
+        if lead is not None:
+            lead()
+        for start, end in pairs:
+            if before is not None:
+                before()
+            start.record()
+            fn()
+            end.record()
+        pairs[-1][1].synchronize()
+        return [start.elapsed_time(end) * 1e-3 for start, end in pairs]
 
     def synchronize(self) -> None:
         self._torch.cuda.synchronize()

@@ -26,6 +26,18 @@ class Backend(Protocol):
     def synchronize(self) -> None: ...
 
 
+class BatchBackend(Backend, Protocol):
+    """A backend that can also time ``k`` calls queued back to back (one synchronisation for the batch)."""
+
+    def time_batch(
+        self,
+        fn: Callable[[], object],
+        lead: Callable[[], object] | None,
+        before: Callable[[], object] | None,
+        k: int,
+    ) -> list[float]: ...
+
+
 class ClockMonitor(Protocol):
     """Samples the SM clock after each timed call: (clock MHz or None, throttle reasons)."""
 
@@ -55,6 +67,7 @@ class Measurement:
     remeasure_reason: str = ""  # why the first measurement was not trusted
     unstable: bool = False  # the re-measurement failed the check too
     unstable_reason: str = ""  # why (StoppingRule.disagreement): a second set that disagrees, or bimodal
+    batch: int = 1  # samples per synchronisation (1: each sample synchronised on its own)
 
     @property
     def n(self) -> int:
@@ -81,6 +94,50 @@ THROTTLE_FRACTION = 0.75
 #: the second sample set stops at its time budget only once it holds this many samples (a rank test needs some)
 CONFIRM_FLOOR = 5
 _CAPS = ("time-cap", "sample-cap")
+#: samples per synchronisation at most (``batch_s`` set): a batch is about batch_s of the op's time
+MAX_BATCH = 50
+
+
+@dataclass(frozen=True)
+class _Sampler:
+    """How samples are taken: one at a time (``before`` -- the lead, then the flush -- ahead of each call, then a
+    synchronisation), or ``batch`` at a time where the backend can (the lead once, then per sample the flush and
+    the timed call, all queued back to back, one synchronisation)."""
+
+    fn: Callable[[], object]
+    backend: Backend
+    before: Callable[[], object] | None
+    flush: Callable[[], object] | None = None
+    lead: Callable[[], object] | None = None
+    batch: int = 1
+
+    def take(self, limit: int) -> list[float]:
+        k = max(1, min(self.batch, limit))
+        if k == 1 or not hasattr(self.backend, "time_batch"):
+            return [self.backend.time_once(self.fn, self.before)]
+        return list(self.backend.time_batch(self.fn, self.lead, self.flush, k))  # type: ignore[attr-defined]
+
+
+def _chain(*parts: Callable[[], object] | None) -> Callable[[], object] | None:
+    present = [p for p in parts if p is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+
+    def both() -> None:
+        for part in present:
+            part()
+
+    return both
+
+
+def batch_size(estimate_s: float, batch_s: float, supported: bool) -> int:
+    """Samples per synchronisation: about ``batch_s`` of calls of ``estimate_s`` each (1 to MAX_BATCH); 1 when
+    ``batch_s`` is 0 or the backend cannot batch. Pure."""
+    if batch_s <= 0 or not supported or estimate_s <= 0:
+        return 1
+    return max(1, min(MAX_BATCH, int(batch_s / estimate_s)))
 
 
 @dataclass
@@ -94,15 +151,16 @@ class _Pass:
     discarded: int = 0
     stop: str = ""
 
-    def take(
-        self, fn: Callable[[], object], backend: Backend, flush: Callable[[], object] | None, clock: ClockMonitor | None
-    ) -> None:
-        self.stats.add(backend.time_once(fn, flush))
+    def take(self, sampler: _Sampler, clock: ClockMonitor | None, limit: int = MAX_BATCH) -> None:
+        """One sample, or one batch (at most ``limit``); the clock is read once after it and holds for each."""
+        taken = sampler.take(limit)
+        for value in taken:
+            self.stats.add(value)
         if clock is not None:
             mhz, why = clock.sample()
-            self.clocks.append(mhz)
             low = mhz is not None and clock.max_clock_mhz is not None and mhz < THROTTLE_FRACTION * clock.max_clock_mhz
-            self.throttled.append(bool(low or why))
+            self.clocks.extend([mhz] * len(taken))
+            self.throttled.extend([bool(low or why)] * len(taken))
             self.reasons.update(why)
 
     def drop(self, k: int) -> None:
@@ -112,21 +170,14 @@ class _Pass:
         del self.throttled[:k], self.clocks[:k]
 
 
-def _main_pass(
-    fn: Callable[[], object],
-    backend: Backend,
-    flush: Callable[[], object] | None,
-    rule: StoppingRule,
-    clock: ClockMonitor | None,
-    now: Callable[[], float],
-) -> _Pass:
-    """Samples until ``rule`` says stop. Whenever it would stop, the drift test runs: measured drift is dropped
-    and sampling goes on (unless a cap was reached)."""
+def _main_pass(sampler: _Sampler, rule: StoppingRule, clock: ClockMonitor | None, now: Callable[[], float]) -> _Pass:
+    """Samples until ``rule`` says stop (asked after each sample or batch). Whenever it would stop, the drift test
+    runs: measured drift is dropped and sampling goes on (unless a cap was reached)."""
     run = _Pass()
     start = now()
     stop: str | None = None
     while stop is None:
-        run.take(fn, backend, flush, clock)
+        run.take(sampler, clock, max(rule.max_samples - len(run.stats), 1))
         stop = rule.decide(run.stats, now() - start)
         if stop is not None:
             drift = rule.drift(run.stats.values)
@@ -139,13 +190,7 @@ def _main_pass(
 
 
 def _confirm_pass(
-    fn: Callable[[], object],
-    backend: Backend,
-    flush: Callable[[], object] | None,
-    rule: StoppingRule,
-    clock: ClockMonitor | None,
-    now: Callable[[], float],
-    first: int,
+    sampler: _Sampler, rule: StoppingRule, clock: ClockMonitor | None, now: Callable[[], float], first: int
 ) -> _Pass:
     """The second, independent set after a first of ``first`` samples: StoppingRule.confirm_count samples, or
     fewer (at least CONFIRM_FLOOR) once StoppingRule.confirm_time_s is spent."""
@@ -153,7 +198,7 @@ def _confirm_pass(
     count, budget = rule.confirm_count(first), rule.confirm_time_s()
     start = now()
     while len(run.stats) < count and not (len(run.stats) >= CONFIRM_FLOOR and now() - start >= budget):
-        run.take(fn, backend, flush, clock)
+        run.take(sampler, clock, count - len(run.stats))
     return run
 
 
@@ -162,6 +207,8 @@ def measure(
     backend: Backend,
     *,
     flush: Callable[[], object] | None = None,
+    lead: Callable[[], object] | None = None,
+    batch_s: float = 0.0,
     rule: StoppingRule | None = None,
     warmup_s: float = 0.02,
     max_warmup_calls: int = 1000,
@@ -183,28 +230,38 @@ def measure(
     a quarter of the first set's samples, at least 10; about a quarter of max_time_s for slow calls). When the
     two disagree or the first set is bimodal (StoppingRule.disagreement), both sets are taken again, once; the
     re-measurement is the result, and ``unstable`` with the reason when it fails the check too. The extra cost:
-    a quarter for a stable row; at most about 2.5x the unchecked time for a re-measured one."""
+    a quarter for a stable row; at most about 2.5x the unchecked time for a re-measured one.
+
+    ``lead`` (untimed, e.g. a sleep kernel keeping the GPU busy) runs before each sample after ``flush`` -- or,
+    with ``batch_s`` > 0 on a backend that can batch (CudaEvents.time_batch), once per batch: samples are then
+    taken about ``batch_s`` of calls at a time (batch_size, at most MAX_BATCH), each its flush and its call queued
+    back to back, one synchronisation per batch, as a model's kernels run and as triton.testing.do_bench times
+    them. NB: on an H100, 20-30 us ops timed with a synchronisation after each sample read 3-5% below the same
+    protocol queued back to back (and do_bench), at the same SM clock (docs/performance.md)."""
     rule = rule or StoppingRule()
     start = now()
     fn()
     backend.synchronize()
-    estimate = backend.time_once(fn, flush)
+    before = _chain(flush, lead)
+    estimate = backend.time_once(fn, before)
     warmup_calls = int(min(max(warmup_s / estimate, 1), max_warmup_calls)) if estimate > 0 else max_warmup_calls
     for _ in range(warmup_calls):
         fn()
     backend.synchronize()
 
-    run = _main_pass(fn, backend, flush, rule, clock, now)
+    batch = batch_size(estimate, batch_s, hasattr(backend, "time_batch"))
+    sampler = _Sampler(fn, backend, before, flush=flush, lead=lead, batch=batch)
+    run = _main_pass(sampler, rule, clock, now)
     discarded = run.discarded
     confirm: _Pass | None = None
     remeasure_reason = unstable_reason = ""
     if check:
-        confirm = _confirm_pass(fn, backend, flush, rule, clock, now, len(run.stats))
+        confirm = _confirm_pass(sampler, rule, clock, now, len(run.stats))
         remeasure_reason = rule.disagreement(run.stats, confirm.stats) or ""
         if remeasure_reason:
-            run = _main_pass(fn, backend, flush, rule, clock, now)
+            run = _main_pass(sampler, rule, clock, now)
             discarded += run.discarded
-            confirm = _confirm_pass(fn, backend, flush, rule, clock, now, len(run.stats))
+            confirm = _confirm_pass(sampler, rule, clock, now, len(run.stats))
             unstable_reason = rule.disagreement(run.stats, confirm.stats) or ""
     stats = run.stats
     return Measurement(
@@ -227,4 +284,5 @@ def measure(
         remeasure_reason=remeasure_reason,
         unstable=bool(unstable_reason),
         unstable_reason=unstable_reason,
+        batch=batch,
     )

@@ -182,6 +182,7 @@ class BenchRow(Row):
     remeasure_reason: str = ""
     unstable: bool = False  # the re-measurement failed it too: a second sample set disagreed, or bimodal
     unstable_reason: str = ""
+    batch: int = 1  # samples per synchronisation (queued back to back; 1: each sample on its own)
     achieved_flops_per_s: float
     achieved_bytes_per_s: float
     analytic_bound: str
