@@ -119,9 +119,10 @@ def _cuda_target(
     # same SM clock; queued back to back they agree with triton.testing.do_bench (docs/performance.md).
     busy = gpu_busy(torch, clock.max_clock_mhz if clock is not None else None, BUSY_US)
 
+    cache_text = "warm L2 (no flush)" if warm else "L2 flushed before each sample"
     description = (
         f"device time per call (CUDA events, GPU rested {REST_S:g} s per row, samples queued back to back in "
-        f"batches of about {BATCH_S * 1e3:g} ms), " + ("warm L2 (no flush)" if warm else "L2 flushed before each sample")
+        f"batches of about {BATCH_S * 1e3:g} ms), {cache_text}"
     )
 
     def cleanup() -> None:
