@@ -59,7 +59,7 @@ def parse_size(text: str, option: str = "size", *, allow_zero: bool = False, int
     parts = re.split(r"\s*[x*]\s*", text.strip(), flags=re.IGNORECASE)
     value = Fraction(1)
     for part in parts:
-        value *= _parse_atom(part, option)
+        value *= _parse_atom(part if len(parts) == 1 or part.strip() else text, option)  # 'x', '4x': say all of it
         if value > MAX_SIZE:
             raise _too_large(text, option)
     if value < 0 or (value == 0 and not allow_zero):

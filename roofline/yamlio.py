@@ -79,7 +79,7 @@ def describe_validation_error(exc: ValidationError, doc: str = "") -> str:
     """First problem of a pydantic error as 'field.path: message' (plus a count of the others)."""
     errors = exc.errors()
     first = errors[0]
-    loc = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    loc = ".".join(str(part) for part in first["loc"])  # '' for a check of the whole model (no field to name)
     kind = first["type"]
     if kind == "extra_forbidden":
         message = "unknown key (check the spelling" + (f"; {doc} lists the allowed keys)" if doc else ")")
@@ -95,7 +95,7 @@ def describe_validation_error(exc: ValidationError, doc: str = "") -> str:
         if scalar and len(shown) <= 60 and not quoted:
             message += f" (got {shown})"
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    return f"{loc}: {message}{more}"
+    return f"{loc}: {message}{more}" if loc else f"{message}{more}"
 
 
 def validate(model: type[M], data: Any, source: str, error: type[RooflineError], doc: str = "") -> M:
