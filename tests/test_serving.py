@@ -75,7 +75,7 @@ def test_kv_dtype_models_a_kv_cache_in_the_napkin_form():
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--model", "llama-3-70b", "--tp", "3"], "Error: decode: tp=3 must divide the heads (64) and the KV heads (8)"),
+        (["--model", "llama-3-70b", "--tp", "3"], "Error: decode: tp=3 must divide the heads (64) and the KV heads"),
         (["--model", "llama-3-8b", "--tp", "x"], "--tp: cannot read 'x' as a size"),  # not ''
         (["--model", "llama-3-8b", "--tp", "4x"], "--tp: cannot read '4x' as a size"),
         (["--model", "llama-3-70b", "--tp", "16"], "tp=16 must divide the heads (64) and the KV heads (8)"),
