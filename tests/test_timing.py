@@ -500,7 +500,7 @@ class FakeBatchBackend(FakeBackend):
 
     def time_batch(self, fn, lead, before, k):
         if lead is not None:
-            lead()
+            lead(1e-3)
         out = []
         for _ in range(k):
             if before is not None:
@@ -537,6 +537,7 @@ def test_batched_samples_run_the_lead_once_per_batch_and_the_flush_per_sample():
         backend,
         flush=lambda: log.append("flush"),
         lead=lambda: log.append("lead"),
+        cover=lambda seconds: log.append("cover"),
         batch_s=5e-3,
         rule=rule,
         warmup_s=0.0,
@@ -545,7 +546,7 @@ def test_batched_samples_run_the_lead_once_per_batch_and_the_flush_per_sample():
     )
     assert result.batch == 5  # 5 ms of 1 ms calls
     first = log.index("batch-sync")
-    assert log[first - 11 : first + 1] == ["lead", *(["flush", "timed"] * 5), "batch-sync"]
+    assert log[first - 11 : first + 1] == ["cover", *(["flush", "timed"] * 5), "batch-sync"]
     # the estimate (one call, flush then lead ahead of it) came before the batches
     assert log[:4] == ["sync", "flush", "lead", "timed"]
     assert result.n == 10 and log.count("batch-sync") == 2  # converged after two batches of 5
@@ -582,9 +583,22 @@ def test_cuda_events_time_a_batch_with_one_synchronisation():
     import types
 
     fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event))
-    backend = CudaEvents(fake_torch)
-    times = backend.time_batch(lambda: log.append("fn"), lambda: log.append("lead"), lambda: log.append("flush"), 3)
+    host = iter([0.0, 30e-6, 100.0, 100.0 + 3 * 40e-6])  # the host's clock: 30 us to queue one sample, then 40
+    backend = CudaEvents(fake_torch, host_clock=lambda: next(host))
+    assert backend.time_once(lambda: log.append("fn"), None) == pytest.approx(2e-5)
+    assert backend.host_s == pytest.approx(30e-6)
+    log.clear()
+    covered = []
+
+    def lead(seconds):
+        covered.append(seconds)
+        log.append("lead")
+
+    times = backend.time_batch(lambda: log.append("fn"), lead, lambda: log.append("flush"), 3)
     assert times == pytest.approx([2e-5] * 3)
     assert log == ["lead", *(["flush", "record", "fn", "record"] * 3), "sync"]
+    assert covered == [pytest.approx(1.5 * 3 * 30e-6)]  # the lead covers 1.5x the host's time to queue the batch
+    assert backend.host_s == pytest.approx(40e-6)  # learned from this batch for the next
+    backend._host_clock = lambda: 0.0
     backend.time_batch(lambda: None, None, None, 2)
     assert len(made) == 2 + 6  # time_once's pair, then three pairs made once and reused

@@ -97,7 +97,8 @@ class Harness:
 
     backend: Backend
     flush: Callable[[], object] | None = None
-    lead: Callable[[], object] | None = None  # untimed, after the flush; once per batch when batching (measure)
+    lead: Callable[[], object] | None = None  # untimed, after the flush, when samples are taken one by one
+    cover: Callable[[float], object] | None = None  # untimed, once ahead of each batch: a sleep of the seconds given
     batch_s: float = 0.0  # samples queued back to back, about this much of the op's time per batch (0: one by one)
     clock: ClockMonitor | None = None
     rule: StoppingRule = field(default_factory=StoppingRule)
@@ -120,6 +121,7 @@ class Harness:
             self.backend,
             flush=self.flush,
             lead=self.lead,
+            cover=self.cover,
             batch_s=self.batch_s,
             rule=self.rule,
             warmup_s=self.warmup_s,

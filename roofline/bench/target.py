@@ -102,7 +102,7 @@ def _builder(torch: Any, torch_device: Any, *, cpu: bool = False) -> Build:
 def _cuda_target(
     torch: Any, index: int, sheet: str | None, spec_files: Sequence[Path], warm: bool, rule: StoppingRule
 ) -> Target:
-    from roofline.measure.backends import CudaEvents, gpu_busy, l2_flush, nvml_clock
+    from roofline.measure.backends import CudaEvents, gpu_busy, gpu_sleep, l2_flush, nvml_clock
 
     torch.cuda.set_device(index)
     torch_device = torch.device("cuda", index)
@@ -112,12 +112,19 @@ def _cuda_target(
     l2_bytes = int(getattr(props, "L2_cache_size", 0) or device.capacities.get("l2", 0))
     flush = None if warm else l2_flush(torch, l2_bytes, device=str(torch_device))
     clock = nvml_clock(gpu.nvml_index)
-    # NB: a short sleep kernel (untimed) keeps the GPU busy until start event, op and end event are queued back to
-    # back (roofline.measure.backends.gpu_busy): once ahead of each batch of samples, which are then queued back to
-    # back (flush, start event, op, end event per sample; one synchronisation per batch: measure's batch_s). On an
+    # NB: a sleep kernel (untimed) keeps the GPU busy until start event, op and end event are queued back to back
+    # (roofline.measure.backends.gpu_sleep): once ahead of each batch of samples, as long as the host takes to queue
+    # the batch (CudaEvents.time_batch), the samples then queued back to back (flush, start event, op, end event per
+    # sample; one synchronisation per batch: measure's batch_s). On an
     # H100, 20-30 us ops synchronised after every sample read 3-5% below the same ops queued back to back, at the
     # same SM clock; queued back to back they agree with triton.testing.do_bench (docs/performance.md).
-    busy = gpu_busy(torch, clock.max_clock_mhz if clock is not None else None, BUSY_US)
+    max_mhz = clock.max_clock_mhz if clock is not None else None
+    busy = gpu_busy(torch, max_mhz, BUSY_US)
+    sleep_for = gpu_sleep(torch, max_mhz)
+
+    def cover(seconds: float) -> None:  # ahead of a batch: as long as the host takes to queue it, BUSY_US at least
+        if sleep_for is not None:
+            sleep_for(max(seconds, BUSY_US * 1e-6))
 
     cache_text = "warm L2 (no flush)" if warm else "L2 flushed before each sample"
     description = (
@@ -132,6 +139,7 @@ def _cuda_target(
         backend=CudaEvents(torch),
         flush=flush,
         lead=busy,
+        cover=cover,
         batch_s=BATCH_S,
         clock=clock,
         rule=rule,

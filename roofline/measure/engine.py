@@ -32,7 +32,7 @@ class BatchBackend(Backend, Protocol):
     def time_batch(
         self,
         fn: Callable[[], object],
-        lead: Callable[[], object] | None,
+        lead: Callable[[float], object] | None,
         before: Callable[[], object] | None,
         k: int,
     ) -> list[float]: ...
@@ -108,14 +108,14 @@ class _Sampler:
     backend: Backend
     before: Callable[[], object] | None
     flush: Callable[[], object] | None = None
-    lead: Callable[[], object] | None = None
+    cover: Callable[[float], object] | None = None  # the batch's lead: a sleep of the seconds it is given
     batch: int = 1
 
     def take(self, limit: int) -> list[float]:
         k = max(1, min(self.batch, limit))
         if k == 1 or not hasattr(self.backend, "time_batch"):
             return [self.backend.time_once(self.fn, self.before)]
-        return list(self.backend.time_batch(self.fn, self.lead, self.flush, k))  # type: ignore[attr-defined]
+        return list(self.backend.time_batch(self.fn, self.cover, self.flush, k))  # type: ignore[attr-defined]
 
 
 def _chain(*parts: Callable[[], object] | None) -> Callable[[], object] | None:
@@ -208,6 +208,7 @@ def measure(
     *,
     flush: Callable[[], object] | None = None,
     lead: Callable[[], object] | None = None,
+    cover: Callable[[float], object] | None = None,
     batch_s: float = 0.0,
     rule: StoppingRule | None = None,
     warmup_s: float = 0.02,
@@ -232,11 +233,11 @@ def measure(
     re-measurement is the result, and ``unstable`` with the reason when it fails the check too. The extra cost:
     a quarter for a stable row; at most about 2.5x the unchecked time for a re-measured one.
 
-    ``lead`` (untimed, e.g. a sleep kernel keeping the GPU busy) runs before each sample after ``flush`` -- or,
-    with ``batch_s`` > 0 on a backend that can batch (CudaEvents.time_batch), once per batch: samples are then
-    taken about ``batch_s`` of calls at a time (batch_size, at most MAX_BATCH), each its flush and its call queued
-    back to back, one synchronisation per batch, as a model's kernels run and as triton.testing.do_bench times
-    them. NB: on an H100, 20-30 us ops timed with a synchronisation after each sample read 3-5% below the same
+    ``lead`` (untimed, e.g. a sleep kernel keeping the GPU busy) runs before each sample after ``flush``. With
+    ``batch_s`` > 0 on a backend that can batch (CudaEvents.time_batch) samples are taken about ``batch_s`` of
+    calls at a time (batch_size, at most MAX_BATCH), each its flush and its call queued back to back, one
+    synchronisation per batch, as a model's kernels run and as triton.testing.do_bench times them; ``cover``
+    (a sleep of the seconds it is given) runs once ahead of each batch, long enough for the host to queue it. NB: on an H100, 20-30 us ops timed with a synchronisation after each sample read 3-5% below the same
     protocol queued back to back (and do_bench), at the same SM clock (docs/performance.md)."""
     rule = rule or StoppingRule()
     start = now()
@@ -250,7 +251,7 @@ def measure(
     backend.synchronize()
 
     batch = batch_size(estimate, batch_s, hasattr(backend, "time_batch"))
-    sampler = _Sampler(fn, backend, before, flush=flush, lead=lead, batch=batch)
+    sampler = _Sampler(fn, backend, before, flush=flush, cover=cover, batch=batch)
     run = _main_pass(sampler, rule, clock, now)
     discarded = run.discarded
     confirm: _Pass | None = None
