@@ -237,8 +237,9 @@ def measure(
     ``batch_s`` > 0 on a backend that can batch (CudaEvents.time_batch) samples are taken about ``batch_s`` of
     calls at a time (batch_size, at most MAX_BATCH), each its flush and its call queued back to back, one
     synchronisation per batch, as a model's kernels run and as triton.testing.do_bench times them; ``cover``
-    (a sleep of the seconds it is given) runs once ahead of each batch, long enough for the host to queue it. NB: on an H100, 20-30 us ops timed with a synchronisation after each sample read 3-5% below the same
-    protocol queued back to back (and do_bench), at the same SM clock (docs/performance.md)."""
+    (a sleep of the seconds it is given) runs once ahead of each batch, long enough for the host to queue it.
+    NB: on an H100, 20-30 us ops timed with a synchronisation after each sample read 3-5% below the same protocol
+    queued back to back (and do_bench), at the same SM clock (docs/performance.md)."""
     rule = rule or StoppingRule()
     start = now()
     fn()
