@@ -8,7 +8,8 @@ from diagnose_devices import CPU, GPU, rec
 
 from roofline.diagnose.place import place
 from roofline.findings import model as rules
-from roofline.findings.model import ModelContext, diagnose, gemm_dims
+from roofline.findings.model import ModelContext, diagnose
+from roofline.findings.shapes import gemm_dims
 from roofline.report.records import OpTiming, Timing
 
 

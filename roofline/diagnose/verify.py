@@ -201,7 +201,7 @@ def pad_linear(
     import torch
     from torch import nn
 
-    from roofline.findings.model import ALIGN
+    from roofline.findings.shapes import ALIGN
 
     class PaddedLinear(nn.Module):
         def __init__(self, linear: nn.Linear) -> None:

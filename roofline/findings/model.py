@@ -56,6 +56,7 @@ from roofline.device import Device
 from roofline.findings import patterns
 from roofline.findings.base import TILE_M, TILE_N, Finding, at_floor, bounded, rank, trimmed_waves, wave_times
 from roofline.findings.patterns import MAX_PERIOD, MIN_STEPS, Carried, Dataflow, Fusion
+from roofline.findings.shapes import ALIGN, GemmDims, gemm_dims, off_grid
 from roofline.ironlaw import memory_time, min_time, roofline_time
 from roofline.properties import Property
 from roofline.report.aggregate import aggregate_points, iteration_summary
@@ -85,7 +86,6 @@ MIN_KEYS = 16
 WEIGHT_SHARE = 0.5
 NEAR_ROOF = 0.7
 FAR_BELOW = 0.5
-ALIGN = 64
 TF32_SUSPECT = 1.2  # an fp32 matmul this far above the fp32 roof already runs on TF32 tensor cores
 MIN_FINDING_SHARE = 0.01
 GATHER_DEPTH = 8  # ops looked ahead for the softmax and the second matmul of an attention
@@ -138,47 +138,8 @@ class Attention:
     scores_shape: tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class GemmDims:
-    batch: int
-    m: int
-    n: int
-    k: int
-    a: int  # input position of the left operand
-    b: int  # input position of the right operand (the weight of a Linear)
-
-
 def _name(op: str) -> str:
     return op.rsplit("::", 1)[-1].split(".", 1)[0]
-
-
-BIAS_FIRST = frozenset({"addmm", "addmm_", "baddbmm", "baddbmm_", "addmv", "addmv_", "addbmm", "addbmm_"})
-
-
-def gemm_dims(point: OpPoint) -> GemmDims | None:
-    """M, N, K (and batch) of a matmul-like op from its input shapes; None for convolutions and other ops."""
-    if point.math != "tensor":
-        return None
-    name = _name(point.op)
-    shapes = point.input_shapes
-    if "conv" in name or len(shapes) < 2:
-        return None
-    if name == "linear":  # input [..., K], weight [N, K]
-        a, w = shapes[0], shapes[1]
-        if len(a) < 1 or len(w) != 2 or a[-1] != w[1]:
-            return None
-        return GemmDims(1, numel(a[:-1]), w[0], a[-1], 0, 1)
-    ia, ib = (1, 2) if name in BIAS_FIRST and len(shapes) >= 3 else (0, 1)
-    a, b = shapes[ia], shapes[ib]
-    if len(a) < 2 or len(b) < 1:
-        return None
-    if len(b) == 1:  # matrix-vector
-        if a[-1] != b[0]:
-            return None
-        return GemmDims(numel(a[:-2]), a[-2], 1, a[-1], ia, ib)
-    if a[-1] != b[-2]:
-        return None
-    return GemmDims(max(numel(a[:-2]), numel(b[:-2])), a[-2], b[-1], a[-1], ia, ib)
 
 
 def _max_numel(point: OpPoint) -> int:
@@ -940,7 +901,7 @@ def awkward_shapes(ctx: ModelContext) -> ModelFinding | None:
         dims = gemm_dims(p)
         if dims is None:
             continue
-        odd = {name: v for name, v in (("m", dims.m), ("n", dims.n), ("k", dims.k)) if v >= ALIGN and v % ALIGN}
+        odd = off_grid(dims)
         waves = trimmed_waves(dims.m, dims.n, dims.batch, ctx.device.compute_units)
         if not odd and waves is None:
             continue
@@ -1444,7 +1405,6 @@ __all__ = [
     "RULES",
     "Attention",
     "Chain",
-    "GemmDims",
     "Loop",
     "ModelContext",
     "ModelFinding",
@@ -1461,7 +1421,6 @@ __all__ = [
     "find_fusions",
     "find_loops",
     "fp32_matmul",
-    "gemm_dims",
     "is_short",
     "kv_cache_cat",
     "launch_bound",
