@@ -256,19 +256,24 @@ def test_cpu_threads_tell_parallelism_from_latency():
     assert classify(p, CPU, "cpu")[0] == "latency"  # threads unknown (an older report)
 
 
-def test_a_matmul_off_the_tile_grid_is_compute_by_its_shape_not_latency():
-    # GPT-2's lm_head on an H100: 8192x768 @ 768x50257 bf16 at 13% of the tensor roof with the GPU filled
+def test_a_matmul_off_the_tile_grid_is_judged_by_its_shape_not_latency():
+    # GPT-2's lm_head on an H100: 8192x768 @ 768x50257 bf16 at 13% of the tensor roof with the GPU filled; its rows
+    # (50257 x 2 B) are not 16-byte aligned: cuBLAS ran an 'align1' kernel (ncu: SM 26%, memory 76%)
     m, k, n = 8192, 768, 50257
-    lm_head = rec(1, "aten::mm", [(m, k), (k, n)], [(m, n)], 2 * m * n * k, 2 * (m * k + k * n + m * n))
-    facts = kernel("sm80_xmma_gemm_bf16bf16", 6.7e-3, grid=[512, 50, 1], block=[128, 1, 1], occupancy=0.13)
-    p = point(lm_head, 6.7e-3, kernel_facts=(facts,))
-    assert p.limiter == "compute" and "n=50257 off the 64-multiple tile grid" in p.limiter_evidence
-    # the same GEMM with N on the grid (the vocabulary padded to 50304) and the same slowness: latency, no shape cause
-    padded = rec(
-        1, "aten::mm", [(m, k), (k, 50304)], [(m, 50304)], 2 * m * 50304 * k, 2 * (m * k + k * 50304 + m * 50304)
-    )
-    q = point(padded, 6.7e-3, kernel_facts=(facts,))
-    assert q.limiter == "latency"
+
+    def mm(n: int):
+        return rec(1, "aten::mm", [(m, k), (k, n)], [(m, n)], 2 * m * n * k, 2 * (m * k + k * n + m * n))
+
+    facts = kernel("cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_nn_align1", 6.7e-3, grid=[512, 25, 1],
+                   block=[256, 1, 1], occupancy=0.13)  # fmt: skip
+    p = point(mm(n), 6.7e-3, kernel_facts=(facts,))
+    assert p.limiter == "layout" and "not 16-byte aligned (n=50257 x 2 B)" in p.limiter_evidence
+    assert "align1" in p.limiter_evidence
+    # aligned rows (50264 x 2 B = 16 x 6283) but off the 64-multiple grid: partial tiles, compute
+    q = point(mm(50264), 6.7e-3, kernel_facts=(facts,))
+    assert q.limiter == "compute" and "n=50264 off the 64-multiple tile grid" in q.limiter_evidence
+    # on the grid (the vocabulary padded to 50304) and as slow: latency, no shape cause
+    assert point(mm(50304), 6.7e-3, kernel_facts=(facts,)).limiter == "latency"
     # below the ridge (a GEMV-like matmul): not judged by its shape
-    gemv = rec(2, "aten::mm", [(1, 4096), (4096, 50257)], [(1, 50257)], 2 * 4096 * 50257, 2 * 4096 * 50257)
-    assert "tile grid" not in point(gemv, 1e-3, kernel_facts=(facts,)).limiter_evidence
+    gemv = rec(2, "aten::mm", [(1, 4096), (4096, n)], [(1, n)], 2 * 4096 * n, 2 * 4096 * n)
+    assert point(gemv, 1e-3, kernel_facts=(facts,)).limiter not in ("layout", "compute")

@@ -479,6 +479,8 @@ def test_agreement_judges_our_verdict_not_the_side_of_the_ridge(placed):
     issue = point.model_copy(update={"limiter": "compute"})
     assert our_bound(issue) == "compute"
     assert our_bound(point.model_copy(update={"limiter": "latency"})) == "memory"  # neither: the ridge decides
+    compute_side = next(p for p in placed.points if p.roofline_bound == "compute")
+    assert our_bound(compute_side.model_copy(update={"limiter": "layout"})) == "memory"  # the memory pipeline
     kernels = [k.model_copy(update={"sm_pct": 90.0, "memory_pct": 10.0}) for k in read_csv(RAW)]
     points = [issue if p.index == point.index else p for p in placed.points]
     by = {o.index: o for o in attach(points, kernels, "x").ops}

@@ -17,8 +17,10 @@ The classes, in the order they are decided (thresholds are the module constants;
 - parallelism (GPU): neither near and the dominant kernel leaves the GPU unfilled (:func:`under_filled`): fewer
   blocks than SMs, a partial last wave leaving at least TAIL_IDLE of the SM slots idle, or (element-wise and
   reduction kernels) an estimated occupancy below LOW_OCCUPANCY;
-- compute (awkward shapes): neither near, the GPU filled, and a matmul right of the ridge with a dim of at least
-  roofline.findings.shapes.ALIGN that is not a multiple of it (the awkward-shapes finding's test);
+- layout (GPU, unaligned rows): neither near, the GPU filled, and a matmul right of the ridge with a dim off the
+  tile grid whose rows are not 16-byte aligned (roofline.findings.shapes.misaligned): its kernel loads narrowly;
+- compute (awkward shapes): the same with the rows aligned: a dim of at least roofline.findings.shapes.ALIGN that
+  is not a multiple of it (the awkward-shapes finding's test): partial tiles;
 - compute (instruction issue): neither near, the GPU filled, and the dominant kernel of a family that spends its
   issue slots on index arithmetic (:func:`is_instruction_bound_kernel`);
 - parallelism (CPU): neither near and torch runs ops on fewer threads than the cores the process may use;
@@ -28,11 +30,12 @@ The classes, in the order they are decided (thresholds are the module constants;
 from __future__ import annotations
 
 import math
+import re
 
 from roofline import ironlaw
 from roofline.device import Device
-from roofline.findings.shapes import ALIGN, gemm_dims, off_grid
-from roofline.report.rows import KernelFacts, OpPoint
+from roofline.findings.shapes import ALIGN, ROW_ALIGN_BYTES, gemm_dims, misaligned, off_grid
+from roofline.report.rows import KernelFacts, OpPoint, bits_of
 from roofline.units import format_rate, format_time
 
 #: achieved at least this share of a roof: limited by that roof
@@ -232,12 +235,19 @@ def classify(
     reason = under_filled(facts, device, point.math)
     if reason is not None:
         return "parallelism", f"neither roof near ({roofs}); {shape}: {reason}"
-    odd = _off_grid_matmul(point)
+    odd, unaligned = _off_grid_matmul(point)
+    if unaligned:
+        return "layout", (
+            f"neither roof near ({roofs}) with the GPU filled ({shape}); a matmul whose rows are not "
+            f"{ROW_ALIGN_BYTES}-byte aligned ({unaligned}): its kernel ({_kernel_text(facts.name)}) loads the operands "
+            f"a few bytes at a time, the load pipeline busy and the tensor cores idle (awkward shapes: pad to "
+            f"multiples of {ALIGN})"
+        )
     if odd:
         return "compute", (
             f"neither roof near ({roofs}) with the GPU filled ({shape}); a matmul right of the ridge with "
-            f"{odd} off the {ALIGN}-multiple tile grid: partial tiles and rows not 16-byte aligned keep its kernel "
-            "off the tensor cores' pace (awkward shapes: pad to multiples of 64)"
+            f"{odd} off the {ALIGN}-multiple tile grid: partial tiles waste its tensor-core work (awkward shapes: "
+            f"pad to multiples of {ALIGN})"
         )
     if is_instruction_bound_kernel(facts.name):
         return "compute", (
@@ -251,18 +261,34 @@ def classify(
     )
 
 
-def _off_grid_matmul(point: OpPoint) -> str:
-    """'n=50257' for a matmul right of the ridge with dims off the tile grid ('' otherwise).
+def _off_grid_matmul(point: OpPoint) -> tuple[str, str]:
+    """('n=50257', 'n=50257 x 2 B') for a matmul right of the ridge with dims off the tile grid, the second part
+    naming the dims whose rows are not 16-byte aligned (('', '') when neither).
 
-    NB: on an H100, GPT-2's lm_head (8192x768 @ 768x50257, bf16) ran at 13% of the tensor roof with 25,600
-    blocks resident: 'latency' named no cause, while the awkward-shapes finding (pad the vocabulary to 50304)
-    names the fix; the op's verdict now says the same."""
+    NB: on an H100, GPT-2's lm_head (8192x768 @ 768x50257, bf16) ran at 13% of the tensor roof with the GPU
+    filled: cuBLAS ran a CUTLASS sm75 'align1' kernel and Nsight Compute read SM 26% against memory 76% (the load
+    pipeline, DRAM at 5%); 'latency' named no cause. With the vocabulary padded to 50304 it ran 5.4x faster at 69%
+    of the roof (benchmarks/models/lm_head.py, docs/performance.md)."""
     if point.roofline_bound != "compute":
-        return ""
+        return "", ""
     dims = gemm_dims(point)
     if dims is None:
-        return ""
-    return " ".join(f"{name}={value}" for name, value in off_grid(dims).items())
+        return "", ""
+    odd = off_grid(dims)
+    size = bits_of(point.dtype) / 8 if point.dtype else 0.0
+    rows = misaligned(dims, size) if odd else {}
+    bytes_text = f"{size:g} B" if size else ""
+    return (
+        " ".join(f"{name}={value}" for name, value in odd.items()),
+        " ".join(f"{name}={value} x {bytes_text}" for name, value in rows.items()),
+    )
+
+
+def _kernel_text(name: str) -> str:
+    """A GEMM kernel's name for the evidence: the template argument naming its alignment when there is one
+    ('cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_nn_align1'), else the name shortened."""
+    found = re.search(r"([A-Za-z0-9_]*align\d+[A-Za-z0-9_]*)", name)
+    return found.group(1) if found else _short(name, 64)
 
 
 def _short(name: str, limit: int = 48) -> str:

@@ -62,4 +62,16 @@ def off_grid(dims: GemmDims) -> dict[str, int]:
     return {name: v for name, v in (("m", dims.m), ("n", dims.n), ("k", dims.k)) if v >= ALIGN and v % ALIGN}
 
 
-__all__ = ["ALIGN", "BIAS_FIRST", "GemmDims", "gemm_dims", "off_grid"]
+#: the row alignment (bytes) tensor-core GEMM kernels load at full width (16-byte vectors, TMA)
+ROW_ALIGN_BYTES = 16
+
+
+def misaligned(dims: GemmDims, element_bytes: float) -> dict[str, int]:
+    """The dims that set a row stride (K: the left operand's rows; N: the right operand's and the output's)
+    whose rows are not ROW_ALIGN_BYTES-aligned ({'n': 50257} for bf16); {} when the element size is unknown."""
+    if element_bytes <= 0:
+        return {}
+    return {name: v for name, v in (("k", dims.k), ("n", dims.n)) if (v * element_bytes) % ROW_ALIGN_BYTES}
+
+
+__all__ = ["ALIGN", "BIAS_FIRST", "ROW_ALIGN_BYTES", "GemmDims", "gemm_dims", "misaligned", "off_grid"]
