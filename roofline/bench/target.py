@@ -115,9 +115,9 @@ def _cuda_target(
     # NB: a sleep kernel (untimed) keeps the GPU busy until start event, op and end event are queued back to back
     # (roofline.measure.backends.gpu_sleep): once ahead of each batch of samples, as long as the host takes to queue
     # the batch (CudaEvents.time_batch), the samples then queued back to back (flush, start event, op, end event per
-    # sample; one synchronisation per batch: measure's batch_s). On an
-    # H100, 20-30 us ops synchronised after every sample read 3-5% below the same ops queued back to back, at the
-    # same SM clock; queued back to back they agree with triton.testing.do_bench (docs/performance.md).
+    # sample; one synchronisation per batch: measure's batch_s). On an H100, 20-30 us ops synchronised after every
+    # sample read 3-5% below the same ops queued back to back, at the same SM clock; queued back to back they agree
+    # with triton.testing.do_bench (docs/performance.md).
     max_mhz = clock.max_clock_mhz if clock is not None else None
     busy = gpu_busy(torch, max_mhz, BUSY_US)
     sleep_for = gpu_sleep(torch, max_mhz)

@@ -57,6 +57,7 @@ from roofline.findings import patterns
 from roofline.findings.base import TILE_M, TILE_N, Finding, at_floor, bounded, rank, trimmed_waves, wave_times
 from roofline.findings.patterns import MAX_PERIOD, MIN_STEPS, Carried, Dataflow, Fusion
 from roofline.findings.shapes import ALIGN, GemmDims, gemm_dims, off_grid
+from roofline.findings.shapes import op_name as _name
 from roofline.ironlaw import memory_time, min_time, roofline_time
 from roofline.properties import Property
 from roofline.report.aggregate import aggregate_points, iteration_summary
@@ -136,10 +137,6 @@ class Attention:
     softmax: int
     second: int
     scores_shape: tuple[int, ...]
-
-
-def _name(op: str) -> str:
-    return op.rsplit("::", 1)[-1].split(".", 1)[0]
 
 
 def _max_numel(point: OpPoint) -> int:

@@ -70,6 +70,7 @@ class Ceilings:
     source: str  # 'spec sheet' or where the measured ceilings come from
     clock_mhz: float | None  # boost clock from the sheet (None: unknown)
     sms: int  # SMs (0: unknown)
+    gemm: str = ""  # the measured GEMM ceilings used: 'burst' or 'sustained' ('' for a sheet)
 
     @property
     def measured(self) -> bool:
@@ -199,23 +200,25 @@ def resolve(
             else:
                 cal = roofs_module.find_calibration(spec)
                 where = f"measured: cached calibration of {cal.created_utc:%Y-%m-%d}" if cal is not None else ""
-            measured = cal_module.apply(spec, cal, gemm=_gemm_phase(cal, gemm)) if cal is not None else None
+            phase = _gemm_phase(cal, gemm) if cal is not None else "sustained"
+            measured = cal_module.apply(spec, cal, gemm=phase) if cal is not None else None
             if measured is not None:
-                where += f", {_gemm_phase(cal, gemm)} GEMM ceilings"
+                where += f", {phase} GEMM ceilings"
         except CalibrationError:
             measured, where = None, ""
         if measured is None and stored is not None:
+            phase = "sustained"
             measured, where = _report_measured(spec, stored), "measured: the report's stored roofs (sustained GEMMs)"
         if measured is None:
             return plain, None
-        return plain, Ceilings(spec.name, spec.display_name, measured, where, clock, spec.compute_units)
+        return plain, Ceilings(spec.name, spec.display_name, measured, where, clock, spec.compute_units, phase)
 
     here_spec, here_measured = ceilings(here_sheet, info)
     pairs = []
     for sheet in there_sheets:
         there_spec, there_measured = ceilings(sheet)
         if here_measured is not None and there_measured is not None:
-            if ("burst GEMM" in here_measured.source) != ("burst GEMM" in there_measured.source):
+            if here_measured.gemm != there_measured.gemm:
                 # NB: one side has no burst figures (an older calibration, the report's stored roofs): both sustained
                 here_measured = ceilings(here_sheet, info, "sustained")[1]
                 there_measured = ceilings(sheet, None, "sustained")[1]

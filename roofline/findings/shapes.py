@@ -24,7 +24,8 @@ class GemmDims:
     b: int  # input position of the right operand (the weight of a Linear)
 
 
-def _name(op: str) -> str:
+def op_name(op: str) -> str:
+    """An aten op's bare name: 'aten::addmm.out' -> 'addmm'."""
     return op.rsplit("::", 1)[-1].split(".", 1)[0]
 
 
@@ -35,7 +36,7 @@ def gemm_dims(point: OpPoint) -> GemmDims | None:
     """M, N, K (and batch) of a matmul-like op from its input shapes; None for convolutions and other ops."""
     if point.math != "tensor":
         return None
-    name = _name(point.op)
+    name = op_name(point.op)
     shapes = point.input_shapes
     if "conv" in name or len(shapes) < 2:
         return None
@@ -74,4 +75,4 @@ def misaligned(dims: GemmDims, element_bytes: float) -> dict[str, int]:
     return {name: v for name, v in (("k", dims.k), ("n", dims.n)) if (v * element_bytes) % ROW_ALIGN_BYTES}
 
 
-__all__ = ["ALIGN", "BIAS_FIRST", "ROW_ALIGN_BYTES", "GemmDims", "gemm_dims", "misaligned", "off_grid"]
+__all__ = ["ALIGN", "BIAS_FIRST", "ROW_ALIGN_BYTES", "GemmDims", "gemm_dims", "misaligned", "off_grid", "op_name"]

@@ -317,16 +317,11 @@ def calibrate_cuda(
 
     # ---- GEMMs on random data, L2 flushed before every sample: a burst sweep per dtype from rest, a thermal
     # soak, then a sustained figure per dtype (its best shape, no idle pause)
-    l2_evict = l2_flush(torch, l2_bytes, device=str(dev))
-
-    def flush() -> None:
-        # NB: the flush, then the untimed sleep kernel: the flush alone (~40 us of writes) may end before the host
-        # has queued the start event and the GEMM (a cuBLAS call on a slow host), and the events then time that
-        # launch too: on a lent H100 the fp32 and int8 bursts read 0.969 and 0.968 of do_bench's torch.mm of the
-        # same shape, whose launches queue back to back
-        l2_evict()
-        if busy is not None:
-            busy()
+    flush = l2_flush(torch, l2_bytes, device=str(dev))
+    # NB: each GEMM sample runs the flush, then the untimed sleep kernel (measure's lead): the flush alone may end
+    # before the host has queued the start event and the GEMM (a cuBLAS call on a slow host), and the events then
+    # time that launch too: on a lent H100 the fp32 and int8 bursts read 0.969 and 0.968 of do_bench's torch.mm of
+    # the same shape, whose launches queue back to back
 
     capability = (machine_cc := torch.cuda.get_device_capability(dev))[0] * 10 + machine_cc[1]
     kinds = _gemm_kinds(torch, dev, capability, machine.compute_capability)
@@ -346,7 +341,7 @@ def calibrate_cuda(
             time.sleep(plan.rest_s)
             gemm_rule = StoppingRule(min_samples=GEMM_MIN_SAMPLES, min_time_s=0.0, max_time_s=plan.burst_s)
             with kind.mode():
-                m = measure(fn, events, flush=flush, rule=gemm_rule, warmup_s=warmup_s, clock=clock)
+                m = measure(fn, events, flush=flush, lead=busy, rule=gemm_rule, warmup_s=warmup_s, clock=clock)
             check_output(torch, out(), f"gemm-{kind.name}")
             return m
 
@@ -430,7 +425,7 @@ def calibrate_cuda(
             with kind.mode():
                 back_to_back(fn, plan.sustain_warmup_s, burst_medians.get(kind.name, 1e-3))
                 soaked[0] = time.perf_counter() - (soak_started[0] if soak_started else started_sustained[0])
-                m = measure(fn, events, flush=flush, rule=gemm_rule, warmup_s=0.0, clock=clock)
+                m = measure(fn, events, flush=flush, lead=busy, rule=gemm_rule, warmup_s=0.0, clock=clock)
             check_output(torch, out(), f"gemm-{kind.name}")
             return m
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from roofline.measure.stats import StoppingRule
 from roofline.samples import SampleSet, relative_spread
@@ -26,6 +26,7 @@ class Backend(Protocol):
     def synchronize(self) -> None: ...
 
 
+@runtime_checkable
 class BatchBackend(Backend, Protocol):
     """A backend that can also time ``k`` calls queued back to back (one synchronisation for the batch)."""
 
@@ -100,8 +101,8 @@ MAX_BATCH = 50
 
 @dataclass(frozen=True)
 class _Sampler:
-    """How samples are taken: one at a time (``before`` -- the lead, then the flush -- ahead of each call, then a
-    synchronisation), or ``batch`` at a time where the backend can (the lead once, then per sample the flush and
+    """How samples are taken: one at a time (``before`` -- the flush, then the lead -- ahead of each call, then a
+    synchronisation), or ``batch`` at a time where the backend can (``cover`` once, then per sample the flush and
     the timed call, all queued back to back, one synchronisation)."""
 
     fn: Callable[[], object]
@@ -113,9 +114,9 @@ class _Sampler:
 
     def take(self, limit: int) -> list[float]:
         k = max(1, min(self.batch, limit))
-        if k == 1 or not hasattr(self.backend, "time_batch"):
+        if k == 1 or not isinstance(self.backend, BatchBackend):
             return [self.backend.time_once(self.fn, self.before)]
-        return list(self.backend.time_batch(self.fn, self.cover, self.flush, k))  # type: ignore[attr-defined]
+        return list(self.backend.time_batch(self.fn, self.cover, self.flush, k))
 
 
 def _chain(*parts: Callable[[], object] | None) -> Callable[[], object] | None:
@@ -251,7 +252,7 @@ def measure(
         fn()
     backend.synchronize()
 
-    batch = batch_size(estimate, batch_s, hasattr(backend, "time_batch"))
+    batch = batch_size(estimate, batch_s, isinstance(backend, BatchBackend))
     sampler = _Sampler(fn, backend, before, flush=flush, cover=cover, batch=batch)
     run = _main_pass(sampler, rule, clock, now)
     discarded = run.discarded
