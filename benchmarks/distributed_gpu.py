@@ -1,16 +1,23 @@
-r"""GPU checks of distributed diagnosis (issue 18), on a machine of 2 or more GPUs:
+r"""GPU checks of distributed diagnosis (issue 24), on a machine of 2 or more GPUs:
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
-        python benchmarks/distributed_gpu.py --nproc 2 --out benchmarks/results/distributed-h200x2
+        python benchmarks/distributed_gpu.py --nproc 2 --out benchmarks/results/distributed-h100x2
 
 1. `roofline calibrate --collectives --nproc N --refresh`: all-reduce and all-gather bus bandwidth over message
-   sizes (8 KiB .. 1 GiB), and the communication roof fitted under them;
-2. in the same run, a plain torch.distributed all_reduce timing at the same sizes (this file as its own torchrun
-   worker: each call between its own CUDA events after a barrier, the median of 20, the slowest rank's), and the
-   two bus bandwidths side by side (roofline's / plain);
+   sizes (8 KiB .. 1 GiB), calls launched from the host and replayed from a CUDA graph, and the communication roof
+   fitted under them (checked against the spec sheet's link peak);
+2. in the same run, a reference written here, independent of roofline's code (this file as its own torchrun
+   worker): nccl-tests' method (5 warm-up calls, a barrier, 20 calls back to back between two CUDA events, time per
+   call = elapsed / 20, the slowest rank's), and the per-call timing of the first round (each call between its own
+   events after a barrier, the median of 20, the slowest rank's), which includes each call's launch and the ranks'
+   skew;
 3. `roofline diagnose --nproc N --mode training` of a GPT-2-small-like step under DDP (benchmarks/models/gpt2_ddp.py)
-   and under FSDP (benchmarks/models/gpt2_fsdp.py): per-rank iteration, communication, exposed and overlapped time,
-   the largest collectives on the roof, the communication findings.
+   and under FSDP (benchmarks/models/gpt2_fsdp.py): per-rank iteration, transfer, wait, exposed and overlapped
+   time, the largest collectives on the roof, the findings of rank 0 ranked with its op findings;
+4. the checks of issue 24: every collective's bus bandwidth at or under the roof's curve at its size; the roof
+   within 10% of the best measured bus bandwidth and under the sheet's link peak; calibrate within 3% of the
+   nccl-tests reference at 8 MiB and above; FSDP's message sizes against the model's parameters (FSDP2 pads each
+   parameter's first dimension to a multiple of the ranks).
 
 NVLink multicast stays off: the three variables above are forced on for every process started here (a machine
 shared with others can be put out of service by a program that uses it). Writes calibrate.json, plain.json,
@@ -35,15 +42,15 @@ NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"
 WARMUP, REPEATS = 5, 20
 
 
-def env() -> dict[str, str]:
+def env(extra: dict[str, str] | None = None) -> dict[str, str]:
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, **NO_MULTICAST, "PYTHONPATH": path, "COLUMNS": "160"}
+    return {**os.environ, **(extra or {}), **NO_MULTICAST, "PYTHONPATH": path, "COLUMNS": "160"}
 
 
-def run(command: list[str], timeout: float) -> tuple[int, str, str, float]:
+def run(command: list[str], timeout: float, extra: dict[str, str] | None = None) -> tuple[int, str, str, float]:
     start = time.perf_counter()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, env=env(), timeout=timeout)
+        done = subprocess.run(command, capture_output=True, text=True, env=env(extra), timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         return 124, exc.stdout or "", f"timed out after {timeout:g} s", time.perf_counter() - start
     return done.returncode, done.stdout, done.stderr, time.perf_counter() - start
@@ -58,7 +65,8 @@ def last_line(text: str) -> str:
 
 
 def plain_worker(sizes: list[int], out: Path) -> None:
-    """One rank of the plain all_reduce timing (started by torchrun from main())."""
+    """One rank of the reference timings (started by torchrun from main()): nccl-tests' method and the per-call
+    timing, all-reduce and all-gather, fp32 buffers of ``sizes`` bytes."""
     import torch
     import torch.distributed as dist
 
@@ -66,82 +74,216 @@ def plain_worker(sizes: list[int], out: Path) -> None:
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     n = dist.get_world_size()
+
+    def slowest(seconds: float) -> float:
+        value = torch.tensor([seconds], dtype=torch.float64, device="cuda")
+        dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        return float(value.item())
+
     rows = []
-    for size in sizes:
-        buffer = torch.ones(max(size // 4, 1), device="cuda")
-        for _ in range(WARMUP):
-            dist.all_reduce(buffer)
-        times = []
-        for _ in range(REPEATS):
+    for kind in ("all_reduce", "all_gather"):
+        for size in sizes:
+            numel = max(size // 4 // n * n, n)
+            if kind == "all_reduce":
+                buffer = torch.ones(numel, device="cuda")
+
+                def call(buffer=buffer):
+                    dist.all_reduce(buffer)
+            else:
+                part, whole = torch.ones(numel // n, device="cuda"), torch.empty(numel, device="cuda")
+
+                def call(part=part, whole=whole):
+                    dist.all_gather_into_tensor(whole, part)
+
+            for _ in range(WARMUP):
+                call()
+            # nccl-tests: a barrier, REPEATS calls back to back between two events, elapsed / REPEATS
             torch.cuda.synchronize()
             dist.barrier()
+            torch.cuda.synchronize()
             begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             begin.record()
-            dist.all_reduce(buffer)
+            for _ in range(REPEATS):
+                call()
             end.record()
             end.synchronize()
-            times.append(begin.elapsed_time(end) * 1e-3)
-        times.sort()
-        mid = times[len(times) // 2]
-        slowest = torch.tensor([mid], dtype=torch.float64, device="cuda")
-        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-        t = float(slowest.item())
-        nbytes = buffer.numel() * 4
-        rows.append({"bytes": nbytes, "time_s": t, "busbw_bytes_per_s": nbytes / t * 2 * (n - 1) / n})
+            back_to_back = slowest(begin.elapsed_time(end) * 1e-3 / REPEATS)
+            per_call = None
+            if kind == "all_reduce":  # the first round's plain timing: each call alone between its events
+                times = []
+                for _ in range(REPEATS):
+                    torch.cuda.synchronize()
+                    dist.barrier()
+                    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    begin.record()
+                    call()
+                    end.record()
+                    end.synchronize()
+                    times.append(begin.elapsed_time(end) * 1e-3)
+                times.sort()
+                per_call = slowest(times[len(times) // 2])
+            factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+            nbytes = numel * 4
+            rows.append({
+                "kind": kind,
+                "bytes": nbytes,
+                "time_s": back_to_back,
+                "busbw_bytes_per_s": nbytes / back_to_back * factor,
+                "per_call_time_s": per_call,
+                "per_call_busbw_bytes_per_s": None if per_call is None else nbytes / per_call * factor,
+            })  # fmt: skip
     if dist.get_rank() == 0:
-        out.write_text(json.dumps({"world_size": n, "repeats": REPEATS, "rows": rows}, indent=2))
+        out.write_text(json.dumps({"world_size": n, "warmup": WARMUP, "repeats": REPEATS, "rows": rows}, indent=2))
     dist.destroy_process_group()
 
 
 # ------------------------------------------------------------------------------------------------ the checks
 
 
-def calibrate(nproc: int, out: Path) -> dict[str, Any]:
-    code, stdout, stderr, seconds = run(
-        [sys.executable, "-m", "roofline", "calibrate", "--collectives", "--nproc", str(nproc), "--refresh", "--json"],
-        900,
-    )
+def calibrate(nproc: int, out: Path, timeout: float) -> dict[str, Any]:
+    command = [
+        sys.executable, "-m", "roofline", "calibrate", "--collectives", "--nproc", str(nproc), "--refresh", "--json",
+    ]  # fmt: skip
+    code, stdout, stderr, seconds = run(command, timeout)
+    first_error = ""
+    if code != 0:  # once more without the CUDA-graph replay, the failure kept
+        first_error = last_line(stderr)
+        (out / "calibrate-graphs-failed.txt").write_text(stderr[-20000:])
+        code, stdout, stderr, more = run(command, timeout, {"ROOFLINE_COLLECTIVE_GRAPHS": "0"})
+        seconds += more
     if code != 0:
-        return {"ok": False, "error": last_line(stderr), "seconds": seconds}
+        return {"ok": False, "error": last_line(stderr), "seconds": seconds, "graphs_error": first_error}
     (out / "calibrate.json").write_text(stdout)
     return {"ok": True, "doc": json.loads(stdout), "seconds": seconds}
 
 
-def plain(nproc: int, sizes: list[int], out: Path) -> dict[str, Any]:
-    target = out / "plain.json"
+def plain(nproc: int, sizes: list[int], out: Path, timeout: float) -> dict[str, Any]:
+    target = out / "reference.json"
     command = [
         sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
         str(Path(__file__).resolve()), "--worker", "--sizes", ",".join(map(str, sizes)), "--out", str(target),
     ]  # fmt: skip
-    code, _, stderr, seconds = run(command, 900)
+    code, _, stderr, seconds = run(command, timeout)
     if code != 0 or not target.is_file():
         return {"ok": False, "error": last_line(stderr), "seconds": seconds}
     return {"ok": True, "doc": json.loads(target.read_text()), "seconds": seconds}
 
 
-def diagnose(name: str, nproc: int, out: Path) -> dict[str, Any]:
+def diagnose(name: str, nproc: int, out: Path, timeout: float) -> dict[str, Any]:
     target = out / f"{name}.json"
     command = [
         sys.executable, "-m", "roofline", "diagnose", str(MODELS / f"gpt2_{name}.py"), "--nproc", str(nproc),
         "--mode", "training", "-o", str(target), "--plot", str(out / f"{name}.png"),
     ]  # fmt: skip
-    code, stdout, stderr, seconds = run(command, 900)
+    code, stdout, stderr, seconds = run(command, timeout)
     (out / f"{name}.txt").write_text(stdout + "\n--- stderr ---\n" + stderr)
     if code != 0 or not target.is_file():
         return {"ok": False, "error": last_line(stderr), "seconds": seconds}
     doc = json.loads(target.read_text())
     section = doc.get("distributed", {})
-    top = sorted(section.get("collectives", []), key=lambda c: -(c.get("time_s") or 0) * (c.get("calls") or 1))
+    rows = section.get("collectives", [])
+    top = sorted(rows, key=lambda c: -(c.get("time_s") or 0) * (c.get("calls") or 1))
+    findings = doc.get("findings") or (doc.get("diagnose") or {}).get("findings") or []
     return {
         "ok": True,
         "seconds": seconds,
         "ranks": section.get("ranks", []),
         "skew": section.get("skew"),
         "roof": section.get("roof"),
-        "collectives": len(section.get("collectives", [])),
-        "top_collectives": top[:8],
+        "notes": section.get("notes", []),
+        "collectives": rows,
+        "top_collectives": top[:10],
         "findings": [{k: f.get(k) for k in ("rule", "rank", "evidence", "gain")} for f in section.get("findings", [])],
+        "rank0_findings": [
+            {k: f.get(k) for k in ("rule", "where", "share", "saving_s", "gain", "technique")} for f in findings
+        ][:8],
     }
+
+
+def roof_busbw(roof: dict[str, Any], bus_bytes: float) -> float:
+    """The roof's bus bandwidth at ``bus_bytes`` (max form: min(bytes / latency, bandwidth))."""
+    return bus_bytes / max(float(roof["latency_s"]), bus_bytes / float(roof["bus_bytes_per_s"]))
+
+
+def fsdp_expected(nproc: int) -> dict[str, Any]:
+    """FSDP2's message per unit from the model's parameters (on the meta device): the all-gathered (and
+    reduce-scattered) bytes of a unit = its parameters' element counts, each first dimension padded to a multiple
+    of the ranks, x 2 bytes (bf16). Units: each block, and the root (the final LayerNorm)."""
+    sys.path.insert(0, str(MODELS))
+    import torch
+    from gpt2_dist import GPT
+
+    with torch.device("meta"):
+        gpt = GPT()
+
+    def padded(params: Any) -> int:
+        total = 0
+        for p in params:
+            first = -(-p.shape[0] // nproc) * nproc if p.dim() else 1
+            rest = p[0].numel() if p.dim() else 1
+            total += first * rest
+        return total * 2
+
+    blocks = [padded(b.parameters()) for b in gpt.blocks]
+    root = padded(gpt.ln.parameters())
+    return {"blocks": blocks, "root": root, "sizes": sorted({*blocks, root})}
+
+
+def checks(summary: dict[str, Any]) -> dict[str, Any]:
+    """Issue 24's checks over a run's summary."""
+    out: dict[str, Any] = {}
+    cal, ref = summary["calibrate"], summary["reference"]
+    if cal["ok"]:
+        doc = cal["doc"]
+        link = (doc.get("link") or {}).get("bytes_per_s")
+        for roof in doc["roofs"]:
+            best = max(p["busbw_bytes_per_s"] for p in doc["points"] if p["kind"] == roof["kind"])
+            out[f"roof_{roof['kind']}"] = {
+                "bus_bytes_per_s": roof["bus_bytes_per_s"],
+                "latency_s": roof["latency_s"],
+                "best_measured_busbw": best,
+                "roof_over_best": roof["bus_bytes_per_s"] / best,
+                "within_10pct_of_best": abs(roof["bus_bytes_per_s"] / best - 1) <= 0.10,
+                "link_bytes_per_s": link,
+                "under_link": None if link is None else roof["bus_bytes_per_s"] <= link,
+            }
+        if ref["ok"]:
+            by = {(r["kind"], r["bytes"]): r for r in ref["doc"]["rows"]}
+            agree = []
+            for p in doc["points"]:
+                r = by.get((p["kind"], p["bytes"]))
+                if r is None:
+                    continue
+                ratio = r["time_s"] / p["time_s"]  # reference time / calibrate time = calibrate busbw / reference's
+                eager = r["time_s"] / p["eager_time_s"] if p.get("eager_time_s") else None
+                agree.append({"kind": p["kind"], "bytes": p["bytes"], "calibrate_over_reference": ratio,
+                              "eager_over_reference": eager, "large": p["bytes"] >= 8 * 2**20,
+                              "within_3pct": abs(ratio - 1) <= 0.03})  # fmt: skip
+            out["calibrate_vs_reference"] = agree
+            out["large_within_3pct"] = all(a["within_3pct"] for a in agree if a["large"])
+    for name in ("ddp", "fsdp"):
+        d = summary[name]
+        if not d["ok"] or not d.get("roof"):
+            continue
+        over = []
+        for c in d["collectives"]:
+            if c.get("bus_bytes") and c.get("busbw_bytes_per_s"):
+                ceiling = roof_busbw(d["roof"], c["bus_bytes"])
+                if c["busbw_bytes_per_s"] > ceiling * (1 + 1e-9):
+                    over.append({k: c.get(k) for k in ("rank", "kind", "phase", "bytes", "time_s", "wait_s",
+                                                       "busbw_bytes_per_s")} | {"roof_busbw": ceiling})  # fmt: skip
+        out[f"{name}_over_roof"] = over
+        out[f"{name}_collectives_at_or_under_roof"] = not over
+    if summary["fsdp"]["ok"]:
+        expected = summary.get("fsdp_expected") or {}
+        sizes = set(expected.get("sizes", []))
+        seen: dict[str, list[Any]] = {}
+        for c in summary["fsdp"]["collectives"]:
+            if c.get("rank") == 0 and c.get("source") == "counted":
+                seen.setdefault(f"{c['kind']} {c.get('phase')}", []).append(c["bytes"])
+        out["fsdp_messages"] = {k: {"calls": len(v), "sizes": sorted(set(v))} for k, v in seen.items()}
+        out["fsdp_sizes_match_parameters"] = all(b in sizes for v in seen.values() for b in v)
+    return out
 
 
 def fmt_bw(value: float | None) -> str:
@@ -154,56 +296,94 @@ def fmt_t(value: float | None) -> str:
     return f"{value * 1e3:.3f} ms" if value >= 1e-3 else f"{value * 1e6:.1f} us"
 
 
+def fmt_b(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= size:
+            return f"{value / size:g} {unit}"
+    return f"{value:g} B"
+
+
 def markdown(summary: dict[str, Any]) -> str:
-    lines = [f"# Distributed checks ({summary['device']}, {summary['nproc']} ranks)", ""]
-    cal, pl = summary["calibrate"], summary["plain"]
-    lines += ["## All-reduce bus bandwidth: roofline calibrate --collectives vs a plain all_reduce", ""]
-    if cal["ok"] and pl["ok"]:
-        lines += ["| message | calibrate busbw | plain busbw | calibrate / plain |", "|---|---|---|---|"]
-        plain_by = {r["bytes"]: r for r in pl["doc"]["rows"]}
-        for p in (p for p in cal["doc"]["points"] if p["kind"] == "all_reduce"):
-            other = plain_by.get(p["bytes"])
-            ratio = p["busbw_bytes_per_s"] / other["busbw_bytes_per_s"] if other else None
+    lines = [f"# Distributed checks ({summary['device']}, {summary['nproc']} ranks, {summary['date']})", ""]
+    cal, ref, chk = summary["calibrate"], summary["reference"], summary["checks"]
+    lines += ["## Bus bandwidth: roofline calibrate --collectives vs the nccl-tests method (reference)", ""]
+    if cal["ok"] and ref["ok"]:
+        lines += [
+            "| kind | message | calibrate busbw | calibrate (host launches) | calibrate (CUDA graph) | reference "
+            "(nccl-tests method) | calibrate / reference | per-call timing |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        by = {(r["kind"], r["bytes"]): r for r in ref["doc"]["rows"]}
+        factor = {p["kind"]: p["busbw_bytes_per_s"] / p["algbw_bytes_per_s"] for p in cal["doc"]["points"]}
+        for p in cal["doc"]["points"]:
+            r = by.get((p["kind"], p["bytes"]))
+            f = factor[p["kind"]]
+
+            def bw(t: float | None, p: dict[str, Any] = p, f: float = f) -> str:
+                return "-" if not t else fmt_bw(p["bytes"] / t * f)
+
             lines.append(
-                f"| {p['bytes']} B | {fmt_bw(p['busbw_bytes_per_s'])} | "
-                f"{fmt_bw(other['busbw_bytes_per_s'] if other else None)} | "
-                f"{'-' if ratio is None else f'{ratio:.3f}'} |"
+                f"| {p['kind']} | {fmt_b(p['bytes'])} | {fmt_bw(p['busbw_bytes_per_s'])} | "
+                f"{bw(p.get('eager_time_s'))} | "
+                f"{bw(p.get('graph_time_s'))} | {fmt_bw(r['busbw_bytes_per_s']) if r else '-'} | "
+                f"{(r['time_s'] / p['time_s']) if r else float('nan'):.3f} | "
+                f"{fmt_bw(r.get('per_call_busbw_bytes_per_s')) if r else '-'} |"
             )
         for roof in cal["doc"]["roofs"]:
+            c = chk.get(f"roof_{roof['kind']}", {})
             lines.append(
-                f"\nroof {roof['kind']}: {fmt_bw(roof['bus_bytes_per_s'])}, latency {fmt_t(roof['latency_s'])}"
+                f"\nroof {roof['kind']}: {fmt_bw(roof['bus_bytes_per_s'])} (best measured "
+                f"{fmt_bw(c.get('best_measured_busbw'))}), latency {fmt_t(roof['latency_s'])}; link peak per "
+                f"direction {fmt_bw(c.get('link_bytes_per_s'))}: under it: {c.get('under_link')}"
             )
+        lines.append(f"\ncalibrate within 3% of the reference at 8 MiB and above: {chk.get('large_within_3pct')}")
+        lines += [f"\nnote: {n}" for n in cal["doc"].get("notes", [])]
     else:
-        lines.append(f"calibrate: {cal.get('error', 'ok')}; plain: {pl.get('error', 'ok')}")
+        lines.append(f"calibrate: {cal.get('error', 'ok')}; reference: {ref.get('error', 'ok')}")
     for name in ("ddp", "fsdp"):
         d = summary[name]
-        lines += ["", f"## GPT-2-like training step under {name.upper()}", ""]
+        lines += ["", f"## GPT-2-like training step under {name.upper()} ({d.get('seconds', 0):.0f} s)", ""]
         if not d["ok"]:
             lines.append(f"failed: {d['error']}")
             continue
         lines += [
-            "| rank | iteration | profiled | communication | overlapped | exposed |",
-            "|---|---|---|---|---|---|",
+            "| rank | iteration | profiled | transfer | overlapped | exposed | wait | exposed wait |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for r in d["ranks"]:
             lines.append(
                 f"| {r['rank']} | {fmt_t(r['iteration_s'])} | {fmt_t(r.get('profiled_iteration_s'))} | "
-                f"{fmt_t(r['communication_s'])} | {fmt_t(r['overlapped_s'])} | {fmt_t(r['exposed_s'])} |"
+                f"{fmt_t(r['communication_s'])} | {fmt_t(r['overlapped_s'])} | {fmt_t(r['exposed_s'])} | "
+                f"{fmt_t(r.get('wait_s'))} | {fmt_t(r.get('exposed_wait_s'))} |"
             )
         lines += [
             "",
-            "| rank | collective | phase | calls | bytes | time | busbw | of roof |",
-            "|---|---|---|---|---|---|---|---|",
+            "| rank | collective | phase | calls | bytes | transfer | wait | busbw | of roof |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for c in d["top_collectives"]:
             eff = c.get("efficiency")
             lines.append(
-                f"| {c['rank']} | {c['kind']} | {c.get('phase', '')} | {c['calls']:g} | {c['bytes']} | "
-                f"{fmt_t(c['time_s'])} | {fmt_bw(c.get('busbw_bytes_per_s'))} | "
+                f"| {c['rank']} | {c['kind']} | {c.get('phase', '')} | {c['calls']:g} | {fmt_b(c['bytes'])} | "
+                f"{fmt_t(c['time_s'])} | {fmt_t(c.get('wait_s'))} | {fmt_bw(c.get('busbw_bytes_per_s'))} | "
                 f"{'-' if eff is None else f'{eff:.0%}'} |"
             )
-        for f in d["findings"]:
-            lines.append(f"- {f['rule']} (rank {f['rank']}): {f['evidence']}")
+        lines.append(f"\nevery collective at or under the roof: {chk.get(f'{name}_collectives_at_or_under_roof')}")
+        for o in chk.get(f"{name}_over_roof", [])[:5]:
+            lines.append(f"- over the roof: {o}")
+        lines += ["", "rank 0's findings, ranked by saving (ops and communication together):"]
+        for f in d["rank0_findings"]:
+            gain = f.get("gain")
+            lines.append(f"- {f['rule']} ({f.get('where')}): share {f.get('share') or 0:.0%}, "
+                         f"at most {gain:.3g}x" if gain else f"- {f['rule']} ({f.get('where')})")  # fmt: skip
+        lines += [f"- note: {n}" for n in d.get("notes", [])]
+    if "fsdp_messages" in chk:
+        lines += ["", f"FSDP messages on rank 0 (expected sizes {summary.get('fsdp_expected', {}).get('sizes')}):"]
+        for k, v in chk["fsdp_messages"].items():
+            lines.append(f"- {k}: {v['calls']} calls, sizes {v['sizes']}")
+        lines.append(f"sizes match the parameters: {chk.get('fsdp_sizes_match_parameters')}")
     return "\n".join(lines) + "\n"
 
 
@@ -211,6 +391,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/distributed"))
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds for each step")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -226,15 +407,27 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     from roofline.measure.collectives import GPU_SIZES
 
-    summary: dict[str, Any] = {"device": torch.cuda.get_device_name(0), "nproc": args.nproc, "env": NO_MULTICAST}
-    print("1/4 calibrate --collectives", flush=True)
-    summary["calibrate"] = calibrate(args.nproc, args.out)
-    print("2/4 plain all_reduce", flush=True)
-    summary["plain"] = plain(args.nproc, list(GPU_SIZES), args.out)
+    summary: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(0),
+        "nproc": args.nproc,
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "torch": torch.__version__,
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+        "env": NO_MULTICAST,
+    }
+    print(f"1/4 calibrate --collectives ({args.nproc} ranks)", flush=True)
+    summary["calibrate"] = calibrate(args.nproc, args.out, args.timeout)
+    print("2/4 reference (nccl-tests method, per-call timing)", flush=True)
+    summary["reference"] = plain(args.nproc, list(GPU_SIZES), args.out, args.timeout)
     print("3/4 diagnose DDP", flush=True)
-    summary["ddp"] = diagnose("ddp", args.nproc, args.out)
+    summary["ddp"] = diagnose("ddp", args.nproc, args.out, args.timeout)
     print("4/4 diagnose FSDP", flush=True)
-    summary["fsdp"] = diagnose("fsdp", args.nproc, args.out)
+    summary["fsdp"] = diagnose("fsdp", args.nproc, args.out, args.timeout)
+    try:
+        summary["fsdp_expected"] = fsdp_expected(args.nproc)
+    except Exception as exc:  # NB: the check's own failure is recorded, the run's results kept
+        summary["fsdp_expected"] = {"error": f"{type(exc).__name__}: {exc}"}
+    summary["checks"] = checks(summary)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     text = markdown(summary)
     (args.out / "summary.md").write_text(text)

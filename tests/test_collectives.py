@@ -12,6 +12,7 @@ from roofline.costs.collectives import (
     CommRoof,
     bus_factor,
     busbw,
+    check_under_link,
     fit_roof,
     is_communication_op,
     kind_of,
@@ -23,11 +24,13 @@ from roofline.diagnose.collectives import (
     CollectiveCall,
     Work,
     collective_rows,
+    match_ranks,
     overlap,
     skew,
     split_records,
     trace_activity,
     union,
+    waits,
     without_communication,
 )
 from roofline.findings.collectives import communication_findings
@@ -98,19 +101,56 @@ def test_names():
 
 
 def test_the_roof_and_its_fit():
-    assert roof_time("all_reduce", 1 << 20, 2, 10e-6, 1e9) == pytest.approx(10e-6 + (1 << 20) / 1e9)
+    assert roof_time("all_reduce", 1 << 20, 2, 10e-6, 1e9) == pytest.approx((1 << 20) / 1e9)  # the bytes bind
+    assert roof_time("all_reduce", 1024, 2, 10e-6, 1e9) == pytest.approx(10e-6)  # the latency binds
     roof = CommRoof(100e9, 20e-6, "measured")
-    assert roof.bus_bandwidth(20e-6 * 100e9) == pytest.approx(50e9)  # at latency x bandwidth: half the bandwidth
-    # points on a line give the line back
-    line = [(s, 20e-6 + s * 2 * 7 / 8 / 100e9) for s in (8192, 1 << 20, 1 << 26, 1 << 30)]
-    latency, bandwidth = fit_roof(line, "all_reduce", 8)
-    assert latency == pytest.approx(20e-6, rel=1e-9) and bandwidth == pytest.approx(100e9, rel=1e-9)
-    # noisy points: every point on or above the roof
-    noisy = [(8192, 31e-6), (1 << 20, 40e-6), (1 << 24, 200e-6), (1 << 28, 3.1e-3)]
-    latency, bandwidth = fit_roof(noisy, "all_reduce", 2)
-    for size, t in noisy:
-        assert t >= roof_time("all_reduce", size, 2, latency, bandwidth) * (1 - 1e-12)
-    assert 0 <= latency < 31e-6
+    assert roof.knee_bus_bytes == pytest.approx(2e6)
+    assert roof.bus_bandwidth(2e6) == pytest.approx(100e9)  # at the knee: the whole bandwidth
+    assert roof.bus_bandwidth(2e5) == pytest.approx(10e9)  # below: bytes / latency
+    assert roof.bus_bandwidth(2e9) == pytest.approx(100e9)
+    # the measured roof of the issue: the fit no longer promises an unbounded bandwidth from the smallest message
+    measured = [(8192, 27.1e-6), (1 << 20, 30e-6), (1 << 27, 0.85e-3), (1 << 30, (1 << 30) / 328e9)]
+    latency, bandwidth = fit_roof(measured, "all_reduce", 2)
+    assert latency == pytest.approx(27.1e-6) and bandwidth == pytest.approx(328e9)
+
+
+def _roof_points():
+    from hypothesis import strategies as st
+
+    point = st.tuples(st.integers(1, 1 << 32), st.floats(1e-7, 10.0, allow_nan=False, allow_infinity=False))
+    return st.lists(point, min_size=1, max_size=12)
+
+
+@pytest.mark.parametrize("kind, ranks", [("all_reduce", 2), ("all_reduce", 8), ("all_gather", 4), ("send", 2)])
+def test_roof_fit_properties(kind, ranks):
+    from hypothesis import given, settings
+
+    @settings(max_examples=150, deadline=None)
+    @given(_roof_points())
+    def check(points):
+        latency, bandwidth = fit_roof(points, kind, ranks)
+        best = max(busbw(kind, size, t, ranks) for size, t in points)
+        assert bandwidth <= best * (1 + 1e-12)  # never above the best measured
+        for size, t in points:  # every point on or above the roof
+            assert t >= roof_time(kind, size, ranks, latency, bandwidth) * (1 - 1e-12)
+
+    check()
+
+
+@pytest.mark.parametrize("latency, bandwidth", [(20e-6, 100e9), (5e-6, 450e9), (80e-6, 1e9)])
+def test_points_on_the_roof_give_it_back(latency, bandwidth):
+    factor = bus_factor("all_reduce", 8)
+    sizes = (8, 8192, 1 << 20, 1 << 26, 1 << 30)  # both parts sampled: under and over the knee
+    line = [(s, max(latency, s * factor / bandwidth)) for s in sizes]
+    got_latency, got_bandwidth = fit_roof(line, "all_reduce", 8)
+    assert got_latency == pytest.approx(latency, rel=1e-12) and got_bandwidth == pytest.approx(bandwidth, rel=1e-12)
+
+
+def test_a_roof_above_the_link_is_an_error():
+    check_under_link(300e9, 450e9, "h100-sxm")
+    check_under_link(300e9, None)
+    with pytest.raises(ValueError, match="above the link's peak 450 GB/s"):
+        check_under_link(4.8e18, 450e9, "h100-sxm")
 
 
 def test_overlap_on_injected_intervals():
@@ -182,7 +222,7 @@ def test_trace_activity_and_rows():
     row = rows[0]
     assert row["bytes"] == 4000 and row["calls"] == 1 and row["time_s"] == pytest.approx(30e-6)
     assert row["busbw_bytes_per_s"] == pytest.approx(4000 / 30e-6)  # factor 1 on 2 ranks
-    assert row["roof_time_s"] == pytest.approx(10e-6 + 4000 / 1e9)
+    assert row["roof_time_s"] == pytest.approx(max(10e-6, 4000 / 1e9))
     assert row["efficiency"] == pytest.approx(row["roof_time_s"] / 30e-6)
     # work no counted call explains: its bytes from the trace
     rows, notes = collective_rows([], activity.work, 2, 2, rank=1)
@@ -225,7 +265,7 @@ def test_findings_are_bounds():
     assert exposed.time_s == 0.1 and exposed.best_time_s == pytest.approx(0.07)
     small = by_rule["small-messages"]  # 4 calls of 4 KiB (below 20 us x 100 GB/s) merged into one
     assert small.time_s == pytest.approx(200e-6)
-    assert small.best_time_s == pytest.approx(20e-6 + 4 * 4096 / 100e9)
+    assert small.best_time_s == pytest.approx(max(20e-6, 4 * 4096 / 100e9))
     assert by_rule["straggler"].best_time_s == 0.08
     assert communication_findings(0.1, 0.001, 0.05, rows) == []  # 1% exposed: no finding
 
@@ -240,9 +280,9 @@ def test_chart_spec():
     }
     spec = collectives_chart(section)
     assert [(p.kind, p.bus_bytes) for p in spec.points] == [("all_reduce", 4096.0)]
-    assert spec.ceiling and all(y <= 1e9 for _, y in spec.ceiling)
+    assert spec.ceiling and all(y <= 1e9 * (1 + 1e-12) for _, y in spec.ceiling)
     x, y = spec.ceiling[-1]
-    assert y == pytest.approx(x / (1e-5 + x / 1e9))
+    assert y == pytest.approx(x / max(1e-5, x / 1e9))
     assert collectives_chart({"collectives": []}).notes
 
 
@@ -270,3 +310,75 @@ def test_unnamed_nccl_kernels_are_matched_in_order():
         ("all_gather", pytest.approx(1e-6)),
         ("reduce_scatter", pytest.approx(2e-6)),
     ]
+
+
+def test_exposed_bound_is_the_step_hidden_or_on_the_roof():
+    rows = [
+        {"kind": "all_reduce", "bytes": 1 << 27, "bus_bytes": float(1 << 27), "time_s": 4e-3, "calls": 2,
+         "roof_time_s": 1e-3},
+    ]  # fmt: skip
+    (hidden,) = communication_findings(0.010, 0.004, 0.008, rows)
+    assert hidden.rule == "communication-exposed"
+    assert hidden.best_time_s == pytest.approx(0.006)  # hidden behind compute: the step less the exposed part
+    assert "bucket_cap_mb" in hidden.technique and "gradient_as_bucket_view" in hidden.technique
+    assert "25% of the communication roof" in hidden.evidence
+    # all of it on the roof (2 x 4 ms) takes longer than the step less the exposed part: the roof bounds it
+    slow_roof = [{**rows[0], "roof_time_s": 3.9e-3}]
+    (roofed,) = communication_findings(0.010, 0.004, 0.008, slow_roof)
+    assert roofed.best_time_s == pytest.approx(7.8e-3)
+    fsdp = [{**rows[0], "kind": "all_gather"}, {**rows[0], "kind": "reduce_scatter"}]
+    (advice,) = communication_findings(0.010, 0.004, 0.008, fsdp)
+    assert "backward_prefetch" in advice.technique and "reshard_after_forward" in advice.technique
+
+
+def test_wait_is_its_own_finding():
+    found = communication_findings(0.02, 0.0, 0.001, [], exposed_wait_s=0.008, wait_s=0.009, rank=0)
+    (wait,) = found
+    assert wait.rule == "communication-wait" and wait.bottleneck == "imbalance"
+    assert wait.best_time_s == pytest.approx(0.012) and "rank 0 waits 8" in wait.evidence
+    assert communication_findings(0.02, 0.0, 0.001, [], exposed_wait_s=0.0005, wait_s=0.009) == []
+
+
+def _work(cls, start, end):
+    return Work(f"ncclDevKernel_{cls}", cls, start, end)
+
+
+def test_match_ranks_tells_wait_from_transfer():
+    # one 170 MB all-reduce: rank 0 launched 3.6 ms before rank 1; both end together
+    ranks = {
+        0: [_work("all_reduce", 0.0, 4190.0), _work("all_gather", 5000.0, 5050.0)],
+        1: [_work("all_gather", 5010.0, 5040.0), _work("all_reduce", 3620.0, 4190.0)],
+    }
+    matched, notes = match_ranks(ranks)
+    assert notes == []
+    r0 = {w.cls: w for w in matched[0]}
+    r1 = {w.cls: w for w in matched[1]}
+    assert r0["all_reduce"].transfer_us == pytest.approx(570.0) and r0["all_reduce"].wait_us == pytest.approx(3620.0)
+    assert r1["all_reduce"].wait_us == 0.0 and r1["all_reduce"].transfer_us == pytest.approx(570.0)
+    assert r0["all_reduce"].transfer_interval == (3620.0, 4190.0)
+    assert r0["all_gather"].wait_us == pytest.approx(20.0) and r1["all_gather"].wait_us == 0.0
+    # different counts of a class: left as measured, named
+    uneven, notes = match_ranks({0: [_work("all_reduce", 0, 10)], 1: []})
+    assert uneven[0][0].wait_us == 0.0 and "different numbers of calls" in notes[0]
+    alone, notes = match_ranks({0: [_work("all_reduce", 0, 10)]})
+    assert alone[0][0].wait_us == 0.0 and notes == []
+
+
+def test_rows_and_overlap_use_the_transfer():
+    call = CollectiveCall(0, "c10d::allreduce_", "all_reduce", 170_000_000, "float32", "backward", "", ((1,),))
+    ranks = {0: [_work("all_reduce", 0.0, 4190.0)], 1: [_work("all_reduce", 3620.0, 4190.0)]}
+    matched, _ = match_ranks(ranks)
+    roof = CommRoof(328e9, 27e-6, "measured")
+    (row0,), _ = collective_rows([call], matched[0], 1, 2, roof=roof, rank=0)
+    (row1,), _ = collective_rows([call], matched[1], 1, 2, roof=roof, rank=1)
+    for row in (row0, row1):
+        assert row["time_s"] == pytest.approx(570e-6)
+        assert row["busbw_bytes_per_s"] == pytest.approx(170e6 / 570e-6)
+        assert row["efficiency"] == pytest.approx((170e6 / 328e9) / 570e-6)
+    assert row0["wait_s"] == pytest.approx(3620e-6) and row0["duration_s"] == pytest.approx(4190e-6)
+    assert row1["wait_s"] == 0.0
+    compute = [(0.0, 3000.0)]
+    over = overlap([w.transfer_interval for w in matched[0]], compute, 1)
+    assert over.communication_s == pytest.approx(570e-6) and over.exposed_s == pytest.approx(570e-6)
+    waited = waits(matched[0], compute, 1)
+    assert waited.wait_s == pytest.approx(3620e-6) and waited.exposed_s == pytest.approx(620e-6)

@@ -91,6 +91,10 @@ def test_ddp_mlp_all_reduce_per_rank_merged_report_and_charts(cache, tmp_path):
     assert sorted(c["rank"] for c in reduces) == [0, 1]
     assert all(c["bytes"] == 4 * params and c["phase"] == "backward" for c in reduces)
     assert all(c["busbw_bytes_per_s"] == pytest.approx(c["bytes"] / c["time_s"]) for c in reduces)  # x 2(n-1)/n = 1
+    # matched across the ranks: one transfer (the shortest duration), each rank's wait apart
+    assert reduces[0]["time_s"] == pytest.approx(reduces[1]["time_s"])
+    assert all(c["duration_s"] >= c["time_s"] and c["wait_s"] >= 0 for c in reduces)
+    assert all(r["wait_s"] >= r["exposed_wait_s"] >= 0 for r in section["ranks"])
     # the measured roof of `calibrate --collectives` places them
     assert section["roof"]["source"] == "measured"
     assert all(c["roof_time_s"] is not None and c["efficiency"] is not None for c in reduces)

@@ -197,7 +197,7 @@ def calibrate_collectives(
     try:
         where = rank_device(device, launch, torch)
         group = init_group(launch, where, backend or default_backend("cuda" if where.startswith("cuda") else "cpu"))
-        points = measured.sweep(device=where)
+        points, notes = measured.sweep(device=where)
         name = torch.cuda.get_device_name(torch.device(where)) if where.startswith("cuda") else "cpu"
         cal = measured.from_points(
             points,
@@ -205,6 +205,8 @@ def calibrate_collectives(
             device_kind="cuda" if where.startswith("cuda") else "cpu",
             backend=group.backend,
             world_size=group.world_size,
+            link=link_peak(torch, where) if where.startswith("cuda") else None,
+            notes=notes,
         )
         if group.initialised_here:
             dist.destroy_process_group()
@@ -216,6 +218,25 @@ def calibrate_collectives(
     path = measured.save(cal)
     info(f"collectives calibration written to {path}")
     _show(cal, as_json, print_json, print_text, CollectivesCalibrationRenderer)
+
+
+def link_peak(torch: Any, device: str) -> Any:
+    """The spec sheet's interconnect peak per direction of this GPU (NVLink, else PCIe), or None without a sheet
+    or a figure."""
+    from roofline.measure.collectives import LinkPeak
+    from roofline.roofs import gpu_names, gpu_sheet, torch_index
+
+    names, _ = gpu_names(torch, torch_index(device))
+    sheet = gpu_sheet(names, required=False)
+    links = None if sheet is None else sheet.interconnect
+    link = None if links is None else (links.nvlink_bandwidth_per_gpu or links.pcie_bandwidth)
+    if sheet is None or links is None or link is None:
+        return None
+    which = "NVLink" if link is links.nvlink_bandwidth_per_gpu else "PCIe"
+    return LinkPeak(
+        bytes_per_s=link.per_direction_gb_per_s * 1e9,
+        source=f"the {sheet.name} sheet's {which} per GPU, one direction ({link.direction} in its source)",
+    )
 
 
 def _show(cal: Any, as_json: bool, print_json: Any, print_text: Any, renderer: Any) -> None:

@@ -8,8 +8,10 @@ interconnect's. The definitions are nccl-tests' (doc/PERFORMANCE.md of NVIDIA/nc
 - the bus bandwidth busbw = algbw x factor, the factor making busbw comparable with the link's bandwidth whatever
   the algorithm: all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; broadcast, reduce, send and
   recv 1 (n ranks in the group);
-- the communication roof of a call: latency + S x factor / (the measured bus bandwidth), the time the ceiling
-  allows (``roofline calibrate --collectives`` measures both; the spec sheet's link bandwidth is the fallback).
+- the communication roof of a call: max(latency, S x factor / bus bandwidth), the roofline's max() of the
+  compute roof turned to messages: a call takes at least the shortest call measured (latency) and at least its bus
+  bytes at the best bus bandwidth measured (``roofline calibrate --collectives`` measures both; the spec sheet's
+  link bandwidth is the fallback, and the ceiling a measured roof must stay under).
 
 S per op (the message, as nccl-tests counts it): all-reduce, broadcast, reduce, send, recv: the tensor's bytes;
 all-gather: the gathered output (n x the input); reduce-scatter: the input (n x the output); all-to-all: the input.
@@ -219,7 +221,12 @@ def message_bytes(
 
 @dataclass(frozen=True)
 class CommRoof:
-    """The communication roof: a call of bus bytes B takes at least ``latency_s`` + B / ``bus_bytes_per_s``.
+    """The communication roof: a call of bus bytes B takes at least max(``latency_s``, B / ``bus_bytes_per_s``).
+
+    The roofline's max(), as for compute and memory: the latency is the floor of a small message (the shortest call
+    measured), the bus bandwidth the slope of a large one (the best measured). A sum (latency + B / bandwidth) would
+    be a tighter curve only if the bandwidth were fitted above every measured point's, which a roof measured on
+    this machine must not be (see :func:`fit_roof`).
 
     ``source``: 'measured' (roofline calibrate --collectives), 'spec' (the sheet's link bandwidth, no latency)."""
 
@@ -233,18 +240,24 @@ class CommRoof:
         return roof_time(kind, size, ranks, self.latency_s, self.bus_bytes_per_s)
 
     def bus_bandwidth(self, bus_bytes: float) -> float:
-        """The bus bandwidth the roof allows a call of ``bus_bytes`` (S x factor): bus_bytes / (latency + bus_bytes
-        / busbw), the ceiling curve a chart draws."""
+        """The bus bandwidth the roof allows a call of ``bus_bytes`` (S x factor): bus_bytes / max(latency, bus_bytes
+        / busbw) = min(bus_bytes / latency, busbw), the ceiling curve a chart draws."""
         if bus_bytes <= 0:
             return 0.0
-        return bus_bytes / (self.latency_s + bus_bytes / self.bus_bytes_per_s)
+        return bus_bytes / max(self.latency_s, bus_bytes / self.bus_bytes_per_s)
+
+    @property
+    def knee_bus_bytes(self) -> float:
+        """The bus bytes where the two parts of the roof meet (latency x bus bandwidth): below, a call's time is its
+        latency; above, its bytes."""
+        return self.latency_s * self.bus_bytes_per_s
 
 
 def roof_time(kind: str, size: int, ranks: int, latency_s: float, bus_bytes_per_s: float) -> float:
-    """latency + S x factor / busbw: the time the communication roof allows one call."""
+    """max(latency, S x factor / busbw): the time the communication roof allows one call."""
     if bus_bytes_per_s <= 0:
         raise ValueError("bus bandwidth must be positive")
-    return latency_s + size * bus_factor(kind, ranks) / bus_bytes_per_s
+    return max(latency_s, size * bus_factor(kind, ranks) / bus_bytes_per_s)
 
 
 def algbw(size: int, time_s: float) -> float | None:
@@ -261,28 +274,34 @@ def busbw(kind: str, size: int, time_s: float, ranks: int) -> float | None:
 def fit_roof(points: Sequence[tuple[int, float]], kind: str, ranks: int) -> tuple[float, float]:
     """(latency s, bus bandwidth B/s) of the communication roof under measured (S, t) points of one kind.
 
-    The latency is the intercept of the least-squares line t = latency + S x factor / B through the points,
-    clipped to [0, the shortest time); the bandwidth then the smallest that keeps every point on or above the roof:
-    max over points of S x factor / (t - latency). So the roof never promises less than a point measured (each
-    point's time is at least the roof's), and points on a straight line give that line back exactly.
+    The bus bandwidth is the best measured (max over points of S x factor / t: a large message's), the latency the
+    shortest call measured (a small message's). So the roof max(latency, S x factor / bandwidth) never promises
+    more than was measured, every point is on or above it, and points on such a roof (a flat part, then a slope)
+    give it back exactly.
 
-    NB: the bandwidth is at least the best bus bandwidth measured (equal when the latency is 0)."""
+    NB: a sum latency + bytes / bandwidth cannot meet all three: with every point on or above it and the bandwidth
+    at most the best measured, its latency is 0 (the point of the best bandwidth allows no more), and a latency
+    fitted from the small messages forces a bandwidth above any measured (the fit before this one reached 4.8e9
+    GB/s on two H100s)."""
     factor = bus_factor(kind, ranks)
     measured = [(size * factor, t) for size, t in points if t > 0 and size > 0]
     if not measured or factor <= 0:
         raise ValueError("no point with bytes and a time to fit a communication roof to")
-    shortest = min(t for _, t in measured)
-    latency = 0.0
-    if len({x for x, _ in measured}) > 1:
-        n = len(measured)
-        mean_x = sum(x for x, _ in measured) / n
-        mean_t = sum(t for _, t in measured) / n
-        sxx = sum((x - mean_x) ** 2 for x, _ in measured)
-        slope = sum((x - mean_x) * (t - mean_t) for x, t in measured) / sxx
-        if slope > 0:
-            latency = min(max(mean_t - slope * mean_x, 0.0), shortest * (1 - 1e-9))
-    bandwidth = max(x / (t - latency) for x, t in measured)
+    latency = min(t for _, t in measured)
+    bandwidth = max(x / t for x, t in measured)
     return latency, bandwidth
+
+
+def check_under_link(bus_bytes_per_s: float, link_bytes_per_s: float | None, source: str = "") -> None:
+    """ValueError when a fitted bus bandwidth is above the interconnect's peak per direction (the spec sheet's):
+    a measurement that no link can carry (a timing that missed the wait of a rank, a cache hit, a wrong size)."""
+    if link_bytes_per_s and bus_bytes_per_s > link_bytes_per_s:
+        where = f" ({source})" if source else ""
+        raise ValueError(
+            f"the fitted bus bandwidth {bus_bytes_per_s / 1e9:.4g} GB/s is above the link's peak "
+            f"{link_bytes_per_s / 1e9:.4g} GB/s per direction{where}: no interconnect carries that; the sweep's "
+            "timing is wrong"
+        )
 
 
 __all__ = [
@@ -292,6 +311,7 @@ __all__ = [
     "algbw",
     "bus_factor",
     "busbw",
+    "check_under_link",
     "fit_roof",
     "is_communication_op",
     "kind_of",

@@ -5,9 +5,13 @@ the communication roof, and the communication measured against the compute it ov
   and the collective calls (kind, message bytes exact from the shapes; :mod:`roofline.costs.collectives`);
 - :func:`trace_activity`: a torch.profiler Chrome trace -> the collectives' work (gloo's and NCCL's record_function
   events on the CPU, NCCL's kernels on a GPU) and the compute intervals (aten ops on the CPU, other kernels on a GPU);
-- :func:`collective_rows`: calls x work -> one row per call (median time over the profiled iterations, algbw,
-  busbw, the roof's time and the efficiency);
-- :func:`overlap`: exposed vs overlapped communication, from intervals;
+- :func:`match_ranks`: every rank's work -> the same work with each call's wait told from its transfer: a collective
+  is matched across the ranks by its place in the process group's sequence (the k-th call of its class on every
+  rank is one call); its transfer is its shortest duration across the ranks (the rank that arrived last waited for
+  nobody), the rest of each rank's duration is wait (for a rank behind it: skew, a straggler upstream);
+- :func:`collective_rows`: calls x work -> one row per call (median transfer time over the profiled iterations,
+  algbw, busbw, the roof's time and the efficiency, all of the transfer; the wait apart);
+- :func:`overlap`: exposed vs overlapped communication, from intervals (the transfers; the waits apart);
 - :func:`skew`: per-rank iteration times -> the slowest rank against the median, the stragglers.
 """
 
@@ -78,10 +82,25 @@ class Work:
     start_us: float
     end_us: float
     bytes: int | None = None  # from the event's input dims and type (gloo: the input tensor), None unknown
+    wait_us: float = 0.0  # of the duration, the wait for the last rank (match_ranks); the rest is the transfer
 
     @property
     def duration_us(self) -> float:
         return max(self.end_us - self.start_us, 0.0)
+
+    @property
+    def transfer_us(self) -> float:
+        return max(self.duration_us - self.wait_us, 0.0)
+
+    @property
+    def transfer_interval(self) -> Interval:
+        """When the message moved: the end of the call (the wait comes first: a collective's kernel starts, waits
+        for its peers, then moves the data)."""
+        return (self.end_us - self.transfer_us, self.end_us)
+
+    @property
+    def wait_interval(self) -> Interval:
+        return (self.start_us, self.start_us + min(self.wait_us, self.duration_us))
 
 
 @dataclass
@@ -311,6 +330,59 @@ def skew(times: dict[int, float], ratio: float = STRAGGLER_RATIO) -> Skew | None
     return Skew(mid, slowest, times[slowest], times[slowest] / mid if mid > 0 else 1.0, over)
 
 
+def match_ranks(work: dict[int, Sequence[Work]]) -> tuple[dict[int, list[Work]], list[str]]:
+    """Every rank's collective work with each call's wait told from its transfer, and notes.
+
+    A call is matched across the ranks by its place in the process group's sequence: the k-th work event of a class
+    (all-reduce, all-gather, ...) on every rank, in start order, is the same call (NCCL and gloo run a group's
+    collectives in the order every rank issued them). Its transfer is the shortest duration across the ranks: the
+    rank that arrived last waited for nobody. Every other rank's duration beyond it is wait. A class whose count
+    differs between the ranks is left as it is (all of its time counted as transfer) and named in a note.
+
+    NB: a rank's kernel can start before its peers' and hold data they sent early; the shortest duration is then
+    still an upper bound on the transfer's, so a bus bandwidth from it is never above what the link did."""
+    ranks = sorted(work)
+    if len(ranks) < 2:
+        return {r: list(work[r]) for r in ranks}, []
+    by_class: dict[int, dict[str, list[int]]] = {}
+    for r in ranks:
+        classes: dict[str, list[int]] = {}
+        ordered = sorted(range(len(work[r])), key=lambda i: work[r][i].start_us)
+        for i in ordered:
+            classes.setdefault(work[r][i].cls, []).append(i)
+        by_class[r] = classes
+    out = {r: list(work[r]) for r in ranks}
+    notes: list[str] = []
+    for cls in sorted({c for r in ranks for c in by_class[r]}):
+        counts = {r: len(by_class[r].get(cls, [])) for r in ranks}
+        if len(set(counts.values())) != 1:
+            shown = ", ".join(f"rank {r}: {n}" for r, n in counts.items())
+            notes.append(f"{cls}: the ranks ran different numbers of calls ({shown}): wait not told from transfer")
+            continue
+        for k in range(counts[ranks[0]]):
+            places = {r: by_class[r][cls][k] for r in ranks}
+            transfer = min(work[r][i].duration_us for r, i in places.items())
+            for r, i in places.items():
+                out[r][i] = dataclasses.replace(work[r][i], wait_us=work[r][i].duration_us - transfer)
+    return out, notes
+
+
+@dataclass(frozen=True)
+class Waits:
+    """One rank's wait in its collectives, per iteration (seconds): all of it, and the part with no compute beside."""
+
+    wait_s: float
+    exposed_s: float
+
+
+def waits(work: Sequence[Work], compute: Sequence[Interval], iterations: int, scale: float = 1e-6) -> Waits:
+    """The wait intervals of ``work`` (match_ranks) against compute, per iteration."""
+    intervals = [w.wait_interval for w in work if w.wait_us > 0]
+    n = max(iterations, 1)
+    total = length(intervals)
+    return Waits(total * scale / n, (total - intersection(intervals, compute)) * scale / n)
+
+
 # ------------------------------------------------------------------------------------------------ rows
 
 
@@ -334,9 +406,9 @@ def collective_rows(
     roof: CommRoof | None = None,
     rank: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """One row per counted collective call (its median time over the profiled iterations: the k-th work event of
-    its class in each iteration is its), and rows for the work no counted call explains (its bytes from the trace
-    where the trace gives them). Returns (rows, notes)."""
+    """One row per counted collective call (its median transfer time over the profiled iterations: the k-th work
+    event of its class in each iteration is its; its wait apart, see match_ranks), and rows for the work no counted
+    call explains (its bytes from the trace where the trace gives them). Returns (rows, notes)."""
     notes: list[str] = []
     rows: list[dict[str, Any]] = []
     by_class = _classes(calls, backend)
@@ -352,27 +424,23 @@ def collective_rows(
         seen = work_by_class.get(cls, [])
         if counted and len(seen) == len(counted) * n:
             for k, call in enumerate(counted):
-                times = [seen[i * len(counted) + k].duration_us * 1e-6 for i in range(n)]
-                rows.append(
-                    _row(call.kind, call.op, call.bytes, median(times), 1.0, call, ranks, roof, rank, "counted")
-                )
+                mine = [seen[i * len(counted) + k] for i in range(n)]
+                rows.append(_row(call.kind, call.op, call.bytes, mine, 1.0, call, ranks, roof, rank, "counted"))
             continue
         if counted:
             notes.append(
                 f"{cls}: the counting pass saw {len(counted)} call(s) an iteration, the profile {len(seen)} in "
-                f"{n} iteration(s): timed by the kind's mean"
+                f"{n} iteration(s): timed by the median of the kind's calls"
             )
-            mean = sum(w.duration_us for w in seen) * 1e-6 / len(seen) if seen else 0.0
             for call in counted:
-                rows.append(_row(call.kind, call.op, call.bytes, mean, 1.0, call, ranks, roof, rank, "counted"))
+                rows.append(_row(call.kind, call.op, call.bytes, list(seen), 1.0, call, ranks, roof, rank, "counted"))
             continue
         groups: dict[int | None, list[Work]] = {}
         for w in seen:
             groups.setdefault(w.bytes, []).append(w)
         for size, group in groups.items():
             kind = {"sendrecv": "send", "nccl": "all_reduce"}.get(cls, cls)  # NB: the factor of an unnamed kernel
-            t = median([w.duration_us * 1e-6 for w in group])
-            rows.append(_row(kind, group[0].name, size, t, len(group) / n, None, ranks, roof, rank, "profile"))
+            rows.append(_row(kind, group[0].name, size, group, len(group) / n, None, ranks, roof, rank, "profile"))
         notes.append(
             f"{cls}: {len(seen)} call(s) in the profile that the counting pass did not see (bytes from the trace)"
         )
@@ -383,7 +451,7 @@ def _row(
     kind: str,
     op: str,
     size: int | None,
-    time_s: float,
+    work: Sequence[Work],
     calls: float,
     call: CollectiveCall | None,
     ranks: int,
@@ -392,6 +460,8 @@ def _row(
     source: str,
 ) -> dict[str, Any]:
     factor = bus_factor(kind, ranks)
+    time_s = median([w.transfer_us * 1e-6 for w in work]) if work else 0.0
+    wait_s = median([w.wait_us * 1e-6 for w in work]) if work else 0.0
     alg = size / time_s if size is not None and time_s > 0 else None
     roof_s = roof.time_s(kind, size, ranks) if roof is not None and size is not None else None
     return {
@@ -404,11 +474,13 @@ def _row(
         "calls": calls,  # per iteration
         "bytes": size,  # S, one call
         "bus_bytes": None if size is None else size * factor,
-        "time_s": time_s,  # one call, median over the iterations
+        "time_s": time_s,  # one call's transfer, median over the iterations (the shortest across the ranks)
+        "wait_s": wait_s,  # one call's wait for the last rank on this rank, median over the iterations
+        "duration_s": median([w.duration_us * 1e-6 for w in work]) if work else 0.0,  # this rank's: wait + transfer
         "algbw_bytes_per_s": alg,
         "busbw_bytes_per_s": None if alg is None else alg * factor,
         "roof_time_s": roof_s,
-        "efficiency": roof_s / time_s if roof_s is not None and time_s > 0 else None,
+        "efficiency": roof_s / time_s if roof_s is not None and time_s > 0 else None,  # of the transfer
         "source": source,  # 'counted': bytes from the counting pass; 'profile': from the trace
     }
 
@@ -418,14 +490,17 @@ __all__ = [
     "CollectiveCall",
     "Overlap",
     "Skew",
+    "Waits",
     "Work",
     "collective_rows",
     "intersection",
     "length",
+    "match_ranks",
     "overlap",
     "skew",
     "split_records",
     "trace_activity",
     "union",
+    "waits",
     "without_communication",
 ]

@@ -12,7 +12,8 @@ runs it (``torch._C._current_autograd_node()``). Nodes that no module created (t
 attributed to the model ('').
 
 Phase: 'backward' for an op executed while the autograd engine runs a node (``_current_autograd_node()`` is not
-None), 'forward' otherwise. So the loss reduction run_once adds after the model returns counts as forward work
+None) or after run_once called the loss's backward (the engine's final callbacks run no node: FSDP's last
+reduce-scatter), 'forward' otherwise. So the loss reduction run_once adds after the model returns counts as forward work
 of the model (module ''), and every gradient op (AccumulateGrad's copies and adds included) as backward. Where
 torch has no ``_current_autograd_node`` the phase is 'backward' for every op after the model's forward returned
 in training mode.
@@ -94,6 +95,8 @@ class _ModuleTracker:
         self._alive: list[Any] = []  # the nodes tagged, kept alive so that their ids stay theirs
         self.handles: list[Any] = []
         self.forward_done = False
+        self.backward_begun = False  # the loss's backward was called (run_once): ops with no autograd node then
+        # are the engine's callbacks (FSDP's final reduce-scatter), still backward work
 
     # ----------------------------------------------------------------------------------------- hooks
 
@@ -221,7 +224,7 @@ class _Recorder:
             return
         node = _current_node() if has_node_api else None
         if has_node_api:
-            phase: Phase = "backward" if node is not None else "forward"
+            phase: Phase = "backward" if node is not None or self.tracker.backward_begun else "forward"
         else:
             phase = "backward" if self.training and self.tracker.forward_done else "forward"
         path = self.tracker.current(node)
@@ -376,7 +379,7 @@ def count_ops(
     from roofline.diagnose.loader import uncompiled
 
     with uncompiled(model) as original, counting(original, mode) as counted:
-        run_once(original, tuple(inputs), dict(kwargs or {}), mode)
+        run_once(original, tuple(inputs), dict(kwargs or {}), mode, before_backward=counted.backward_begins)
     return counted.records
 
 
@@ -389,6 +392,10 @@ class Counting:
     @property
     def records(self) -> list[OpRecord]:
         return self._recorder.records
+
+    def backward_begins(self) -> None:
+        """The loss's backward starts now: every op from here on is backward work."""
+        self._recorder.tracker.backward_begun = True
 
     def devices(self) -> list[str]:
         """The devices of the tensors the recorded ops read or wrote ('cpu', 'cuda:0'), in order of first use."""

@@ -24,8 +24,9 @@ from typing import Any
 
 from roofline.costs.collectives import CommRoof
 from roofline.diagnose import collectives as coll
-from roofline.diagnose.pipeline import DiagnoseResult, Stages, diagnose, finding_dict
+from roofline.diagnose.pipeline import DEFAULT_ITERS, DEFAULT_WARMUP, DiagnoseResult, Stages, diagnose, finding_dict
 from roofline.errors import CalibrationError, DeviceError, UsageError
+from roofline.findings.model import ModelFinding
 
 BACKENDS = ("nccl", "gloo")
 
@@ -157,6 +158,11 @@ class RankState:
     calls: list[coll.CollectiveCall] = field(default_factory=list)
     activity: coll.Activity | None = None
     iterations: int = 0
+    barrier: Any = None  # called before the profiled window (the process group's barrier); None: nothing
+
+    def synchronise(self) -> None:
+        if self.barrier is not None:
+            self.barrier()
 
 
 def rank_stages(base: Stages, state: RankState) -> Stages:
@@ -178,6 +184,9 @@ def rank_stages(base: Stages, state: RankState) -> Stages:
         def profile(step: Any, iters: int, device: str) -> tuple[list[dict[str, Any]], float]:
             from roofline.diagnose.profile import torch_profile
 
+            # NB: the ranks enter the profiled window together, so its first collective holds no skew from the
+            # passes before it (each rank counts, warms up and times on its own)
+            state.synchronise()
             events, seconds = torch_profile(step, iters, device, keep_trace=True)
             trace = next((e.get("trace") for e in events if e.get("kind") == "trace"), None)
             state.activity = coll.trace_activity(trace) if trace is not None else coll.Activity()
@@ -256,21 +265,10 @@ class DistributedResult:
         return report.model_copy(update={"rows": self.rows, "distributed": self.merged})
 
 
-def rank_summary(
-    result: DiagnoseResult, state: RankState, group: Group, roof: CommRoof | None, launch: Launch
-) -> dict[str, Any]:
-    """What one rank sends to rank 0: its rows (with `rank`), its step, its collectives and their overlap."""
+def rank_summary(result: DiagnoseResult, state: RankState, group: Group, launch: Launch) -> dict[str, Any]:
+    """What one rank sends to rank 0: its step, its points (with `rank`), and what its trace showed of its
+    collectives (the calls counted, the work and compute intervals), which rank 0 matches across the ranks."""
     activity = state.activity or coll.Activity()
-    rows, notes = coll.collective_rows(
-        state.calls,
-        activity.work,
-        state.iterations or int(result.options.get("iters", 1)),
-        group.world_size,
-        backend=group.backend,
-        roof=roof,
-        rank=group.rank,
-    )
-    over = coll.overlap([(w.start_us, w.end_us) for w in activity.work], activity.compute, state.iterations or 1)
     points = [{**p.model_dump(mode="json"), "rank": group.rank} for p in result.placed.points]
     return {
         "rank": group.rank,
@@ -282,38 +280,85 @@ def rank_summary(
         "profiled_iteration_s": sum(activity.iteration_us) * 1e-6 / len(activity.iteration_us)
         if activity.iteration_us
         else result.timing.wall_s,
-        "communication_s": over.communication_s,
-        "overlapped_s": over.overlapped_s,
-        "exposed_s": over.exposed_s,
-        "collectives": rows,
-        "notes": notes,
+        "iterations": state.iterations or int(result.options.get("iters") or 1),
+        "calls": list(state.calls),
+        "work": list(activity.work),
+        "compute": list(activity.compute),
         "points": points,
     }
 
 
-def merge(summaries: Sequence[dict[str, Any]], group: Group, roof: CommRoof | None, roof_note: str) -> dict[str, Any]:
-    """Rank 0: the ranks' summaries -> the report's `distributed` section (world, backend, per-rank times, the
-    collectives table, skew, the communication findings)."""
+#: what a rank's entry in the report keeps of its summary (the raw trace facts stay out)
+_RAW = ("points", "calls", "work", "compute", "iterations")
+
+
+def rank_entries(
+    summaries: Sequence[dict[str, Any]], group: Group, roof: CommRoof | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rank 0: the ranks' summaries with their collectives matched across the ranks (match_ranks: each call's
+    transfer and wait), their rows (on the transfer) and their step's communication: transfer, overlapped and
+    exposed, and the wait apart. Returns (one entry per rank, with `collectives`; notes)."""
+    ordered = sorted(summaries, key=lambda s: s["rank"])
+    matched, notes = coll.match_ranks({s["rank"]: s.get("work", []) for s in ordered})
+    entries = []
+    for s in ordered:
+        work = matched.get(s["rank"], [])
+        n = int(s.get("iterations") or 1)
+        rows, row_notes = coll.collective_rows(
+            s.get("calls", []), work, n, group.world_size, backend=group.backend, roof=roof, rank=s["rank"]
+        )
+        compute = s.get("compute", [])
+        over = coll.overlap([w.transfer_interval for w in work], compute, n)
+        waited = coll.waits(work, compute, n)
+        entry = {k: v for k, v in s.items() if k not in _RAW}
+        entry.update(
+            communication_s=over.communication_s,  # the transfers
+            overlapped_s=over.overlapped_s,
+            exposed_s=over.exposed_s,
+            wait_s=waited.wait_s,  # for the last rank, apart from the transfers
+            exposed_wait_s=waited.exposed_s,
+            collectives=rows,
+            notes=row_notes,
+        )
+        entries.append(entry)
+    return entries, notes
+
+
+def rank_findings(entry: dict[str, Any], roof: CommRoof | None) -> list[ModelFinding]:
+    """The communication findings of one rank's entry (rank_entries), on its uninstrumented step."""
     from roofline.findings.collectives import communication_findings
 
-    ordered = sorted(summaries, key=lambda s: s["rank"])
-    times = {s["rank"]: float(s["iteration_s"]) for s in ordered}
+    # NB: the communication was measured under the profiler: its share of the profiled iteration, applied to the
+    # uninstrumented one
+    step = float(entry["iteration_s"])
+    profiled = float(entry.get("profiled_iteration_s") or 0.0)
+    scale = step / profiled if profiled > 0 else 1.0
+    return communication_findings(
+        step,
+        min(float(entry["exposed_s"]) * scale, step),
+        float(entry["communication_s"]) * scale,
+        entry["collectives"],
+        latency_s=None if roof is None else roof.latency_s,
+        bus_bytes_per_s=None if roof is None else roof.bus_bytes_per_s,
+        exposed_wait_s=min(float(entry.get("exposed_wait_s") or 0.0) * scale, step),
+        wait_s=float(entry.get("wait_s") or 0.0) * scale,
+        rank=entry["rank"],
+    )
+
+
+def merge(summaries: Sequence[dict[str, Any]], group: Group, roof: CommRoof | None, roof_note: str) -> dict[str, Any]:
+    """Rank 0: the ranks' summaries -> the report's `distributed` section (world, backend, per-rank times, the
+    collectives table on the transfer, each rank's wait, skew, the communication findings)."""
+    from roofline.findings.collectives import communication_findings
+
+    entries, notes = rank_entries(summaries, group, roof)
+    times = {e["rank"]: float(e["iteration_s"]) for e in entries}
     spread = coll.skew(times)
     skew = None if spread is None else dataclasses.asdict(spread) | {"stragglers": list(spread.stragglers)}
     findings = []
-    for s in ordered:
-        # NB: the communication was measured under the profiler: its share of the profiled iteration, applied to
-        # the uninstrumented one
-        scale = float(s["iteration_s"]) / float(s["profiled_iteration_s"]) if s.get("profiled_iteration_s") else 1.0
-        for f in communication_findings(
-            float(s["iteration_s"]),
-            min(float(s["exposed_s"]) * scale, float(s["iteration_s"])),
-            float(s["communication_s"]) * scale,
-            s["collectives"],
-            latency_s=None if roof is None else roof.latency_s,
-            bus_bytes_per_s=None if roof is None else roof.bus_bytes_per_s,
-        ):
-            findings.append({**finding_dict(f), "rank": s["rank"]})
+    for entry in entries:
+        for f in rank_findings(entry, roof):
+            findings.append({**finding_dict(f), "rank": entry["rank"]})
     for f in communication_findings(0.0, 0.0, 0.0, [], skew=skew):
         findings.append({**finding_dict(f), "rank": None})
     findings.sort(key=lambda f: -(f.get("saving_s") or 0.0))
@@ -324,11 +369,45 @@ def merge(summaries: Sequence[dict[str, Any]], group: Group, roof: CommRoof | No
         if roof is None
         else {"source": roof.source, "bus_bytes_per_s": roof.bus_bytes_per_s, "latency_s": roof.latency_s},
         "roof_note": roof_note,
-        "ranks": [{k: v for k, v in s.items() if k not in ("points", "collectives")} for s in ordered],
+        "ranks": [{k: v for k, v in e.items() if k != "collectives"} for e in entries],
         "skew": skew,
-        "collectives": [row for s in ordered for row in s["collectives"]],
+        "collectives": [row for e in entries for row in e["collectives"]],
         "findings": findings,
+        "notes": notes,
     }
+
+
+def _barrier(group: Group, device: str) -> Any:
+    """The ranks' meeting point before the profiled window: this rank's GPU work done, then a barrier on the gloo
+    group the results travel on (no GPU work of its own)."""
+
+    def meet() -> None:
+        import torch
+        import torch.distributed as dist
+
+        if device.startswith("cuda"):
+            torch.cuda.synchronize(torch.device(device))
+        dist.barrier(group=group.side)
+
+    return meet
+
+
+def ranked_with_communication(
+    findings: Sequence[ModelFinding], section: dict[str, Any], roof: CommRoof | None, rank: int = 0
+) -> list[ModelFinding]:
+    """``rank``'s op findings and its communication findings (exposed transfer, wait, small messages, and the
+    stragglers of the run) in one list ranked by saving: exposed communication competes with the ops by its share
+    of the step."""
+    from roofline.findings.base import rank as by_saving
+    from roofline.findings.collectives import communication_findings
+
+    entry = next((e for e in section.get("ranks", []) if e.get("rank") == rank), None)
+    extra: list[ModelFinding] = []
+    if entry is not None:
+        rows = [r for r in section.get("collectives", []) if r.get("rank") == rank]
+        extra += rank_findings({**entry, "collectives": rows}, roof)
+    extra += communication_findings(0.0, 0.0, 0.0, [], skew=section.get("skew"))
+    return by_saving([*findings, *extra])
 
 
 def diagnose_rank(
@@ -347,18 +426,24 @@ def diagnose_rank(
 
     torch_device = rank_device(device, launch, torch)
     group = init_group(launch, torch_device, backend)
-    state = RankState(group.world_size)
+    state = RankState(group.world_size, barrier=_barrier(group, torch_device))
+    # NB: every rank runs the same number of warm-up and profiled iterations: counts sized from each rank's own
+    # clock could differ, and ranks that issue different numbers of collectives hang (or pair the wrong calls)
+    for name, fixed in (("warmup", DEFAULT_WARMUP), ("iters", DEFAULT_ITERS)):
+        if options.get(name) is None:
+            options[name] = fixed
     result = diagnose(path, device=torch_device, stages=rank_stages(stages or Stages(), state), **options)
     kind = "cuda" if torch_device.startswith("cuda") else "cpu"
     name = torch.cuda.get_device_name(torch.device(torch_device)) if kind == "cuda" else "cpu"
     roof, roof_note = comm_roof(kind, name, group.backend, group.world_size, result.device.name)
-    summary = rank_summary(result, state, group, roof, launch)
+    summary = rank_summary(result, state, group, launch)
     gathered: list[Any] | None = [None] * group.world_size if group.rank == 0 else None
     dist.gather_object(summary, gathered, dst=0, group=group.side)
     out = DistributedResult(result, group, summary)
     if group.rank == 0 and gathered is not None:
         out.merged = merge(gathered, group, roof, roof_note)
         out.rows = [p for s in sorted(gathered, key=lambda s: s["rank"]) for p in s["points"]]
+        out.result.findings = ranked_with_communication(out.result.findings, out.merged, roof, rank=0)
     dist.barrier(group=group.side)
     if group.initialised_here:
         dist.destroy_process_group()
@@ -377,7 +462,10 @@ __all__ = [
     "init_group",
     "launch_from_env",
     "merge",
+    "rank_entries",
+    "rank_findings",
     "rank_stages",
     "rank_summary",
+    "ranked_with_communication",
     "tolerant_init",
 ]

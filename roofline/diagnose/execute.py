@@ -215,10 +215,18 @@ def _floating_tensors(value: Any) -> list[Any]:
     return [getattr(value, name) for name in ("loss", "logits") if hasattr(value, name)][:1]
 
 
-def run_once(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: Mode) -> Any:
+def run_once(
+    model: Any,
+    inputs: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    mode: Mode,
+    *,
+    before_backward: Callable[[], None] | None = None,
+) -> Any:
     """One forward (inference: under no_grad) or forward + backward of the sum of the outputs (training), inside
     :func:`user_code`: an exception from the user's model, sys.exit() and os._exit() included, becomes a
-    UserCodeError carrying their traceback (exit 1); torch's OutOfMemoryError and Ctrl-C go on up."""
+    UserCodeError carrying their traceback (exit 1); torch's OutOfMemoryError and Ctrl-C go on up.
+    ``before_backward``: called once the loss is built, right before its backward (the counting pass's phase)."""
     import torch
 
     exited = "the model exited while running (SystemExit: {code}): a forward must return"
@@ -231,6 +239,8 @@ def run_once(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: 
         if not tensors:
             raise UserCodeError("--mode training: the model's output has no floating tensor that requires grad")
         loss = sum(t.float().sum() for t in tensors)
+        if before_backward is not None:
+            before_backward()
         loss.backward()
         return out
 

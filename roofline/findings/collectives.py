@@ -1,15 +1,21 @@
-"""Findings about a distributed step's communication: exposed communication, small messages, stragglers.
+"""Findings about a distributed step's communication: exposed communication, waits for other ranks, small
+messages, stragglers.
 
 Each finding's gain is a bound, as everywhere (roofline.findings.base): the best time assumes the technique hides
-or removes all that it could, never an estimate of what it will.
+or removes all that it could, never an estimate of what it will. The time of a collective is its transfer (the
+shortest duration across the ranks: roofline.diagnose.collectives.match_ranks); the rest of a rank's call is wait,
+which is imbalance, not the link.
 
-- ``communication-exposed``: collectives the step waits for (exposed, no compute beside them). Techniques:
-  overlap them with compute (DDP's buckets ready earlier: smaller first buckets, ``gradient_as_bucket_view``;
-  FSDP's prefetching), or send less (compression: bf16 or fp8 gradients, PowerSGD -- redundancy) or another
-  parallelism. Bound: the step without its exposed communication.
+- ``communication-exposed``: transfers the step waits for (exposed, no compute beside them). Techniques: overlap
+  them with compute (DDP: ``bucket_cap_mb`` so the first buckets go earlier in the backward,
+  ``gradient_as_bucket_view``; FSDP: ``forward_prefetch``, ``backward_prefetch``, ``reshard_after_forward``), fewer
+  and larger messages, fewer bytes. Bound: the step with that communication hidden behind compute, never below all
+  of the step's communication on the roof (one stream carries it).
+- ``communication-wait``: a rank's collectives wait for a rank that arrives later (exposed wait): balance the
+  ranks. Bound: the step without that wait.
 - ``small-messages``: calls whose time is mostly the roof's latency (the message is below latency x bus
   bandwidth): fewer and larger messages (larger DDP buckets, coalesced collectives). Bound: the calls of a kind
-  merged into one message on the roof: latency + sum of bus bytes / bus bandwidth.
+  merged into one message on the roof: max(latency, sum of bus bytes / bus bandwidth).
 - ``straggler``: a rank whose iteration takes longer than the median rank's: the others wait for it in their
   collectives. Bound: the step at the median rank's time.
 """
@@ -23,8 +29,38 @@ from roofline.findings.base import rank as rank_findings
 from roofline.findings.model import ModelFinding
 from roofline.units import format_bytes, format_time
 
-#: exposed communication below this share of the step is not worth a finding
+#: exposed communication (or wait) below this share of the step is not worth a finding
 EXPOSED_SHARE = 0.05
+
+#: what moves exposed communication, by the framework its collectives tell (all-reduce: DDP; all-gather and
+#: reduce-scatter: FSDP)
+ADVICE = {
+    "ddp": (
+        "overlap the all-reduce with the backward: DDP(bucket_cap_mb=...) smaller so the first buckets start "
+        "earlier (larger if the calls are small and many), gradient_as_bucket_view=True (no copy into the buckets), "
+        "static_graph=True; fewer bytes: bf16 gradients (a DDP comm hook) or PowerSGD"
+    ),
+    "fsdp": (
+        "overlap the all-gathers and reduce-scatters with compute: FSDP(forward_prefetch=True, "
+        "backward_prefetch=BACKWARD_PRE) or FSDP2 set_modules_to_forward_prefetch; reshard_after_forward=False "
+        "(SHARD_GRAD_OP: no second all-gather in the backward) where memory allows; fewer, larger units to wrap "
+        "(fewer and larger messages); bf16 mixed precision for the parameters and gradients"
+    ),
+    "": (
+        "overlap the collectives with compute (issue them asynchronously and wait late), send fewer and larger "
+        "messages, fewer bytes (bf16/fp8, compression) or use another parallelism"
+    ),
+}
+
+
+def framework(rows: Sequence[dict[str, Any]]) -> str:
+    """'fsdp' when the step's collectives are all-gathers or reduce-scatters, 'ddp' when all-reduces, else ''."""
+    kinds = {r.get("kind") for r in rows}
+    if kinds & {"all_gather", "reduce_scatter"}:
+        return "fsdp"
+    if "all_reduce" in kinds:
+        return "ddp"
+    return ""
 
 
 def communication_findings(
@@ -36,30 +72,65 @@ def communication_findings(
     latency_s: float | None = None,
     bus_bytes_per_s: float | None = None,
     skew: dict[str, Any] | None = None,
+    exposed_wait_s: float = 0.0,
+    wait_s: float = 0.0,
+    rank: int | None = None,
 ) -> list[ModelFinding]:
-    """The communication findings of one rank's step (``step_s``: its iteration time; ``rows``: its collectives,
-    as roofline.diagnose.collectives.collective_rows gives them), ranked by saving."""
+    """The communication findings of one rank's step (``step_s``: its iteration time; ``exposed_s`` and
+    ``communication_s``: its transfers' exposed part and all of them; ``rows``: its collectives, as
+    roofline.diagnose.collectives.collective_rows gives them; ``wait_s``/``exposed_wait_s``: its wait for other
+    ranks), ranked by saving."""
     out: list[ModelFinding] = []
+    on_roof = sum((r.get("roof_time_s") or 0.0) * (r.get("calls") or 0.0) for r in rows)
     if step_s > 0 and exposed_s > EXPOSED_SHARE * step_s:
+        best = max(step_s - exposed_s, min(on_roof, step_s))
+        timed = [r for r in rows if r.get("roof_time_s") and r.get("time_s")]
+        spent = sum(r["time_s"] * r["calls"] for r in timed)
+        roof_part = (
+            f"; its calls run at {sum(r['roof_time_s'] * r['calls'] for r in timed) / spent:.0%} of the "
+            f"communication roof (all of the step's communication on the roof: {format_time(on_roof)})"
+            if spent > 0
+            else ""
+        )
         out.append(
             ModelFinding(
                 rule="communication-exposed",
                 bottleneck="communication",
-                properties=["redundancy"],
-                technique=(
-                    "overlap the collectives with compute (DDP: buckets ready earlier in the backward; FSDP: "
-                    "prefetch the next all-gather), send fewer bytes (bf16/fp8 gradients, PowerSGD compression) "
-                    "or use another parallelism"
-                ),
+                properties=["locality", "redundancy"],
+                technique=ADVICE[framework(rows)],
                 evidence=(
                     f"{format_time(exposed_s)} of {format_time(communication_s)} communication is exposed "
                     f"(no compute beside it): {exposed_s / step_s:.0%} of the {format_time(step_s)} step"
+                    f"{roof_part}"
                 ),
                 time_s=step_s,
-                best_time_s=step_s - exposed_s,
-                floor_s=step_s - exposed_s,
-                where="collectives",
+                best_time_s=best,
+                floor_s=best,
+                where="collectives" if rank is None else f"collectives (rank {rank})",
                 share=exposed_s / step_s,
+            )
+        )
+    if step_s > 0 and exposed_wait_s > EXPOSED_SHARE * step_s:
+        out.append(
+            ModelFinding(
+                rule="communication-wait",
+                bottleneck="imbalance",
+                properties=["symmetry"],
+                technique=(
+                    "balance the ranks: the same shapes and work on every rank, no extra work on one (logging, "
+                    "checkpointing, evaluation, a slower data loader), data loaded ahead of the step; the wait is "
+                    "skew, not the link"
+                ),
+                evidence=(
+                    f"{'this rank' if rank is None else f'rank {rank}'} waits {format_time(exposed_wait_s)} a step "
+                    f"with no compute beside it ({format_time(wait_s)} in all) in its collectives for the rank "
+                    f"that arrives last: {exposed_wait_s / step_s:.0%} of the {format_time(step_s)} step"
+                ),
+                time_s=step_s,
+                best_time_s=step_s - exposed_wait_s,
+                floor_s=step_s - exposed_wait_s,
+                where="collectives" if rank is None else f"collectives (rank {rank})",
+                share=exposed_wait_s / step_s,
             )
         )
     if latency_s and bus_bytes_per_s:
@@ -73,7 +144,7 @@ def communication_findings(
             if calls < 2:
                 continue
             now = sum(r["time_s"] * r["calls"] for r in small)
-            merged = latency_s + sum(r["bus_bytes"] * r["calls"] for r in small) / bus_bytes_per_s
+            merged = max(latency_s, sum(r["bus_bytes"] * r["calls"] for r in small) / bus_bytes_per_s)
             if merged >= now:
                 continue
             size = sum(r["bytes"] * r["calls"] for r in small)
@@ -124,4 +195,4 @@ def communication_findings(
     return rank_findings(out)
 
 
-__all__ = ["EXPOSED_SHARE", "communication_findings"]
+__all__ = ["ADVICE", "EXPOSED_SHARE", "communication_findings", "framework"]

@@ -1,11 +1,15 @@
 """The communication ceilings: all-reduce (and all-gather) bus bandwidth over message sizes across the ranks of a
 process group (``roofline calibrate --collectives``), and the cached document that holds them.
 
-The sweep needs an initialised process group (torchrun, or ``roofline calibrate --collectives --nproc N``):
-every rank runs each size ``iters`` times back to back after a warm-up, the time of a call is the slowest rank's
-(a collective ends when its last rank does), and the algorithm and bus bandwidths follow nccl-tests
-(:mod:`roofline.costs.collectives`). The roof of a kind is fitted under its points (``fit_roof``): the best bus
-bandwidth measured, and the latency that keeps every point on or above the roof.
+The sweep needs an initialised process group (torchrun, or ``roofline calibrate --collectives --nproc N``). It
+follows nccl-tests' method: at each size a warm-up (5 calls), a barrier, ``iters`` (20) calls back to back between
+two CUDA events, the time of a call the elapsed time / ``iters``, the slowest rank's (a collective ends when its
+last rank does); the algorithm and bus bandwidths are nccl-tests' (:mod:`roofline.costs.collectives`). On a GPU the
+same calls are also replayed from a CUDA graph (nccl-tests' ``-G``), which takes the host's launch of each call out
+of the time: what the link and NCCL can do. A point keeps the shorter of the two (both are stored); above a few MiB
+they agree, below it the graph's is shorter by the host's launch time per call. The roof of a kind is fitted under
+its points (``fit_roof``): the best bus bandwidth measured and the shortest call; a roof above the spec sheet's
+link peak per direction (``link``) is an error (CalibrationError), not a ceiling.
 
 The document is versioned JSON beside the calibrations (``ROOFLINE_CACHE_DIR``), one per (device, backend, world
 size); reading is tolerant (unknown keys ignored), a foreign schema or version is a CalibrationError. torch is
@@ -15,6 +19,7 @@ imported inside the measuring functions only.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from roofline import __version__
-from roofline.costs.collectives import CommRoof, bus_factor, fit_roof
+from roofline.costs.collectives import CommRoof, bus_factor, check_under_link, fit_roof
 from roofline.errors import CalibrationError
 from roofline.fileio import atomic_write_text
 from roofline.measure.calibration import cache_dir
@@ -49,10 +54,19 @@ class _Model(BaseModel):
 class CollectivePoint(_Model):
     kind: str
     bytes: int  # S, the message (nccl-tests)
-    time_s: float  # one call, the slowest rank's
+    time_s: float  # one call, the slowest rank's: the shorter of the two methods
     algbw_bytes_per_s: float
     busbw_bytes_per_s: float
     iters: int = 0
+    eager_time_s: float | None = None  # calls launched one by one from the host (nccl-tests' default)
+    graph_time_s: float | None = None  # the same calls replayed from a CUDA graph (nccl-tests -G); None: not run
+
+
+class LinkPeak(_Model):
+    """The interconnect's peak per direction and per GPU, from the spec sheet: the ceiling a roof stays under."""
+
+    bytes_per_s: float
+    source: str
 
 
 class KindRoof(_Model):
@@ -74,6 +88,7 @@ class CollectivesCalibration(_Model):
     roofs: list[KindRoof] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     quick: bool = False  # small sizes for tests: not a ceiling
+    link: LinkPeak | None = None  # the sheet's link peak per direction (GPUs with a sheet that has one)
 
     def roof(self, kind: str = "all_reduce") -> CommRoof | None:
         """The communication roof of ``kind`` (all-reduce's for kinds not measured)."""
@@ -139,9 +154,17 @@ def find(device: str, backend: str, world_size: int, directory: Path | None = No
 
 
 def from_points(
-    points: Sequence[CollectivePoint], *, device: str, device_kind: str, backend: str, world_size: int, **kw: Any
+    points: Sequence[CollectivePoint],
+    *,
+    device: str,
+    device_kind: str,
+    backend: str,
+    world_size: int,
+    link: LinkPeak | None = None,
+    **kw: Any,
 ) -> CollectivesCalibration:
-    """The document of a sweep: its points and each kind's roof fitted under them."""
+    """The document of a sweep: its points and each kind's roof fitted under them. CalibrationError when a fitted
+    roof is above ``link`` (the sheet's peak per direction): that sweep measured something no link carries."""
     roofs = []
     for kind in dict.fromkeys(p.kind for p in points):
         measured = [(p.bytes, p.time_s) for p in points if p.kind == kind]
@@ -149,6 +172,12 @@ def from_points(
             latency, bandwidth = fit_roof(measured, kind, world_size)
         except ValueError:
             continue
+        try:
+            check_under_link(
+                bandwidth, None if link is None else link.bytes_per_s, None if link is None else link.source
+            )
+        except ValueError as exc:
+            raise CalibrationError(f"{kind}: {exc}") from None
         roofs.append(KindRoof(kind=kind, latency_s=latency, bus_bytes_per_s=bandwidth))
     return CollectivesCalibration(
         created_utc=datetime.now(timezone.utc),
@@ -158,19 +187,27 @@ def from_points(
         world_size=world_size,
         points=list(points),
         roofs=roofs,
+        link=link,
         **kw,
     )
 
 
-def point(kind: str, size: int, time_s: float, ranks: int, iters: int = 0) -> CollectivePoint:
-    alg = size / time_s
+def point(
+    kind: str, size: int, time_s: float, ranks: int, iters: int = 0, *, graph_time_s: float | None = None
+) -> CollectivePoint:
+    """A measured size: ``time_s`` the calls launched from the host, ``graph_time_s`` the same from a CUDA graph;
+    the point's time is the shorter."""
+    best = min(time_s, graph_time_s) if graph_time_s else time_s
+    alg = size / best
     return CollectivePoint(
         kind=kind,
         bytes=size,
-        time_s=time_s,
+        time_s=best,
         algbw_bytes_per_s=alg,
         busbw_bytes_per_s=alg * bus_factor(kind, ranks),
         iters=iters,
+        eager_time_s=time_s,
+        graph_time_s=graph_time_s,
     )
 
 
@@ -182,18 +219,24 @@ def sweep(
     device: str,
     sizes: Sequence[int] | None = None,
     kinds: Sequence[str] = KINDS,
-    warmup: int = 3,
-    iters: int = 10,
+    warmup: int = 5,
+    iters: int = 20,
+    graphs: bool | None = None,
     group: Any = None,
     progress: Callable[[str, int, int], None] | None = None,
-) -> list[CollectivePoint]:
-    """Time each kind at each message size on the initialised process group: ``warmup`` calls, a barrier, then
-    ``iters`` back-to-back calls timed (CUDA events on a GPU, the host clock on the CPU); a call's time is the
-    slowest rank's (an all-reduce MAX of the ranks' times). Every rank returns the same points."""
+) -> tuple[list[CollectivePoint], list[str]]:
+    """Time each kind at each message size on the initialised process group, as nccl-tests does: ``warmup`` calls,
+    a barrier, then ``iters`` back-to-back calls timed (CUDA events on a GPU, the host clock on the CPU); a call's
+    time is the slowest rank's (an all-reduce MAX of the ranks' times). ``graphs`` (default: on a GPU): the same
+    calls also replayed from a CUDA graph. Every rank returns the same points, and notes."""
     import torch
     import torch.distributed as dist
 
     cuda = device.startswith("cuda")
+    if graphs is None:  # NB: ROOFLINE_COLLECTIVE_GRAPHS=0 turns the replay off (a torch or driver that cannot)
+        graphs = os.environ.get("ROOFLINE_COLLECTIVE_GRAPHS", "1") != "0"
+    use_graphs = graphs and cuda
+    notes: list[str] = []
     n = dist.get_world_size(group)
     sizes = list(sizes or (GPU_SIZES if cuda else CPU_SIZES))
     points: list[CollectivePoint] = []
@@ -216,13 +259,64 @@ def sweep(
 
         for _ in range(warmup):
             call()
-        seconds = _timed(call, iters, device, dist, group)
-        slowest = torch.tensor([seconds], dtype=torch.float64, device=device)
-        dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=group)
-        points.append(point(kind, numel * 4, float(slowest.item()) / iters, n, iters))
+        eager = _slowest(_timed(call, iters, device, dist, group), device, dist, group)
+        graph = None
+        if use_graphs:
+            graph, why = _graph_timed(call, iters, device, dist, group)
+            if why:
+                notes.append(f"CUDA graphs: {why}; the sweep times calls launched from the host only")
+                use_graphs = False
+        points.append(
+            point(kind, numel * 4, eager / iters, n, iters, graph_time_s=None if graph is None else graph / iters)
+        )
     if progress is not None:
         progress("done", len(steps), len(steps))
-    return points
+    return points, notes
+
+
+def _slowest(seconds: float, device: str, dist: Any, group: Any) -> float:
+    import torch
+
+    slowest = torch.tensor([seconds], dtype=torch.float64, device=device)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX, group=group)
+    return float(slowest.item())
+
+
+def _graph_timed(call: Callable[[], None], iters: int, device: str, dist: Any, group: Any) -> tuple[float | None, str]:
+    """``iters`` calls captured in one CUDA graph, replayed once to warm up and once timed between events, the
+    slowest rank's seconds; (None, why) when a rank could not capture them (every rank then skips the replay)."""
+    import torch
+
+    graph = torch.cuda.CUDAGraph()
+    why = ""
+    stream = torch.cuda.Stream(device=device)
+    try:
+        stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(stream):
+            call()  # NB: a call on the capture stream before the capture, as torch's graph docs ask
+        torch.cuda.current_stream(device).wait_stream(stream)
+        torch.cuda.synchronize(device)
+        with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+            for _ in range(iters):
+                call()
+    except Exception as exc:  # NB: a torch or NCCL build that cannot capture collectives
+        why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".strip()
+    captured = torch.tensor([0.0 if why else 1.0], dtype=torch.float64, device=device)
+    dist.all_reduce(captured, op=dist.ReduceOp.MIN, group=group)
+    if captured.item() < 1.0:
+        return None, why or "another rank could not capture the calls"
+    graph.replay()
+    torch.cuda.synchronize(device)
+    dist.barrier(group=group)
+    torch.cuda.synchronize(device)
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    seconds = begin.elapsed_time(end) * 1e-3
+    del graph
+    return _slowest(seconds, device, dist, group), ""
 
 
 def _timed(call: Callable[[], None], iters: int, device: str, dist: Any, group: Any) -> float:
@@ -231,6 +325,7 @@ def _timed(call: Callable[[], None], iters: int, device: str, dist: Any, group: 
 
         torch.cuda.synchronize()
         dist.barrier(group=group)
+        torch.cuda.synchronize()
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         begin.record()
         for _ in range(iters):
@@ -250,6 +345,7 @@ __all__ = [
     "GPU_SIZES",
     "CollectivePoint",
     "CollectivesCalibration",
+    "LinkPeak",
     "cache_path",
     "find",
     "from_points",

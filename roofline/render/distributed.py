@@ -57,6 +57,7 @@ class DistributedRenderer(Renderer):
             )
         if section.get("collectives"):
             parts.append(self._collectives(section["collectives"]))
+        parts += [f"  note: {escape(n)}" for n in section.get("notes", [])]
         parts += self._findings(section.get("findings", []))
         return to_text(*parts, color=self.color)
 
@@ -64,12 +65,14 @@ class DistributedRenderer(Renderer):
         from rich.table import Table
 
         table = Table(
-            title="\nRanks (per iteration; communication measured under the profiler, as the profiled iteration)",
+            title="\nRanks (per iteration, measured under the profiler: the collectives' transfer, and the wait for "
+            "the last rank apart)",
             title_justify="left",
             header_style="bold",
             box=box.SIMPLE_HEAD,
         )
-        names = ("rank", "device", "iteration", "profiled", "communication", "overlapped", "exposed", "exposed %")
+        names = ("rank", "device", "iteration", "profiled", "transfer", "overlapped", "exposed", "exposed %", "wait",
+                 "exposed wait")  # fmt: skip
         for name in names:
             table.add_column(name, justify="left" if name == "device" else "right", no_wrap=True)
         for r in ranks:
@@ -84,6 +87,8 @@ class DistributedRenderer(Renderer):
                 _time(r.get("overlapped_s")),
                 _time(r.get("exposed_s")),
                 _percent(share),
+                _time(r.get("wait_s")),
+                _time(r.get("exposed_wait_s")),
             )
         return table
 
@@ -91,12 +96,26 @@ class DistributedRenderer(Renderer):
         from rich.table import Table
 
         table = Table(
-            title="\nCollectives (one call each; bus bandwidth as nccl-tests defines it)",
+            title="\nCollectives (one call each: its transfer, the shortest across the ranks; bus bandwidth as "
+            "nccl-tests defines it)",
             title_justify="left",
             header_style="bold",
             box=box.SIMPLE_HEAD,
         )
-        for name in ("rank", "collective", "phase", "calls", "bytes", "time", "algbw", "busbw", "roof", "of roof"):
+        names = (
+            "rank",
+            "collective",
+            "phase",
+            "calls",
+            "bytes",
+            "transfer",
+            "wait",
+            "algbw",
+            "busbw",
+            "roof",
+            "of roof",
+        )
+        for name in names:
             table.add_column(name, justify="left" if name in ("collective", "phase") else "right", no_wrap=True)
         ordered = sorted(rows, key=lambda r: -(r.get("time_s") or 0.0) * (r.get("calls") or 1))
         for r in ordered[: self.top * 2]:
@@ -107,6 +126,7 @@ class DistributedRenderer(Renderer):
                 f"{r['calls']:g}",
                 "-" if r.get("bytes") is None else format_bytes(r["bytes"]),
                 _time(r.get("time_s")),
+                _time(r.get("wait_s")),
                 _bw(r.get("algbw_bytes_per_s")),
                 _bw(r.get("busbw_bytes_per_s")),
                 _time(r.get("roof_time_s")),
@@ -153,7 +173,14 @@ class CollectivesCalibrationRenderer(Renderer):
         for roof in cal.roofs:
             parts.append(
                 f"  roof {escape(roof.kind)}: bus bandwidth {format_bandwidth(roof.bus_bytes_per_s)}, latency "
-                f"{format_time(roof.latency_s)} (time of a call >= latency + bus bytes / bus bandwidth)"
+                f"{format_time(roof.latency_s)} (time of a call >= max(latency, bus bytes / bus bandwidth))"
+            )
+        if cal.link is not None:
+            parts.append(
+                f"  link: {format_bandwidth(cal.link.bytes_per_s)} per direction ({escape(cal.link.source)}); the roof "
+                f"is {max(r.bus_bytes_per_s for r in cal.roofs) / cal.link.bytes_per_s:.0%} of it"
+                if cal.roofs
+                else f"  link: {format_bandwidth(cal.link.bytes_per_s)} per direction ({escape(cal.link.source)})"
             )
         parts += [f"  note: {escape(n)}" for n in cal.notes]
         return to_text(*parts)
