@@ -8,9 +8,10 @@ r"""GPU checks of distributed diagnosis (issue 24), on a machine of 2 or more GP
    fitted under them (checked against the spec sheet's link peak);
 2. in the same run, a reference written here, independent of roofline's code (this file as its own torchrun
    worker): nccl-tests' method (5 warm-up calls, a barrier, 20 calls back to back between two CUDA events, time per
-   call = elapsed / 20, the slowest rank's), and the per-call timing of the first round (each call between its own
-   events after a barrier, the median of 20, the slowest rank's), which includes each call's launch and the ranks'
-   skew;
+   call = elapsed / 20, the slowest rank's, the median of 5 such batches; and the same 20 calls replayed from a CUDA
+   graph, nccl-tests' -G; the shorter of the two, as calibrate keeps), and the per-call timing of the first round
+   (each call between its own events after a barrier, the median of 20, the slowest rank's), which includes each
+   call's launch and the ranks' skew;
 3. `roofline diagnose --nproc N --mode training` of a GPT-2-small-like step under DDP (benchmarks/models/gpt2_ddp.py)
    and under FSDP (benchmarks/models/gpt2_fsdp.py): per-rank iteration, transfer, wait, exposed and overlapped
    time, the largest collectives on the roof, the findings of rank 0 ranked with its op findings;
@@ -20,7 +21,7 @@ r"""GPU checks of distributed diagnosis (issue 24), on a machine of 2 or more GP
    parameter's first dimension to a multiple of the ranks).
 
 NVLink multicast stays off: the three variables above are forced on for every process started here (a machine
-shared with others can be put out of service by a program that uses it). Writes calibrate.json, plain.json,
+shared with others can be put out of service by a program that uses it). Writes calibrate.json, reference.json,
 ddp.json, fsdp.json (the merged reports), summary.json and summary.md into --out; prints the tables. A step that
 fails is recorded with its error and the others still run.
 """
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -40,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # NB: roofline from this checkout, installed or not
 MODELS = Path(__file__).resolve().parent / "models"
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-WARMUP, REPEATS = 5, 20
+WARMUP, REPEATS, BATCHES = 5, 20, 5
 
 
 def env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -98,17 +100,35 @@ def plain_worker(sizes: list[int], out: Path) -> None:
 
             for _ in range(WARMUP):
                 call()
-            # nccl-tests: a barrier, REPEATS calls back to back between two events, elapsed / REPEATS
-            torch.cuda.synchronize()
-            dist.barrier()
-            torch.cuda.synchronize()
-            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            begin.record()
-            for _ in range(REPEATS):
+
+            def batch(run) -> float:  # nccl-tests: a barrier, REPEATS calls between two events, elapsed / REPEATS
+                torch.cuda.synchronize()
+                dist.barrier()
+                torch.cuda.synchronize()
+                begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                begin.record()
+                run()
+                end.record()
+                end.synchronize()
+                return slowest(begin.elapsed_time(end) * 1e-3 / REPEATS)
+
+            def eager(call=call) -> None:
+                for _ in range(REPEATS):
+                    call()
+
+            back_to_back = statistics.median(batch(eager) for _ in range(BATCHES))
+            # nccl-tests -G: the same REPEATS calls captured in a CUDA graph, the graph replayed
+            graph, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
                 call()
-            end.record()
-            end.synchronize()
-            back_to_back = slowest(begin.elapsed_time(end) * 1e-3 / REPEATS)
+            torch.cuda.current_stream().wait_stream(side)
+            torch.cuda.synchronize()
+            with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
+                eager()
+            graph.replay()
+            replayed = statistics.median(batch(graph.replay) for _ in range(BATCHES))
+            del graph
             per_call = None
             if kind == "all_reduce":  # the first round's plain timing: each call alone between its events
                 times = []
@@ -125,16 +145,20 @@ def plain_worker(sizes: list[int], out: Path) -> None:
                 per_call = slowest(times[len(times) // 2])
             factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
             nbytes = numel * 4
+            best = min(back_to_back, replayed)
             rows.append({
                 "kind": kind,
                 "bytes": nbytes,
-                "time_s": back_to_back,
-                "busbw_bytes_per_s": nbytes / back_to_back * factor,
+                "time_s": best,
+                "busbw_bytes_per_s": nbytes / best * factor,
+                "eager_time_s": back_to_back,
+                "graph_time_s": replayed,
                 "per_call_time_s": per_call,
                 "per_call_busbw_bytes_per_s": None if per_call is None else nbytes / per_call * factor,
             })  # fmt: skip
     if dist.get_rank() == 0:
-        out.write_text(json.dumps({"world_size": n, "warmup": WARMUP, "repeats": REPEATS, "rows": rows}, indent=2))
+        doc = {"world_size": n, "warmup": WARMUP, "repeats": REPEATS, "batches": BATCHES, "rows": rows}
+        out.write_text(json.dumps(doc, indent=2))
     dist.destroy_process_group()
 
 
@@ -313,8 +337,9 @@ def markdown(summary: dict[str, Any]) -> str:
     if cal["ok"] and ref["ok"]:
         lines += [
             "| kind | message | calibrate busbw | calibrate (host launches) | calibrate (CUDA graph) | reference "
-            "(nccl-tests method) | calibrate / reference | per-call timing |",
-            "|---|---|---|---|---|---|---|---|",
+            "(nccl-tests method) | reference (host launches) | reference (CUDA graph) | calibrate / reference | "
+            "per-call timing |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         by = {(r["kind"], r["bytes"]): r for r in ref["doc"]["rows"]}
         factor = {p["kind"]: p["busbw_bytes_per_s"] / p["algbw_bytes_per_s"] for p in cal["doc"]["points"]}
@@ -329,6 +354,7 @@ def markdown(summary: dict[str, Any]) -> str:
                 f"| {p['kind']} | {fmt_b(p['bytes'])} | {fmt_bw(p['busbw_bytes_per_s'])} | "
                 f"{bw(p.get('eager_time_s'))} | "
                 f"{bw(p.get('graph_time_s'))} | {fmt_bw(r['busbw_bytes_per_s']) if r else '-'} | "
+                f"{bw(r.get('eager_time_s')) if r else '-'} | {bw(r.get('graph_time_s')) if r else '-'} | "
                 f"{(r['time_s'] / p['time_s']) if r else float('nan'):.3f} | "
                 f"{fmt_bw(r.get('per_call_busbw_bytes_per_s')) if r else '-'} |"
             )

@@ -26,6 +26,7 @@ from roofline.diagnose.collectives import (
     collective_rows,
     match_ranks,
     overlap,
+    roof_floor,
     skew,
     split_records,
     trace_activity,
@@ -33,7 +34,7 @@ from roofline.diagnose.collectives import (
     waits,
     without_communication,
 )
-from roofline.findings.collectives import communication_findings
+from roofline.findings.collectives import communication_findings, wait_findings
 from roofline.report.collectives_chart import collectives_chart
 from roofline.report.records import OpRecord
 
@@ -331,12 +332,16 @@ def test_exposed_bound_is_the_step_hidden_or_on_the_roof():
     assert "backward_prefetch" in advice.technique and "reshard_after_forward" in advice.technique
 
 
-def test_wait_is_its_own_finding():
-    found = communication_findings(0.02, 0.0, 0.001, [], exposed_wait_s=0.008, wait_s=0.009, rank=0)
-    (wait,) = found
+def test_waits_are_the_runs_imbalance():
+    # rank 1 arrives last; ranks 0 and 2 wait 8 ms a step with no compute beside it
+    ranks = {0: (0.02, 0.008, 0.009), 1: (0.02, 0.0005, 0.001), 2: (0.02, 0.008, 0.01)}
+    (wait,) = wait_findings(ranks)
     assert wait.rule == "communication-wait" and wait.bottleneck == "imbalance"
-    assert wait.best_time_s == pytest.approx(0.012) and "rank 0 waits 8" in wait.evidence
-    assert communication_findings(0.02, 0.0, 0.001, [], exposed_wait_s=0.0005, wait_s=0.009) == []
+    busy = [0.012, 0.0195, 0.012]
+    assert wait.best_time_s == pytest.approx(sum(busy) / 3)  # balanced: the mean busy time, not the step less a wait
+    assert "rank 1 arrives last" in wait.evidence
+    assert wait_findings({0: (0.02, 0.0004, 0.001), 1: (0.02, 0.0, 0.0)}) == []  # 1%: no finding
+    assert wait_findings({0: (0.02, 0.01, 0.01)}) == []  # one rank waits for nobody
 
 
 def _work(cls, start, end):
@@ -382,3 +387,32 @@ def test_rows_and_overlap_use_the_transfer():
     assert over.communication_s == pytest.approx(570e-6) and over.exposed_s == pytest.approx(570e-6)
     waited = waits(matched[0], compute, 1)
     assert waited.wait_s == pytest.approx(3620e-6) and waited.exposed_s == pytest.approx(620e-6)
+
+
+def test_a_transfer_is_never_under_the_roof():
+    # the last rank (0) took 118 us for 170 MB: its peer had sent most of it before it arrived
+    ranks = {0: [_work("all_reduce", 3310.0, 3428.0)], 1: [_work("all_reduce", 0.0, 3428.0)]}
+    ranks = {r: [Work(w.name, w.cls, w.start_us, w.end_us, bytes=170_112_000) for w in ws] for r, ws in ranks.items()}
+    roof = CommRoof(329e9, 10e-6, "measured")
+    matched, _ = match_ranks(ranks, roof_floor(roof, 2))
+    at_roof = 170_112_000 / 329e9 * 1e6
+    for r in (0, 1):
+        (w,) = matched[r]
+        assert w.transfer_us == pytest.approx(at_roof) and w.early and w.shortest_us == pytest.approx(118.0)
+    assert matched[0][0].wait_us == 0.0 and matched[1][0].wait_us == pytest.approx(3428.0 - at_roof)
+    assert matched[0][0].transfer_interval == (3310.0, 3428.0)  # never before the call began
+    call = CollectiveCall(0, "c10d::allreduce_", "all_reduce", 170_112_000, "bfloat16", "backward", "", ((1,),))
+    (row,), _ = collective_rows([call], matched[0], 1, 2, roof=roof, rank=0)
+    assert row["early"] and row["busbw_bytes_per_s"] == pytest.approx(329e9) and row["efficiency"] == pytest.approx(1.0)
+    assert row["shortest_s"] == pytest.approx(118e-6)
+    # no bytes in the trace: the latency is the floor
+    tiny = {0: [_work("all_gather", 0.0, 4.0)], 1: [_work("all_gather", 0.0, 30.0)]}
+    matched, _ = match_ranks(tiny, roof_floor(roof, 2))
+    assert matched[0][0].transfer_us == pytest.approx(10.0) and matched[1][0].wait_us == pytest.approx(20.0)
+    # above the roof: as measured, not early
+    slow = {
+        0: [Work("k", "all_reduce", 0.0, 1000.0, bytes=1 << 20)],
+        1: [Work("k", "all_reduce", 0.0, 1500.0, bytes=1 << 20)],
+    }
+    matched, _ = match_ranks(slow, roof_floor(roof, 2))
+    assert matched[0][0].transfer_us == 1000.0 and not matched[0][0].early

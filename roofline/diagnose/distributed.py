@@ -185,9 +185,8 @@ def rank_stages(base: Stages, state: RankState) -> Stages:
             from roofline.diagnose.profile import torch_profile
 
             # NB: the ranks enter the profiled window together, so its first collective holds no skew from the
-            # passes before it (each rank counts, warms up and times on its own)
-            state.synchronise()
-            events, seconds = torch_profile(step, iters, device, keep_trace=True)
+            # passes before it (each rank counts, warms up, times and starts its profiler on its own)
+            events, seconds = torch_profile(step, iters, device, keep_trace=True, sync=state.synchronise)
             trace = next((e.get("trace") for e in events if e.get("kind") == "trace"), None)
             state.activity = coll.trace_activity(trace) if trace is not None else coll.Activity()
             state.iterations = iters
@@ -299,7 +298,14 @@ def rank_entries(
     transfer and wait), their rows (on the transfer) and their step's communication: transfer, overlapped and
     exposed, and the wait apart. Returns (one entry per rank, with `collectives`; notes)."""
     ordered = sorted(summaries, key=lambda s: s["rank"])
-    matched, notes = coll.match_ranks({s["rank"]: s.get("work", []) for s in ordered})
+    floor = None if roof is None else coll.roof_floor(roof, group.world_size)
+    matched, notes = coll.match_ranks({s["rank"]: s.get("work", []) for s in ordered}, floor)
+    early = sum(1 for w in matched.get(ordered[0]["rank"], []) if w.early) if ordered else 0
+    if early:
+        notes.append(
+            f"{early} call(s) took their last rank less than their message at the communication roof: its peers had "
+            "sent most of it before it arrived (NCCL's buffers); their transfer is counted at the roof's time"
+        )
     entries = []
     for s in ordered:
         work = matched.get(s["rank"], [])
@@ -340,17 +346,27 @@ def rank_findings(entry: dict[str, Any], roof: CommRoof | None) -> list[ModelFin
         entry["collectives"],
         latency_s=None if roof is None else roof.latency_s,
         bus_bytes_per_s=None if roof is None else roof.bus_bytes_per_s,
-        exposed_wait_s=min(float(entry.get("exposed_wait_s") or 0.0) * scale, step),
-        wait_s=float(entry.get("wait_s") or 0.0) * scale,
         rank=entry["rank"],
     )
+
+
+def run_findings(entries: Sequence[dict[str, Any]], skew: dict[str, Any] | None) -> list[ModelFinding]:
+    """The run's findings across the ranks: their waits for each other, and the stragglers."""
+    from roofline.findings.collectives import communication_findings, wait_findings
+
+    waits = {}
+    for entry in entries:
+        step = float(entry["iteration_s"])
+        profiled = float(entry.get("profiled_iteration_s") or 0.0)
+        scale = step / profiled if profiled > 0 else 1.0  # NB: measured under the profiler, as rank_findings
+        exposed = min(float(entry.get("exposed_wait_s") or 0.0) * scale, step)
+        waits[int(entry["rank"])] = (step, exposed, float(entry.get("wait_s") or 0.0) * scale)
+    return [*wait_findings(waits), *communication_findings(0.0, 0.0, 0.0, [], skew=skew)]
 
 
 def merge(summaries: Sequence[dict[str, Any]], group: Group, roof: CommRoof | None, roof_note: str) -> dict[str, Any]:
     """Rank 0: the ranks' summaries -> the report's `distributed` section (world, backend, per-rank times, the
     collectives table on the transfer, each rank's wait, skew, the communication findings)."""
-    from roofline.findings.collectives import communication_findings
-
     entries, notes = rank_entries(summaries, group, roof)
     times = {e["rank"]: float(e["iteration_s"]) for e in entries}
     spread = coll.skew(times)
@@ -359,7 +375,7 @@ def merge(summaries: Sequence[dict[str, Any]], group: Group, roof: CommRoof | No
     for entry in entries:
         for f in rank_findings(entry, roof):
             findings.append({**finding_dict(f), "rank": entry["rank"]})
-    for f in communication_findings(0.0, 0.0, 0.0, [], skew=skew):
+    for f in run_findings(entries, skew):
         findings.append({**finding_dict(f), "rank": None})
     findings.sort(key=lambda f: -(f.get("saving_s") or 0.0))
     return {
@@ -399,14 +415,13 @@ def ranked_with_communication(
     stragglers of the run) in one list ranked by saving: exposed communication competes with the ops by its share
     of the step."""
     from roofline.findings.base import rank as by_saving
-    from roofline.findings.collectives import communication_findings
 
     entry = next((e for e in section.get("ranks", []) if e.get("rank") == rank), None)
     extra: list[ModelFinding] = []
     if entry is not None:
         rows = [r for r in section.get("collectives", []) if r.get("rank") == rank]
         extra += rank_findings({**entry, "collectives": rows}, roof)
-    extra += communication_findings(0.0, 0.0, 0.0, [], skew=section.get("skew"))
+    extra += run_findings(section.get("ranks", []), section.get("skew"))
     return by_saving([*findings, *extra])
 
 
@@ -467,5 +482,6 @@ __all__ = [
     "rank_stages",
     "rank_summary",
     "ranked_with_communication",
+    "run_findings",
     "tolerant_init",
 ]

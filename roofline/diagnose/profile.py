@@ -468,12 +468,19 @@ class _Session:
 
 
 def torch_profile(
-    step: Callable[[], object], iters: int, device: str, *, keep_trace: bool = False
+    step: Callable[[], object],
+    iters: int,
+    device: str,
+    *,
+    keep_trace: bool = False,
+    sync: Callable[[], None] | None = None,
 ) -> tuple[list[dict[str, Any]], float]:
     """Run ``step`` ``iters`` times under torch.profiler (CPU activity, plus CUDA on a GPU; record_shapes), each
     inside a record_function marker, timed end to end (CUDA events around the loop on a GPU, the host clock on
     the CPU). Returns the event dicts and the loop's seconds; ``keep_trace``: the profiler's Chrome trace too, as
-    an event ``{"kind": "trace", "trace": dict}`` (or a note when it could not be read)."""
+    an event ``{"kind": "trace", "trace": dict}`` (or a note when it could not be read). ``sync``: called once the
+    profiler runs, before the first iteration (the ranks of a distributed run meet there: starting a profiler
+    takes each process its own time)."""
     import os
     from contextlib import nullcontext
 
@@ -487,6 +494,8 @@ def torch_profile(
     with on_device:
         prof.start()
         try:
+            if sync is not None:
+                sync()
             if cuda:
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 torch.cuda.synchronize()

@@ -11,8 +11,8 @@ which is imbalance, not the link.
   ``gradient_as_bucket_view``; FSDP: ``forward_prefetch``, ``backward_prefetch``, ``reshard_after_forward``), fewer
   and larger messages, fewer bytes. Bound: the step with that communication hidden behind compute, never below all
   of the step's communication on the roof (one stream carries it).
-- ``communication-wait``: a rank's collectives wait for a rank that arrives later (exposed wait): balance the
-  ranks. Bound: the step without that wait.
+- ``communication-wait``: the ranks' collectives wait for the rank that arrives last (exposed wait): balance the
+  ranks. Bound: the step at the ranks' mean busy time (step less exposed wait).
 - ``small-messages``: calls whose time is mostly the roof's latency (the message is below latency x bus
   bandwidth): fewer and larger messages (larger DDP buckets, coalesced collectives). Bound: the calls of a kind
   merged into one message on the roof: max(latency, sum of bus bytes / bus bandwidth).
@@ -72,14 +72,12 @@ def communication_findings(
     latency_s: float | None = None,
     bus_bytes_per_s: float | None = None,
     skew: dict[str, Any] | None = None,
-    exposed_wait_s: float = 0.0,
-    wait_s: float = 0.0,
     rank: int | None = None,
 ) -> list[ModelFinding]:
     """The communication findings of one rank's step (``step_s``: its iteration time; ``exposed_s`` and
     ``communication_s``: its transfers' exposed part and all of them; ``rows``: its collectives, as
-    roofline.diagnose.collectives.collective_rows gives them; ``wait_s``/``exposed_wait_s``: its wait for other
-    ranks), ranked by saving."""
+    roofline.diagnose.collectives.collective_rows gives them), ranked by saving. The ranks' waits for each other
+    are the run's: :func:`wait_findings`."""
     out: list[ModelFinding] = []
     on_roof = sum((r.get("roof_time_s") or 0.0) * (r.get("calls") or 0.0) for r in rows)
     if step_s > 0 and exposed_s > EXPOSED_SHARE * step_s:
@@ -108,29 +106,6 @@ def communication_findings(
                 floor_s=best,
                 where="collectives" if rank is None else f"collectives (rank {rank})",
                 share=exposed_s / step_s,
-            )
-        )
-    if step_s > 0 and exposed_wait_s > EXPOSED_SHARE * step_s:
-        out.append(
-            ModelFinding(
-                rule="communication-wait",
-                bottleneck="imbalance",
-                properties=["symmetry"],
-                technique=(
-                    "balance the ranks: the same shapes and work on every rank, no extra work on one (logging, "
-                    "checkpointing, evaluation, a slower data loader), data loaded ahead of the step; the wait is "
-                    "skew, not the link"
-                ),
-                evidence=(
-                    f"{'this rank' if rank is None else f'rank {rank}'} waits {format_time(exposed_wait_s)} a step "
-                    f"with no compute beside it ({format_time(wait_s)} in all) in its collectives for the rank "
-                    f"that arrives last: {exposed_wait_s / step_s:.0%} of the {format_time(step_s)} step"
-                ),
-                time_s=step_s,
-                best_time_s=step_s - exposed_wait_s,
-                floor_s=step_s - exposed_wait_s,
-                where="collectives" if rank is None else f"collectives (rank {rank})",
-                share=exposed_wait_s / step_s,
             )
         )
     if latency_s and bus_bytes_per_s:
@@ -195,4 +170,43 @@ def communication_findings(
     return rank_findings(out)
 
 
-__all__ = ["ADVICE", "EXPOSED_SHARE", "communication_findings", "framework"]
+def wait_findings(ranks: dict[int, tuple[float, float, float]]) -> list[ModelFinding]:
+    """``communication-wait``: the ranks wait for each other in their collectives. ``ranks``: rank -> (its step,
+    its wait with no compute beside it, all of its wait), seconds a step. A rank's busy time is its step less its
+    exposed wait; in a synchronous step the slowest busy rank sets the step, so with the ranks balanced the step is
+    at best the mean busy time (the bound)."""
+    if len(ranks) < 2:
+        return []
+    step = max(s for s, _, _ in ranks.values())
+    busy = {r: s - exposed for r, (s, exposed, _) in ranks.items()}
+    best = sum(busy.values()) / len(busy)
+    if step <= 0 or step - best <= EXPOSED_SHARE * step:
+        return []
+    last = max(busy, key=lambda r: (busy[r], -r))
+    waits = ", ".join(f"rank {r} {format_time(e)}" for r, (_, e, _) in sorted(ranks.items()) if r != last)
+    return [
+        ModelFinding(
+            rule="communication-wait",
+            bottleneck="imbalance",
+            properties=["symmetry"],
+            technique=(
+                "balance the ranks: the same shapes and work on every rank, no extra work on one (logging, "
+                "checkpointing, evaluation, a slower data loader, another process on its GPU or CPU cores), data "
+                "loaded ahead of the step; where the step is host-bound (many small kernels), the slowest host sets "
+                "the pace: CUDA graphs or torch.compile shorten every rank's launches"
+            ),
+            evidence=(
+                f"rank {last} arrives last in the collectives (it waits {format_time(ranks[last][1])} a step); the "
+                f"others wait with no compute beside them: {waits}; the ranks' busy time is "
+                f"{format_time(best)} on average against the {format_time(step)} step"
+            ),
+            time_s=step,
+            best_time_s=best,
+            floor_s=best,
+            where="collectives (all ranks)",
+            share=(step - best) / step,
+        )
+    ]
+
+
+__all__ = ["ADVICE", "EXPOSED_SHARE", "communication_findings", "framework", "wait_findings"]

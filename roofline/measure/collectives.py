@@ -4,12 +4,13 @@ process group (``roofline calibrate --collectives``), and the cached document th
 The sweep needs an initialised process group (torchrun, or ``roofline calibrate --collectives --nproc N``). It
 follows nccl-tests' method: at each size a warm-up (5 calls), a barrier, ``iters`` (20) calls back to back between
 two CUDA events, the time of a call the elapsed time / ``iters``, the slowest rank's (a collective ends when its
-last rank does); the algorithm and bus bandwidths are nccl-tests' (:mod:`roofline.costs.collectives`). On a GPU the
-same calls are also replayed from a CUDA graph (nccl-tests' ``-G``), which takes the host's launch of each call out
-of the time: what the link and NCCL can do. A point keeps the shorter of the two (both are stored); above a few MiB
-they agree, below it the graph's is shorter by the host's launch time per call. The roof of a kind is fitted under
-its points (``fit_roof``): the best bus bandwidth measured and the shortest call; a roof above the spec sheet's
-link peak per direction (``link``) is an error (CalibrationError), not a ceiling.
+last rank does), the median of 5 such batches; the algorithm and bus bandwidths are nccl-tests'
+(:mod:`roofline.costs.collectives`). On a GPU the same calls are also replayed from a CUDA graph (nccl-tests'
+``-G``), which takes the host's launch of each call out of the time: what the link and NCCL can do. A point keeps
+the shorter of the two (both are stored); above a few MiB they agree, below it the graph's is shorter by the host's
+launch time per call. The roof of a kind is fitted under its points (``fit_roof``): the best bus bandwidth measured
+and the shortest call; a roof above the spec sheet's link peak per direction (``link``) is an error
+(CalibrationError), not a ceiling.
 
 The document is versioned JSON beside the calibrations (``ROOFLINE_CACHE_DIR``), one per (device, backend, world
 size); reading is tolerant (unknown keys ignored), a foreign schema or version is a CalibrationError. torch is
@@ -221,14 +222,16 @@ def sweep(
     kinds: Sequence[str] = KINDS,
     warmup: int = 5,
     iters: int = 20,
+    repeats: int = 5,
     graphs: bool | None = None,
     group: Any = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[list[CollectivePoint], list[str]]:
     """Time each kind at each message size on the initialised process group, as nccl-tests does: ``warmup`` calls,
     a barrier, then ``iters`` back-to-back calls timed (CUDA events on a GPU, the host clock on the CPU); a call's
-    time is the slowest rank's (an all-reduce MAX of the ranks' times). ``graphs`` (default: on a GPU): the same
-    calls also replayed from a CUDA graph. Every rank returns the same points, and notes."""
+    time is the slowest rank's (an all-reduce MAX of the ranks' times), the median of ``repeats`` such batches.
+    ``graphs`` (default: on a GPU): the same calls also replayed from a CUDA graph. Every rank returns the same
+    points, and notes."""
     import torch
     import torch.distributed as dist
 
@@ -259,10 +262,12 @@ def sweep(
 
         for _ in range(warmup):
             call()
-        eager = _slowest(_timed(call, iters, device, dist, group), device, dist, group)
+        eager = _median(
+            [_slowest(_timed(call, iters, device, dist, group), device, dist, group) for _ in range(repeats)]
+        )
         graph = None
         if use_graphs:
-            graph, why = _graph_timed(call, iters, device, dist, group)
+            graph, why = _graph_timed(call, iters, repeats, device, dist, group)
             if why:
                 notes.append(f"CUDA graphs: {why}; the sweep times calls launched from the host only")
                 use_graphs = False
@@ -274,6 +279,12 @@ def sweep(
     return points, notes
 
 
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def _slowest(seconds: float, device: str, dist: Any, group: Any) -> float:
     import torch
 
@@ -282,9 +293,12 @@ def _slowest(seconds: float, device: str, dist: Any, group: Any) -> float:
     return float(slowest.item())
 
 
-def _graph_timed(call: Callable[[], None], iters: int, device: str, dist: Any, group: Any) -> tuple[float | None, str]:
-    """``iters`` calls captured in one CUDA graph, replayed once to warm up and once timed between events, the
-    slowest rank's seconds; (None, why) when a rank could not capture them (every rank then skips the replay)."""
+def _graph_timed(
+    call: Callable[[], None], iters: int, repeats: int, device: str, dist: Any, group: Any
+) -> tuple[float | None, str]:
+    """``iters`` calls captured in one CUDA graph, replayed once to warm up, then ``repeats`` times each after a
+    barrier and between events: the median of the slowest rank's seconds; (None, why) when a rank could not capture
+    them (every rank then skips the replay)."""
     import torch
 
     graph = torch.cuda.CUDAGraph()
@@ -306,17 +320,19 @@ def _graph_timed(call: Callable[[], None], iters: int, device: str, dist: Any, g
     if captured.item() < 1.0:
         return None, why or "another rank could not capture the calls"
     graph.replay()
-    torch.cuda.synchronize(device)
-    dist.barrier(group=group)
-    torch.cuda.synchronize(device)
-    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    begin.record()
-    graph.replay()
-    end.record()
-    end.synchronize()
-    seconds = begin.elapsed_time(end) * 1e-3
+    times = []
+    for _ in range(repeats):
+        torch.cuda.synchronize(device)
+        dist.barrier(group=group)
+        torch.cuda.synchronize(device)
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(_slowest(begin.elapsed_time(end) * 1e-3, device, dist, group))
     del graph
-    return _slowest(seconds, device, dist, group), ""
+    return _median(times), ""
 
 
 def _timed(call: Callable[[], None], iters: int, device: str, dist: Any, group: Any) -> float:
