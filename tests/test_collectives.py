@@ -416,3 +416,22 @@ def test_a_transfer_is_never_under_the_roof():
     }
     matched, _ = match_ranks(slow, roof_floor(roof, 2))
     assert matched[0][0].transfer_us == 1000.0 and not matched[0][0].early
+
+
+def test_rebuilt_buckets_are_timed_from_the_profile():
+    # the counting pass saw DDP's first iteration: one 170 MB all-reduce; the profiled steps run 3 buckets each
+    call = CollectiveCall(0, "c10d::allreduce_", "all_reduce", 170_000_000, "bfloat16", "backward", "", ((1,),))
+    sizes = (25_000_000, 25_000_000, 120_000_000)
+    work = [
+        Work("ncclDevKernel_AllReduce", "all_reduce", 1000.0 * i + 100 * k, 1000.0 * i + 100 * k + 50, bytes=size)
+        for i in range(2)
+        for k, size in enumerate(sizes)
+    ]
+    rows, notes = collective_rows([call], work, 2, 2, rank=0)
+    assert sorted((r["bytes"], r["calls"]) for r in rows) == [(25_000_000, 2.0), (120_000_000, 1.0)]
+    assert all(r["source"] == "profile" and r["phase"] == "backward" and r["kind"] == "all_reduce" for r in rows)
+    assert "rebuilds its buckets" in notes[0]
+    # without the trace's bytes: the counted call, timed by the median of the kind's calls
+    blind = [Work(w.name, w.cls, w.start_us, w.end_us) for w in work]
+    (row,), notes = collective_rows([call], blind, 2, 2, rank=0)
+    assert row["bytes"] == 170_000_000 and "median of the kind's calls" in notes[0]

@@ -460,6 +460,22 @@ def collective_rows(
                 mine = [seen[i * len(counted) + k] for i in range(n)]
                 rows.append(_row(call.kind, call.op, call.bytes, mine, 1.0, call, ranks, roof, rank, "counted"))
             continue
+        if counted and seen and all(w.bytes is not None for w in seen):
+            # NB: DDP packs its buckets anew after its first iterations (the counting pass saw those): the profile's
+            # calls, with their bytes from the trace, are what the step does now
+            notes.append(
+                f"{cls}: the counting pass saw {len(counted)} call(s) an iteration, the profile {len(seen)} in "
+                f"{n} iteration(s) (DDP rebuilds its buckets after its first iterations): the profile's calls, "
+                "bytes from the trace"
+            )
+            phases = {c.phase for c in counted}
+            phase = phases.pop() if len(phases) == 1 else ""  # the counted calls' phase, where they share one
+            for size, group in _by_bytes(seen).items():
+                row = _row(
+                    counted[0].kind, group[0].name, size, group, len(group) / n, None, ranks, roof, rank, "profile"
+                )
+                rows.append({**row, "phase": phase})
+            continue
         if counted:
             notes.append(
                 f"{cls}: the counting pass saw {len(counted)} call(s) an iteration, the profile {len(seen)} in "
@@ -468,16 +484,20 @@ def collective_rows(
             for call in counted:
                 rows.append(_row(call.kind, call.op, call.bytes, list(seen), 1.0, call, ranks, roof, rank, "counted"))
             continue
-        groups: dict[int | None, list[Work]] = {}
-        for w in seen:
-            groups.setdefault(w.bytes, []).append(w)
-        for size, group in groups.items():
+        for size, group in _by_bytes(seen).items():
             kind = {"sendrecv": "send", "nccl": "all_reduce"}.get(cls, cls)  # NB: the factor of an unnamed kernel
             rows.append(_row(kind, group[0].name, size, group, len(group) / n, None, ranks, roof, rank, "profile"))
         notes.append(
             f"{cls}: {len(seen)} call(s) in the profile that the counting pass did not see (bytes from the trace)"
         )
     return rows, notes
+
+
+def _by_bytes(work: Sequence[Work]) -> dict[int | None, list[Work]]:
+    groups: dict[int | None, list[Work]] = {}
+    for w in work:
+        groups.setdefault(w.bytes, []).append(w)
+    return groups
 
 
 def _row(
