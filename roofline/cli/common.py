@@ -44,13 +44,14 @@ def print_text(text: str) -> None:
 SWEEP = " Comma list sweeps."
 
 
-def sizes_value(text: str | None, option: str, *, allow_zero: bool = False) -> Any:
-    """A size option's value: None (not given), one size, or a list of sizes (a sweep)."""
+def sizes_value(text: str | None, option: str, *, allow_zero: bool = False, integer: bool = True) -> Any:
+    """A size option's value: None (not given), one size, or a list of sizes (a sweep); ``integer=False``: numbers
+    (2.5)."""
     from roofline.units import parse_sizes
 
     if text is None:
         return None
-    values = parse_sizes(text, option, allow_zero=allow_zero)
+    values = parse_sizes(text, option, allow_zero=allow_zero, integer=integer)
     return values if len(values) > 1 else values[0]
 
 
@@ -59,16 +60,6 @@ def words_value(text: str | None, option: str) -> Any:
     if text is None:
         return None
     values = split_list(text, option)
-    return values if len(values) > 1 else values[0]
-
-
-def numbers_value(text: str | None, option: str) -> Any:
-    """A float option's value: None, one number or a list (a sweep)."""
-    from roofline.units import parse_sizes
-
-    if text is None:
-        return None
-    values = parse_sizes(text, option, integer=False)
     return values if len(values) > 1 else values[0]
 
 
@@ -153,7 +144,7 @@ def workload_values(
         elif param.kind == "dtype":
             values[key] = default_dtype() if default_dtype is not None else None
         elif param.kind == "number":
-            values[key] = numbers_value(text, param.option)
+            values[key] = sizes_value(text, param.option, integer=False)
         elif param.kind == "bytes":
             values[key] = bytes_value(text, param.option)
         else:

@@ -196,8 +196,9 @@ CONV2D = Workload(
 SHIPPED_MODELS = "gpt2, llama-2-7b, llama-3-8b, llama-3-70b, mistral-7b"
 
 
-def _llm(kind: str, step: Param, batch_help: str) -> Workload:
-    """decode and prefill: the model (a config, or the napkin form), the step's own size, the serving setup."""
+def _llm(kind: str, step: Param, batch: Param, step_first: bool) -> Workload:
+    """decode and prefill: the model (a config, or the napkin form), the batch and the step's own size (listed
+    ``step_first`` or after the batch; a sweep nests the step's inside the dtypes'), the serving setup."""
     napkin = "Napkin form: "
     params = (
         Param("model", ("--model",), f"Model config: a shipped name ({SHIPPED_MODELS}) or a YAML file.", "text"),
@@ -212,7 +213,7 @@ def _llm(kind: str, step: Param, batch_help: str) -> Workload:
         ),
         Param("params", ("--params",), f"{napkin}parameter count, e.g. 8.75e9 (needs --d-model).", sweep_help=False),
         Param("d_model", ("--d-model",), "Hidden width for the napkin form.", sweep_help=False),
-        *((step, _batch(batch_help)) if step.default is REQUIRED else (_batch(batch_help), step)),
+        *((step, batch) if step_first else (batch, step)),
         Param("act_dtype", ("--dtype",), "Activation dtype (GEMMs run in it).", "word", "fp16"),
         Param("weight_dtype", ("--weight-dtype",), "Weight dtype: int8/int4 = weight-only quantization.", "word"),
         Param("kv_dtype", ("--kv-dtype",), "KV-cache dtype (default --dtype).", "word"),
@@ -245,12 +246,14 @@ DECODE = _llm(
     "decode",
     # NB: 0 is refused; leave it out for an empty cache
     Param("context", ("--context",), "Tokens already in the KV cache of each sequence, at least 1 (default: none)."),
-    "Concurrent sequences.",
+    _batch("Concurrent sequences."),
+    step_first=False,
 )
 PREFILL = _llm(
     "prefill",
     Param("seq", ("--seq", "-s"), "Prompt length in tokens.", default=REQUIRED),
-    "Prompts processed together.",
+    _batch("Prompts processed together."),
+    step_first=True,
 )
 
 #: `roofline bench decode`: the weight GEMMs of one decoder layer at M = batch, of a model config or one GEMM
