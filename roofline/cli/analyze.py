@@ -42,29 +42,15 @@ app = typer.Typer(
 )
 
 
-def _device() -> Any:
-    return typer.Option(
-        None,
-        "--device",
-        "-d",
-        help=(
-            "Spec-sheet name(s), or cpu (this CPU, measured roofs); comma list to compare "
-            "(default: $ROOFLINE_DEVICE or this GPU)."
-        ),
-    )
-
-
-def _output() -> Any:
-    return typer.Option(None, "--output", "-o", help="Also write the report JSON here (read by plot and gate).")
-
-
-def _roofs() -> Any:
-    return typer.Option(
-        "auto",
-        "--roofs",
-        help="spec (sheet), measured (this machine's `roofline calibrate` cache; error if none) or auto "
-        "(measured when a calibration of that device is cached, else spec).",
-    )
+DEVICE_HELP = (
+    "Spec-sheet name(s), or cpu (this CPU, measured roofs); comma list to compare (default: $ROOFLINE_DEVICE or this "
+    "GPU)."
+)
+ROOFS_HELP = (
+    "spec (sheet), measured (this machine's `roofline calibrate` cache; error if none) or auto (measured when a "
+    "calibration of that device is cached, else spec)."
+)
+OUTPUT_HELP = "Also write the report JSON here (read by plot and gate)."
 
 
 @dataclass(frozen=True)
@@ -84,11 +70,11 @@ def _run_options() -> Callable[[Command], Command]:
     return with_options(
         "opts",
         [
-            option("device", _device(), str | None),
+            option("device", typer.Option(None, "--device", "-d", help=DEVICE_HELP), str | None),
             option("spec", spec_option(), list[Path] | None),
-            option("roofs", _roofs(), str),
+            option("roofs", typer.Option("auto", "--roofs", help=ROOFS_HELP), str),
             option("as_json", json_option(), bool),
-            option("output", _output(), Path | None),
+            option("output", typer.Option(None, "--output", "-o", help=OUTPUT_HELP), Path | None),
             option("plot", plot_option(), Path | None),
             option("force", force_option(), bool),
         ],

@@ -35,6 +35,17 @@ from roofline.costs.params import BENCH
 
 DEFAULT_OUTPUT = Path("roofline-bench.json")
 DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.target.DEFAULT_MAX_TIME_S (not imported: --help stays light)
+DEVICE_HELP = "Where to run: cuda (cuda:N) or cpu (default: cuda when torch sees a GPU, else cpu)."
+SHEET_HELP = (
+    "GPU spec sheet for the roofs (default: the sheet matching this GPU's name; a cached calibration of that sheet "
+    "replaces its roofs with measured ones)."
+)
+WARM_HELP = (
+    "Warm: no flush before each sample; cold: flush the L2 (CPU: the caches) before each sample, outside the timed "
+    "region (default: cold on a GPU, warm on the CPU)."
+)
+MAX_TIME_HELP = "Time budget per row in seconds (sampling stops earlier once the spread settles)."
+OUTPUT_HELP = "Report JSON, written atomically (rows with every sample)."
 
 
 class BenchGroup(TyperGroup):
@@ -76,68 +87,21 @@ class Options:
     timeout: float | None = None
 
 
-def _device() -> Any:
-    return typer.Option(
-        None,
-        "--device",
-        "-d",
-        help="Where to run: cuda (cuda:N) or cpu (default: cuda when torch sees a GPU, else cpu).",
-        metavar="cuda|cpu",
-    )
-
-
-def _sheet() -> Any:
-    return typer.Option(
-        None,
-        "--sheet",
-        help="GPU spec sheet for the roofs (default: the sheet matching this GPU's name; a cached calibration "
-        "of that sheet replaces its roofs with measured ones).",
-    )
-
-
-def _warm() -> Any:
-    return typer.Option(
-        None,
-        "--warm/--cold",
-        help="Warm: no flush before each sample; cold: flush the L2 (CPU: the caches) before each sample, outside "
-        "the timed region (default: cold on a GPU, warm on the CPU).",
-        show_default=False,
-    )
-
-
-def _max_time() -> Any:
-    return typer.Option(
-        DEFAULT_MAX_TIME_S,
-        "--max-time",
-        help="Time budget per row in seconds (sampling stops earlier once the spread settles).",
-    )
-
-
-def _output() -> Any:
-    return typer.Option(
-        DEFAULT_OUTPUT, "--output", "-o", help="Report JSON, written atomically (rows with every sample)."
-    )
-
-
-def _timeout() -> Any:
-    return timeout_option("the rows finished so far are written, exit 124")
-
-
 def _bench_options() -> Callable[[Command], Command]:
     """The options every bench command takes, after its workload's; the command receives them as ``opts``."""
     return with_options(
         "opts",
         [
-            option("device", _device(), str | None),
-            option("sheet", _sheet(), str | None),
+            option("device", typer.Option(None, "--device", "-d", help=DEVICE_HELP, metavar="cuda|cpu"), str | None),
+            option("sheet", typer.Option(None, "--sheet", help=SHEET_HELP), str | None),
             option("spec", spec_option(), list[Path] | None),
-            option("warm", _warm(), bool | None),
-            option("max_time", _max_time(), float),
-            option("output", _output(), Path),
+            option("warm", typer.Option(None, "--warm/--cold", help=WARM_HELP, show_default=False), bool | None),
+            option("max_time", typer.Option(DEFAULT_MAX_TIME_S, "--max-time", help=MAX_TIME_HELP), float),
+            option("output", typer.Option(DEFAULT_OUTPUT, "--output", "-o", help=OUTPUT_HELP), Path),
             option("plot", plot_option(), Path | None),
             option("force", force_option(), bool),
             option("as_json", json_option(), bool),
-            option("timeout", _timeout(), float | None),
+            option("timeout", timeout_option("the rows finished so far are written, exit 124"), float | None),
         ],
         lambda device, sheet, spec, warm, max_time, output, as_json, timeout, **_: Options(
             device, sheet, spec, warm, max_time, output, as_json, check_timeout(timeout)

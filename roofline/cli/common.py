@@ -116,16 +116,16 @@ def option(name: str, default: Any, annotation: Any) -> inspect.Parameter:
 
 def workload_option(param: Param) -> inspect.Parameter:
     """The typer option of a workload parameter (roofline.costs.params)."""
-    help = param.help + ("." if param.kind == "dtype" and param.default is not None else "")
+    text = param.help + ("." if param.kind == "dtype" and param.default is not None else "")
     if param.kind == "dtype" and param.default is None:
-        help += " (default: bf16 on a GPU, fp32 on the CPU)."
+        text += " (default: bf16 on a GPU, fp32 on the CPU)."
     if param.sweeps and param.sweep_help:
-        help += SWEEP
+        text += SWEEP
     extra: dict[str, Any] = {"metavar": param.metavar} if param.metavar else {}
     annotation: Any = {"flag": bool, "path": Path | None}.get(
         param.kind, str if param.default is not None else str | None
     )
-    return option(param.key, typer.Option(param.default, *param.flags, help=help, **extra), annotation)
+    return option(param.key, typer.Option(param.default, *param.flags, help=text, **extra), annotation)
 
 
 def workload_values(
