@@ -240,6 +240,18 @@ def scale_op(op: OpInput, pair: Pair) -> OpPrediction:
 # ------------------------------------------------------------------------------------------------ a report
 
 
+def _times(p: GroupPrediction | Total) -> dict[str, Any]:
+    """The times a group and the total share in JSON, in their order."""
+    return {
+        "measured_s": p.measured_s,
+        "predicted_s": p.predicted_s,
+        "low_s": p.low_s,
+        "high_s": p.high_s,
+        "factor": p.factor,
+        "baseline_s": p.baseline_s,
+    }
+
+
 @dataclass(frozen=True)
 class GroupPrediction:
     """One table row: an op group (diagnose: the report's point groups; bench: a row)."""
@@ -265,12 +277,7 @@ class GroupPrediction:
             "label": self.label,
             "calls": self.calls,
             "limiter": self.limiter,
-            "measured_s": self.measured_s,
-            "predicted_s": self.predicted_s,
-            "low_s": self.low_s,
-            "high_s": self.high_s,
-            "factor": self.factor,
-            "baseline_s": self.baseline_s,
+            **_times(self),
             "baseline_projected": self.projected,
             "basis": self.basis,
         }
@@ -295,12 +302,7 @@ class Total:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "measured_s": self.measured_s,
-            "predicted_s": self.predicted_s,
-            "low_s": self.low_s,
-            "high_s": self.high_s,
-            "factor": self.factor,
-            "baseline_s": self.baseline_s,
+            **_times(self),
             "ops_s": self.ops_s,
             "uncounted_s": self.uncounted_s,
             "gap_s": self.gap_s,
