@@ -47,7 +47,7 @@ def _reports(directory: Path) -> dict[str, Path]:
 
 
 def _measured_groups(report: Any) -> dict[str, float]:
-    from roofline.findings.predict import OpInput
+    from roofline.predict import OpInput
     from roofline.report.points import report_points
 
     if report.source == "bench":
@@ -64,7 +64,7 @@ def compare(
     source: Path, target: Path, calibrations: Sequence[Path], *, min_share: float = MIN_SHARE
 ) -> dict[str, Any]:
     """One report predicted from ``source`` onto ``target``'s GPU and compared with ``target``'s times."""
-    from roofline.findings.predict import predict_report
+    from roofline.predict import predict_report
     from roofline.report.schema import read_report
 
     here = read_report(source, note=None)

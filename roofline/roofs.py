@@ -11,7 +11,9 @@ the :class:`~roofline.device.Device` whose roofs it places work on, and notes sa
 - the CPU: :func:`cpu_roofs`, its measured roofs (this machine's cached calibration, else measured now, cached);
 - :func:`device_roofs`: either, for a torch device: what bench, diagnose and gate use;
 - :func:`calibration_for`: `roofline calibrate`'s cache policy for this machine (cached, else measured and cached);
-- :func:`known_devices`: the sheet's and the measured roofs per device, for charts.
+- :func:`known_devices`: the sheet's and the measured roofs per device, for charts;
+- :func:`target_pairs`: the report's GPU and each target GPU on one basis (both measured or both sheets), for
+  `roofline predict` (:func:`check_targets`: the targets' sheets, checked before a run).
 
 Every command resolves its roofs here. torch and NVML are imported lazily: importing this module is cheap.
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roofline.device import Device, LinkRoof, SmFacts
-from roofline.errors import DeviceError, RooflineError, UsageError
+from roofline.errors import CalibrationError, DeviceError, RooflineError, UnknownDeviceError, UsageError
 from roofline.specs.schema import SpecSheet
 from roofline.units import split_list
 
@@ -262,6 +264,194 @@ def known_devices(
             "drop it or plot a report of that device"
         )
     return known
+
+
+# --------------------------------------------------------------------------------- two GPUs, one basis
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """One device's roofs as a comparison of two GPUs uses them (`roofline predict`)."""
+
+    name: str
+    display_name: str
+    device: Device  # the roofs used (spec or measured)
+    source: str  # 'spec sheet' or where the measured ceilings come from
+    clock_mhz: float | None  # boost clock from the sheet (None: unknown)
+    sms: int  # SMs (0: unknown)
+    gemm: str = ""  # the measured GEMM ceilings used: 'burst' or 'sustained' ('' for a sheet)
+
+    @property
+    def measured(self) -> bool:
+        return self.device.roof_source != "spec"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The device a report was measured on and a target, on one basis."""
+
+    here: Ceilings
+    there: Ceilings
+    basis: str  # 'measured' (both calibrated) or 'spec' (both sheets)
+    note: str = ""  # why spec when measured ones were asked for or exist for one side only
+
+    @property
+    def clock_ratio(self) -> float:
+        """kappa: a clock-bound time there over here (1 when a clock is unknown)."""
+        a, b = self.here.clock_mhz, self.there.clock_mhz
+        return a / b if a and b else 1.0
+
+    @property
+    def bandwidth_ratio(self) -> float:
+        return self.here.device.dram_bandwidth / self.there.device.dram_bandwidth
+
+    def describe(self) -> str:
+        return (
+            f"{self.here.name} ({self.here.source}) -> {self.there.name} ({self.there.source}); "
+            f"DRAM x{self.bandwidth_ratio:.3g} time, clock x{self.clock_ratio:.3g}"
+        )
+
+
+def _target_sheet(registry: SpecRegistry, name: str) -> SpecSheet:
+    """The sheet of a target GPU; UnknownDeviceError for cpu or a name without a sheet."""
+    if name.strip().lower() == "cpu":
+        raise UnknownDeviceError("--device cpu: a CPU has no spec sheet to predict on (name a GPU)")
+    return registry.get(name)
+
+
+def check_targets(targets: Sequence[str], spec_files: Iterable[Path] = ()) -> list[str]:
+    """The target GPUs' sheet names (each once); UnknownDeviceError for one without a sheet (checked before a
+    run)."""
+    registry = _registry(spec_files)
+    names = [_target_sheet(registry, name).name for name in targets]
+    if not names:
+        raise UsageError("--device: name at least one target GPU (`roofline specs list` shows them)")
+    return list(dict.fromkeys(names))
+
+
+def stored_roofs(spec: Device, info: Any) -> Device | None:
+    """The roofs a report stored (``info``: its DeviceInfo) when it placed its rows on measured ones, over the
+    sheet's ``spec`` (None when it used the sheet's)."""
+    if info is None or getattr(info, "roof_source", "spec") == "spec":
+        return None
+    from dataclasses import replace
+
+    compute = dict(spec.compute)
+    measured = set()
+    for label, value in (info.compute_flops_per_s or {}).items():
+        parts = label.split()
+        if len(parts) == 2 and value and value != spec.compute.get((parts[0], parts[1])):
+            compute[(parts[0], parts[1])] = float(value)
+            measured.add((parts[0], parts[1]))
+    return replace(
+        spec,
+        compute=compute,
+        bandwidth={**spec.bandwidth, "dram": float(info.dram_bandwidth_bytes_per_s)},
+        launch_floor_s=float(info.launch_floor_s or spec.launch_floor_s),
+        roof_source="measured",
+        measured=frozenset(measured),
+    )
+
+
+def gemm_phase(cal: Calibration, wanted: str) -> str:
+    """'burst' when ``wanted`` and ``cal`` measured burst GEMM figures, else 'sustained'.
+
+    NB: a ratio of compute roofs uses the burst figures (from rest) where both calibrations have them: bench rows
+    and diagnose iterations are short and rested, and a sustained figure (after a thermal soak) depends on the power
+    cap of the lease (two H100 leases: 682 and 716 TFLOP/s bf16 sustained, 794 and 805 burst)."""
+    if wanted == "burst" and any(c.name.startswith("gemm-") and c.name.endswith("-burst") for c in cal.ceilings):
+        return "burst"
+    return "sustained"
+
+
+def target_pairs(
+    info: Any,
+    targets: Sequence[str],
+    *,
+    roofs: str = "auto",
+    calibrations: Sequence[Path] = (),
+    spec_files: Sequence[Path] = (),
+) -> list[Pair]:
+    """One Pair per target (spec-sheet names or aliases, each once) for a report measured on ``info`` (the
+    report's DeviceInfo: its device's name and the roofs it stored).
+
+    ``roofs``: auto (measured ceilings when both devices have them: a --calibration file, a cached calibration,
+    or for the report's device the measured roofs the report stored; else both sheets), spec, measured (a
+    UsageError when either lacks them). UsageError for a report's device without a sheet; UnknownDeviceError for a
+    target without one."""
+    from roofline.measure import calibration as cal_module
+
+    check_roofs(roofs)
+    if not targets:
+        raise UsageError("--device: name at least one target GPU (`roofline specs list` shows them)")
+    registry = _registry(spec_files)
+    here_sheet = registry.find(info.name)
+    if here_sheet is None:
+        raise UsageError(
+            f"the report was measured on {info.name!r}, which has no spec sheet (a CPU report, or give its sheet "
+            "with --spec FILE): predict scales GPU reports"
+        )
+    there_sheets = [_target_sheet(registry, name) for name in dict.fromkeys(targets)]
+    given: dict[str, Any] = {}
+    for path in calibrations:
+        cal = cal_module.load(Path(path))
+        sheet = cal.machine.sheet or ""
+        if cal.machine.kind != "cuda" or sheet not in {here_sheet.name, *(s.name for s in there_sheets)}:
+            raise UsageError(
+                f"--calibration {path}: it measured {sheet or cal.machine.name}, neither the report's device "
+                f"({here_sheet.name}) nor a --device target"
+            )
+        given[sheet] = (cal, path)
+
+    def ceilings(sheet: SpecSheet, stored: Any = None, gemm: str = "burst") -> tuple[Ceilings, Ceilings | None]:
+        spec = device_from_sheet(sheet)
+        clock = float(sheet.boost_clock_mhz) if sheet.boost_clock_mhz else None
+        plain = Ceilings(spec.name, spec.display_name, spec, "spec sheet", clock, spec.compute_units)
+        if roofs == "spec":
+            return plain, None
+        try:
+            if spec.name in given:
+                cal, path = given[spec.name]
+                where = f"measured: {path}"
+            else:
+                cal = find_calibration(spec)
+                where = f"measured: cached calibration of {cal.created_utc:%Y-%m-%d}" if cal is not None else ""
+            phase = gemm_phase(cal, gemm) if cal is not None else "sustained"
+            measured = cal_module.apply(spec, cal, gemm=phase) if cal is not None else None
+            if measured is not None:
+                where += f", {phase} GEMM ceilings"
+        except CalibrationError:
+            measured, where = None, ""
+        if measured is None and stored is not None:
+            phase = "sustained"
+            measured, where = stored_roofs(spec, stored), "measured: the report's stored roofs (sustained GEMMs)"
+        if measured is None:
+            return plain, None
+        return plain, Ceilings(spec.name, spec.display_name, measured, where, clock, spec.compute_units, phase)
+
+    here_spec, here_measured = ceilings(here_sheet, info)
+    found = []
+    for sheet in there_sheets:
+        there_spec, there_measured = ceilings(sheet)
+        if here_measured is not None and there_measured is not None:
+            if here_measured.gemm != there_measured.gemm:
+                # NB: one side has no burst figures (an older calibration, the report's stored roofs): both sustained
+                here_measured = ceilings(here_sheet, info, "sustained")[1]
+                there_measured = ceilings(sheet, None, "sustained")[1]
+                assert here_measured is not None and there_measured is not None
+            found.append(Pair(here_measured, there_measured, "measured"))
+            continue
+        lacking = [c.name for c, m in ((here_spec, here_measured), (there_spec, there_measured)) if m is None]
+        if roofs == "measured":
+            raise UsageError(
+                f"--roofs measured: no measured ceilings of {' or '.join(lacking)} (run `roofline calibrate` on "
+                "that GPU and pass its file with --calibration, or use --roofs auto)"
+            )
+        note = ""
+        if roofs == "auto" and len(lacking) == 1:
+            note = f"no calibration of {lacking[0]}: both devices' sheets used (a ratio never mixes the two)"
+        found.append(Pair(here_spec, there_spec, "spec", note))
+    return found
 
 
 # --------------------------------------------------------------------------------------- torch devices
@@ -583,17 +773,21 @@ def check_over_roof(rows: Iterable[Any], device: Device) -> str | None:
 __all__ = [
     "DEVICE_KINDS",
     "ROOFS",
+    "Ceilings",
     "GpuRoofs",
+    "Pair",
     "calibrating_line",
     "calibration_for",
     "check_over_roof",
     "check_roofs",
+    "check_targets",
     "cpu_roofs",
     "default_device_names",
     "device_from_sheet",
     "device_kind",
     "device_roofs",
     "find_calibration",
+    "gemm_phase",
     "gpu_names",
     "gpu_roofs",
     "gpu_sheet",
@@ -604,6 +798,8 @@ __all__ = [
     "sheet_detail",
     "sheet_devices",
     "sheet_roofs",
+    "stored_roofs",
+    "target_pairs",
     "torch_device",
     "torch_index",
     "with_roofs",

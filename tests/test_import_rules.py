@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("measure", ("roofline.measure.*",)),
     ("roofs", ("roofline.roofs",)),
     ("findings", ("roofline.findings.*",)),
-    ("analysis", ("roofline.analysis",)),
+    ("analysis", ("roofline.analysis", "roofline.predict")),
     ("runs", ("roofline.bench.*", "roofline.diagnose.*")),
     ("gate", ("roofline.gate.*",)),
     ("render", ("roofline.render.*",)),

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from roofline.device import Device
-from roofline.findings.predict import Ceilings, OpInput, Pair, predict, scale_op
+from roofline.predict import OpInput, predict, scale_op
 from roofline.report.chart import KnownDevice
 from roofline.report.schema import Report, device_info, write_report
+from roofline.roofs import Ceilings, Pair
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "predict"
@@ -348,18 +349,18 @@ def _calibration(tmp_path: Path, sheet: str, sustained: float, burst: float | No
 
 
 def test_measured_compute_ratio_uses_burst_gemms_where_both_have_them(tmp_path):
-    from roofline.findings.predict import resolve
     from roofline.report.schema import read_report
+    from roofline.roofs import target_pairs
 
     report = read_report(_bench_report(tmp_path), note=None)
     cals = [_calibration(tmp_path, "h100-sxm", 716e12, 805e12), _calibration(tmp_path, "h200-sxm", 643e12, 789e12)]
-    (p,) = resolve(report, ["h200-sxm"], calibrations=cals)
+    (p,) = target_pairs(report.devices[0], ["h200-sxm"], calibrations=cals)
     assert p.basis == "measured"
     assert p.here.device.compute[("bf16", "tensor")] == 805e12
     assert p.there.device.compute[("bf16", "tensor")] == 789e12
     assert p.here.source.endswith("burst GEMM ceilings") and p.there.source.endswith("burst GEMM ceilings")
     # one side without burst figures: both sides sustained (a ratio never mixes the two)
     cals[1] = _calibration(tmp_path, "h200-sxm", 643e12, None)
-    (p,) = resolve(report, ["h200-sxm"], calibrations=cals)
+    (p,) = target_pairs(report.devices[0], ["h200-sxm"], calibrations=cals)
     assert p.here.device.compute[("bf16", "tensor")] == 716e12
     assert p.there.device.compute[("bf16", "tensor")] == 643e12

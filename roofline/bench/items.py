@@ -10,11 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.costs.base import get_model
+from roofline.costs.params import BENCH_KINDS, bench_value
 from roofline.costs.suite import expand
 from roofline.errors import UsageError, WorkloadError
-
-#: kinds `roofline bench` runs (decode runs as the weight GEMMs of one decoder layer)
-BENCH_KINDS = ("gemm", "attention", "elementwise", "norm", "conv2d", "decode")
 
 
 @dataclass(frozen=True)
@@ -39,11 +37,10 @@ def _canonical(dtype: Any) -> Any:
 
 
 def _bench_defaults(kind: str, point: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The parameters as bench runs them: 'sdpa' means fused attention; fp8 GEMMs write bf16 unless told."""
-    point = dict(point)
+    """The parameters as bench runs them: other names for a value resolved (roofline.costs.params: 'sdpa' is fused
+    attention); fp8 GEMMs write bf16 unless told."""
+    point = {key: bench_value(kind, key, value) for key, value in point.items()}
     notes: list[str] = []
-    if kind == "attention" and isinstance(point.get("impl"), str) and point["impl"].strip().lower() == "sdpa":
-        point["impl"] = "fused"
     if kind == "gemm" and _canonical(point.get("dtype", "fp16")) == "fp8" and point.get("out_dtype") is None:
         point["out_dtype"] = "bf16"
         notes.append("fp8 GEMM (torch._scaled_mm) writes a bf16 C")

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-from roofline.cli.common import SWEEP, conv2d_values, json_option, print_text, sizes_value, spec_option, words_value
+from roofline.cli.common import (
+    Command,
+    json_option,
+    option,
+    print_text,
+    spec_option,
+    with_options,
+    workload_options,
+    workload_values,
+)
 from roofline.cli.output import (
     bench_progress,
     command_line,
@@ -21,10 +31,21 @@ from roofline.cli.output import (
 )
 from roofline.cli.timeout import check_timeout, time_limit, timeout_option
 from roofline.cli.verbosity import info, verbose
+from roofline.costs.params import BENCH
 
 DEFAULT_OUTPUT = Path("roofline-bench.json")
 DEFAULT_MAX_TIME_S = 1.0  # NB: = roofline.bench.target.DEFAULT_MAX_TIME_S (not imported: --help stays light)
-DEFAULT_DTYPE = " (default: bf16 on a GPU, fp32 on the CPU)." + SWEEP
+DEVICE_HELP = "Where to run: cuda (cuda:N) or cpu (default: cuda when torch sees a GPU, else cpu)."
+SHEET_HELP = (
+    "GPU spec sheet for the roofs (default: the sheet matching this GPU's name; a cached calibration of that sheet "
+    "replaces its roofs with measured ones)."
+)
+WARM_HELP = (
+    "Warm: no flush before each sample; cold: flush the L2 (CPU: the caches) before each sample, outside the timed "
+    "region (default: cold on a GPU, warm on the CPU)."
+)
+MAX_TIME_HELP = "Time budget per row in seconds (sampling stops earlier once the spread settles)."
+OUTPUT_HELP = "Report JSON, written atomically (rows with every sample)."
 
 
 class BenchGroup(TyperGroup):
@@ -66,65 +87,26 @@ class Options:
     timeout: float | None = None
 
 
-# Options shared by every bench command (typer needs them in each signature; the definitions live here once).
-def _device() -> Any:
-    return typer.Option(
-        None,
-        "--device",
-        "-d",
-        help="Where to run: cuda (cuda:N) or cpu (default: cuda when torch sees a GPU, else cpu).",
-        metavar="cuda|cpu",
+def _bench_options() -> Callable[[Command], Command]:
+    """The options every bench command takes, after its workload's; the command receives them as ``opts``."""
+    return with_options(
+        "opts",
+        [
+            option("device", typer.Option(None, "--device", "-d", help=DEVICE_HELP, metavar="cuda|cpu"), str | None),
+            option("sheet", typer.Option(None, "--sheet", help=SHEET_HELP), str | None),
+            option("spec", spec_option(), list[Path] | None),
+            option("warm", typer.Option(None, "--warm/--cold", help=WARM_HELP, show_default=False), bool | None),
+            option("max_time", typer.Option(DEFAULT_MAX_TIME_S, "--max-time", help=MAX_TIME_HELP), float),
+            option("output", typer.Option(DEFAULT_OUTPUT, "--output", "-o", help=OUTPUT_HELP), Path),
+            option("plot", plot_option(), Path | None),
+            option("force", force_option(), bool),
+            option("as_json", json_option(), bool),
+            option("timeout", timeout_option("the rows finished so far are written, exit 124"), float | None),
+        ],
+        lambda device, sheet, spec, warm, max_time, output, as_json, timeout, **_: Options(
+            device, sheet, spec, warm, max_time, output, as_json, check_timeout(timeout)
+        ),
     )
-
-
-def _sheet() -> Any:
-    return typer.Option(
-        None,
-        "--sheet",
-        help="GPU spec sheet for the roofs (default: the sheet matching this GPU's name; a cached calibration "
-        "of that sheet replaces its roofs with measured ones).",
-    )
-
-
-def _warm() -> Any:
-    return typer.Option(
-        None,
-        "--warm/--cold",
-        help="Warm: no flush before each sample; cold: flush the L2 (CPU: the caches) before each sample, outside "
-        "the timed region (default: cold on a GPU, warm on the CPU).",
-        show_default=False,
-    )
-
-
-def _max_time() -> Any:
-    return typer.Option(
-        DEFAULT_MAX_TIME_S,
-        "--max-time",
-        help="Time budget per row in seconds (sampling stops earlier once the spread settles).",
-    )
-
-
-def _output() -> Any:
-    return typer.Option(
-        DEFAULT_OUTPUT, "--output", "-o", help="Report JSON, written atomically (rows with every sample)."
-    )
-
-
-def _timeout() -> Any:
-    return timeout_option("the rows finished so far are written, exit 124")
-
-
-def _options(
-    device: str | None,
-    sheet: str | None,
-    spec: list[Path] | None,
-    warm: bool | None,
-    max_time: float,
-    output: Path,
-    j: bool,
-    timeout: float | None = None,
-) -> Options:
-    return Options(device, sheet, spec, warm, max_time, output, j, check_timeout(timeout))
 
 
 def execute(
@@ -192,259 +174,94 @@ def _default_dtype(opts: Options) -> str:
     return "bf16" if device_kind(opts.device) == "cuda" else "fp32"
 
 
-def _dtypes(text: str | None, opts: Options) -> Any:
-    return words_value(text, "--dtype") if text is not None else _default_dtype(opts)
-
-
-def _run_kind(kind: str, values: dict[str, Any], opts: Options) -> None:
+def _bench(kind: str, texts: dict[str, Any], opts: Options) -> None:
     from roofline.bench.items import expand_items
 
+    values = workload_values(BENCH[kind], texts, lambda: _default_dtype(opts))
     execute(expand_items(kind, values), opts)
 
 
+# Each command's options: its workload's (roofline.costs.params, declared once for analyze, bench and suites), then
+# _bench_options'.
+
+
 @app.command()
-def gemm(
-    m: str = typer.Option(..., "-m", help="Rows of A and C." + SWEEP),
-    n: str = typer.Option(..., "-n", help="Columns of B and C." + SWEEP),
-    k: str = typer.Option(..., "-k", help="Inner (reduction) dimension." + SWEEP),
-    batch: str = typer.Option("1", "--batch", "-b", help="Batch of independent GEMMs (torch.bmm)." + SWEEP),
-    dtype: str | None = typer.Option(
-        None, "--dtype", help="Operand dtype: fp64 fp32 fp16 bf16 fp8 int8" + DEFAULT_DTYPE
-    ),
-    out_dtype: str | None = typer.Option(None, "--out-dtype", help="fp8 only: output dtype (default bf16)."),
-    tf32: bool = typer.Option(False, "--tf32", help="fp32 matmul on TF32 tensor cores."),
-    device: str | None = _device(),
-    sheet: str | None = _sheet(),
-    spec: list[Path] | None = spec_option(),
-    warm: bool | None = _warm(),
-    max_time: float = _max_time(),
-    output: Path = _output(),
-    plot: Path | None = plot_option(),
-    force: bool = force_option(),
-    as_json: bool = json_option(),
-    timeout: float | None = _timeout(),
-) -> None:
+@workload_options(BENCH["gemm"])
+@_bench_options()
+def gemm(texts: dict[str, Any], opts: Options) -> None:
     """GEMM / batched GEMM, C = A @ B (torch.matmul / torch.bmm; fp8 torch._scaled_mm; int8 torch._int_mm)."""
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
-    values = {
-        "m": sizes_value(m, "-m"),
-        "n": sizes_value(n, "-n"),
-        "k": sizes_value(k, "-k"),
-        "batch": sizes_value(batch, "--batch"),
-        "dtype": _dtypes(dtype, opts),
-        "out_dtype": out_dtype,
-        "tf32": tf32,
-    }
-    _run_kind("gemm", values, opts)
+    _bench("gemm", texts, opts)
 
 
 @app.command()
-def attention(
-    seq: str = typer.Option(..., "--seq", "-s", help="Query length (and key length unless --seq-kv)." + SWEEP),
-    heads: str = typer.Option(..., "--heads", help="Query heads." + SWEEP),
-    head_dim: str = typer.Option("128", "--head-dim", help="Head dimension." + SWEEP),
-    kv_heads: str | None = typer.Option(None, "--kv-heads", help="Key/value heads (GQA/MQA; default --heads)." + SWEEP),
-    seq_kv: str | None = typer.Option(None, "--seq-kv", help="Key/value length (default --seq)." + SWEEP),
-    batch: str = typer.Option("1", "--batch", "-b", help="Batch size." + SWEEP),
-    dtype: str | None = typer.Option(None, "--dtype", help="Q/K/V dtype" + DEFAULT_DTYPE),
-    causal: bool = typer.Option(False, "--causal", help="Causal mask."),
-    impl: str = typer.Option(
-        "sdpa",
-        "--impl",
-        help="naive (baddbmm, softmax, bmm: materialises S x S) and/or sdpa = fused "
-        "(scaled_dot_product_attention)." + SWEEP,
-    ),
-    device: str | None = _device(),
-    sheet: str | None = _sheet(),
-    spec: list[Path] | None = spec_option(),
-    warm: bool | None = _warm(),
-    max_time: float = _max_time(),
-    output: Path = _output(),
-    plot: Path | None = plot_option(),
-    force: bool = force_option(),
-    as_json: bool = json_option(),
-    timeout: float | None = _timeout(),
-) -> None:
+@workload_options(BENCH["attention"])
+@_bench_options()
+def attention(texts: dict[str, Any], opts: Options) -> None:
     """Attention softmax(QK^T/sqrt(d))V: naive (three kernels) vs fused (SDPA), causal or not, MHA/GQA/MQA."""
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
-    values = {
-        "seq_q": sizes_value(seq, "--seq"),
-        "seq_kv": sizes_value(seq_kv, "--seq-kv"),
-        "heads": sizes_value(heads, "--heads"),
-        "kv_heads": sizes_value(kv_heads, "--kv-heads"),
-        "head_dim": sizes_value(head_dim, "--head-dim"),
-        "batch": sizes_value(batch, "--batch"),
-        "dtype": _dtypes(dtype, opts),
-        "causal": causal,
-        "impl": words_value(impl, "--impl"),
-    }
-    _run_kind("attention", values, opts)
+    _bench("attention", texts, opts)
 
 
 @app.command()
-def elementwise(
-    op: str = typer.Option(..., "--op", help="relu, gelu, gelu_tanh, silu, add, mul, copy, ... ." + SWEEP),
-    numel: str = typer.Option(..., "--numel", "-N", help="Elements, e.g. 16777216, 2^24 or 4096x4096." + SWEEP),
-    dtype: str | None = typer.Option(None, "--dtype", help="Element dtype" + DEFAULT_DTYPE),
-    device: str | None = _device(),
-    sheet: str | None = _sheet(),
-    spec: list[Path] | None = spec_option(),
-    warm: bool | None = _warm(),
-    max_time: float = _max_time(),
-    output: Path = _output(),
-    plot: Path | None = plot_option(),
-    force: bool = force_option(),
-    as_json: bool = json_option(),
-    timeout: float | None = _timeout(),
-) -> None:
+@workload_options(BENCH["elementwise"])
+@_bench_options()
+def elementwise(texts: dict[str, Any], opts: Options) -> None:
     """An element-wise op into a preallocated output (every op of `roofline analyze elementwise`)."""
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
-    values = {"op": words_value(op, "--op"), "numel": sizes_value(numel, "--numel"), "dtype": _dtypes(dtype, opts)}
-    _run_kind("elementwise", values, opts)
+    _bench("elementwise", texts, opts)
 
 
 @app.command()
-def norm(
-    op: str = typer.Option("layernorm", "--op", help="layernorm, rmsnorm or softmax." + SWEEP),
-    rows: str = typer.Option(..., "--rows", help="Rows (tokens)." + SWEEP),
-    cols: str = typer.Option(..., "--cols", help="Normalised width (hidden size)." + SWEEP),
-    dtype: str | None = typer.Option(None, "--dtype", help="Element dtype" + DEFAULT_DTYPE),
-    affine: bool = typer.Option(True, "--affine/--no-affine", help="Learned weight (and bias for layernorm)."),
-    device: str | None = _device(),
-    sheet: str | None = _sheet(),
-    spec: list[Path] | None = spec_option(),
-    warm: bool | None = _warm(),
-    max_time: float = _max_time(),
-    output: Path = _output(),
-    plot: Path | None = plot_option(),
-    force: bool = force_option(),
-    as_json: bool = json_option(),
-    timeout: float | None = _timeout(),
-) -> None:
+@workload_options(BENCH["norm"])
+@_bench_options()
+def norm(texts: dict[str, Any], opts: Options) -> None:
     """Row-wise normalisations: F.layer_norm, F.rms_norm, softmax over the last dimension."""
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
-    values = {
-        "op": words_value(op, "--op"),
-        "rows": sizes_value(rows, "--rows"),
-        "cols": sizes_value(cols, "--cols"),
-        "dtype": _dtypes(dtype, opts),
-        "affine": affine,
-    }
-    _run_kind("norm", values, opts)
+    _bench("norm", texts, opts)
 
 
 @app.command()
-def conv2d(
-    batch: str = typer.Option("1", "--batch", "-b", help="Batch size." + SWEEP),
-    in_channels: str = typer.Option(..., "--in-channels", "-c", help="Input channels." + SWEEP),
-    out_channels: str = typer.Option(..., "--out-channels", help="Output channels." + SWEEP),
-    height: str = typer.Option(..., "--height", help="Input height." + SWEEP),
-    width: str = typer.Option(..., "--width", help="Input width." + SWEEP),
-    kernel_size: str = typer.Option("3", "--kernel-size", help="Square kernel size." + SWEEP),
-    stride: str = typer.Option("1", "--stride", help="Stride." + SWEEP),
-    padding: str = typer.Option("0", "--padding", help="Zero padding." + SWEEP),
-    groups: str = typer.Option("1", "--groups", help="Groups (depthwise = channels)." + SWEEP),
-    dtype: str | None = typer.Option(None, "--dtype", help="Dtype" + DEFAULT_DTYPE),
-    tf32: bool = typer.Option(False, "--tf32", help="fp32 conv on TF32 tensor cores."),
-    device: str | None = _device(),
-    sheet: str | None = _sheet(),
-    spec: list[Path] | None = spec_option(),
-    warm: bool | None = _warm(),
-    max_time: float = _max_time(),
-    output: Path = _output(),
-    plot: Path | None = plot_option(),
-    force: bool = force_option(),
-    as_json: bool = json_option(),
-    timeout: float | None = _timeout(),
-) -> None:
+@workload_options(BENCH["conv2d"])
+@_bench_options()
+def conv2d(texts: dict[str, Any], opts: Options) -> None:
     """2-D convolution, NCHW (F.conv2d)."""
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
-    values = conv2d_values(
-        batch,
-        in_channels,
-        out_channels,
-        height,
-        width,
-        kernel_size,
-        stride,
-        padding,
-        groups,
-        _dtypes(dtype, opts),
-        tf32,
-    )
-    _run_kind("conv2d", values, opts)
+    _bench("conv2d", texts, opts)
 
 
 @app.command()
-def decode(
-    model: str | None = typer.Option(
-        None,
-        "--model",
-        help="Model config whose decoder-layer weight GEMMs run (qkv, o, gate/up, down): a shipped name "
-        "(gpt2, llama-2-7b, llama-3-8b, llama-3-70b, mistral-7b) or a YAML file.",
-    ),
-    n: str | None = typer.Option(None, "-n", help="Without --model: one weight GEMM's output width." + SWEEP),
-    k: str | None = typer.Option(None, "-k", help="Without --model: one weight GEMM's input width." + SWEEP),
-    batch: str = typer.Option("1", "--batch", "-b", help="Concurrent sequences = the GEMMs' M." + SWEEP),
-    dtype: str | None = typer.Option(None, "--dtype", help="Activation and weight dtype" + DEFAULT_DTYPE),
-    device: str | None = _device(),
-    sheet: str | None = _sheet(),
-    spec: list[Path] | None = spec_option(),
-    warm: bool | None = _warm(),
-    max_time: float = _max_time(),
-    output: Path = _output(),
-    plot: Path | None = plot_option(),
-    force: bool = force_option(),
-    as_json: bool = json_option(),
-    timeout: float | None = _timeout(),
-) -> None:
+@workload_options(BENCH["decode"])
+@_bench_options()
+def decode(texts: dict[str, Any], opts: Options) -> None:
     """LLM decode, GEMV-shaped: the weight GEMMs of one decoder layer at M = batch (memory-bound at small batch)."""
     from roofline.bench.items import decode_gemm_items, expand_items
     from roofline.errors import UsageError
 
-    opts = _options(device, sheet, spec, warm, max_time, output, as_json, timeout)
+    model, n, k = texts["model"], texts["n"], texts["k"]
     if model is not None and (n is not None or k is not None):
         raise UsageError("give either --model NAME|FILE.yaml or one weight GEMM with -n N -k K, not both")
+    if model is None and (n is None or k is None):
+        raise UsageError("give --model NAME|FILE.yaml (a decoder layer's GEMMs) or -n N -k K (one weight GEMM)")
+    values = workload_values(BENCH["decode"], texts, lambda: _default_dtype(opts))
     if model is None:
-        if n is None or k is None:
-            raise UsageError("give --model NAME|FILE.yaml (a decoder layer's GEMMs) or -n N -k K (one weight GEMM)")
-        items = decode_gemm_items(
-            sizes_value(batch, "--batch"), sizes_value(n, "-n"), sizes_value(k, "-k"), _dtypes(dtype, opts)
-        )
+        items = decode_gemm_items(values["batch"], values["n"], values["k"], values["act_dtype"])
     else:
-        values = {"model": model, "batch": sizes_value(batch, "--batch"), "act_dtype": _dtypes(dtype, opts)}
-        items = expand_items("decode", values)
+        items = expand_items("decode", {key: values[key] for key in ("model", "batch", "act_dtype")})
     execute(items, opts, config=model)
 
 
 @app.command()
+@_bench_options()
 def suite(
-    file: str = typer.Argument(
-        ..., help="A suite YAML, or the name of a shipped suite (bench-gpu, bench-cpu, transformer-ops)."
-    ),
-    device: str | None = _device(),
-    sheet: str | None = _sheet(),
-    spec: list[Path] | None = spec_option(),
-    warm: bool | None = _warm(),
-    max_time: float = _max_time(),
-    output: Path = _output(),
-    plot: Path | None = plot_option(),
-    force: bool = force_option(),
-    as_json: bool = json_option(),
-    timeout: float | None = _timeout(),
+    file: Annotated[
+        str,
+        typer.Argument(help="A suite YAML, or the name of a shipped suite (bench-gpu, bench-cpu, transformer-ops)."),
+    ],
+    opts: Options,
 ) -> None:
     """Every workload of a suite file (kind + parameters per entry; list values sweep). Also `roofline bench FILE`."""
     from roofline.bench.items import expand_suite
     from roofline.costs.suite import load_suite, suite_path
 
     loaded, entries = load_suite(file)
-    items = _on_cpu(loaded.name, expand_suite(entries), device)
-    execute(
-        items,
-        _options(device, sheet, spec, warm, max_time, output, as_json, timeout),
-        title=f"suite {loaded.name}",
-        suite={"name": loaded.name, "file": str(suite_path(file))},
-    )
+    items = _on_cpu(loaded.name, expand_suite(entries), opts.device)
+    execute(items, opts, title=f"suite {loaded.name}", suite={"name": loaded.name, "file": str(suite_path(file))})
 
 
 def _on_cpu(name: str, items: list, device: str | None) -> list:

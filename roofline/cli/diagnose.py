@@ -178,7 +178,7 @@ def diagnose(
     targets: list[str] = []
     if predict:
         from roofline.cli.predict import target_names
-        from roofline.findings.predict import check_targets
+        from roofline.roofs import check_targets
 
         if as_json:
             raise UsageError("--predict with --json: run `roofline predict REPORT.json --device NAME --json` after it")
@@ -241,7 +241,7 @@ def diagnose(
             local = [f for f in result.findings if f.rule == RULE]
             print_text(CountersRenderer(top=top).render(result.counters, local))
     if targets:
-        from roofline.findings.predict import predict_report
+        from roofline.predict import predict_report
         from roofline.render.predict import PredictRenderer
 
         basis = "spec" if roofs == "spec" else "auto"  # a missing calibration of the target is no error here

@@ -61,8 +61,9 @@ def predict(
       roofline predict gpt2.json -d h100-sxm --calibration h200-cal.json --calibration h100-cal.json --plot p.png
     """
     from roofline.errors import UsageError
-    from roofline.findings.predict import check_targets, predict_report, predictions_json
+    from roofline.predict import predict_report, predictions_json
     from roofline.report.schema import read_report
+    from roofline.roofs import check_targets
 
     if top < 1:
         raise UsageError(f"--top {top}: at least 1")

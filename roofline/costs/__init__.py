@@ -1,6 +1,18 @@
-"""Shape-only cost formulas. Importing this package registers every built-in workload kind."""
+"""Shape-only cost formulas. The names below (``roofline.costs.cost``, ``get_model``...) register every built-in
+workload kind on first use; importing the package alone loads nothing, so that ``roofline.costs.params`` (the
+workloads' parameters, which the CLI reads at start-up) stays light."""
 
-from roofline.costs import attention, conv, elementwise, gemm, llm, norms  # noqa: F401
-from roofline.costs.base import REGISTRY, Cost, CostModel, Kernel, Params, cost, get_model, register
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["REGISTRY", "Cost", "CostModel", "Kernel", "Params", "cost", "get_model", "register"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'roofline.costs' has no attribute {name!r}")
+    from roofline.costs import base
+
+    base.register_builtins()
+    return getattr(base, name)

@@ -171,9 +171,13 @@ def register(kind: str, params: type[Params], summary: str) -> Callable[[Formula
     return decorate
 
 
-def get_model(kind: str) -> CostModel:
-    import roofline.costs  # noqa: F401  (registers the built-in formulas)
+def register_builtins() -> None:
+    """Register the built-in formulas (importing their modules registers them; once)."""
+    from roofline.costs import attention, conv, elementwise, gemm, llm, norms  # noqa: F401
 
+
+def get_model(kind: str) -> CostModel:
+    register_builtins()
     if kind not in REGISTRY:
         raise UsageError(f"unknown workload kind {kind!r}: use one of {', '.join(sorted(REGISTRY))}")
     return REGISTRY[kind]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich import box
 from rich.table import Table
 
-from roofline.findings.predict import Prediction
+from roofline.predict import Prediction
 from roofline.render.base import Renderer, to_text
 from roofline.render.escape import console_text as escape
 from roofline.units import format_time

@@ -46,207 +46,18 @@ from pathlib import Path
 from typing import Any
 
 from roofline.device import Device
-from roofline.errors import CalibrationError, UnknownDeviceError, UsageError
+from roofline.errors import UsageError
 from roofline.findings.bounds import NEAR
 from roofline.report.chart import KnownDevice, project_point
 from roofline.report.points import Point, report_points
 from roofline.report.rows import KernelFacts, finite_number
+from roofline.roofs import Pair, known_devices, target_pairs
 
 SCHEMA = "roofline.predict"
 VERSION = 1
-BASES = ("auto", "spec", "measured")
 
 
-# ------------------------------------------------------------------------------------------------ devices
-
-
-@dataclass(frozen=True)
-class Ceilings:
-    """One device's roofs as a prediction uses them."""
-
-    name: str
-    display_name: str
-    device: Device  # the roofs used (spec or measured)
-    source: str  # 'spec sheet' or where the measured ceilings come from
-    clock_mhz: float | None  # boost clock from the sheet (None: unknown)
-    sms: int  # SMs (0: unknown)
-    gemm: str = ""  # the measured GEMM ceilings used: 'burst' or 'sustained' ('' for a sheet)
-
-    @property
-    def measured(self) -> bool:
-        return self.device.roof_source != "spec"
-
-
-@dataclass(frozen=True)
-class Pair:
-    """The device a report was measured on and a target, on one basis."""
-
-    here: Ceilings
-    there: Ceilings
-    basis: str  # 'measured' (both calibrated) or 'spec' (both sheets)
-    note: str = ""  # why spec when measured ones were asked for or exist for one side only
-
-    @property
-    def clock_ratio(self) -> float:
-        """kappa: a clock-bound time there over here (1 when a clock is unknown)."""
-        a, b = self.here.clock_mhz, self.there.clock_mhz
-        return a / b if a and b else 1.0
-
-    @property
-    def bandwidth_ratio(self) -> float:
-        return self.here.device.dram_bandwidth / self.there.device.dram_bandwidth
-
-    def describe(self) -> str:
-        return (
-            f"{self.here.name} ({self.here.source}) -> {self.there.name} ({self.there.source}); "
-            f"DRAM x{self.bandwidth_ratio:.3g} time, clock x{self.clock_ratio:.3g}"
-        )
-
-
-def peak(device: Device, roof: str) -> float | None:
-    """The compute roof labelled ``roof`` ('bf16 tensor') on ``device`` (None: none such)."""
-    parts = roof.split()
-    if len(parts) != 2:
-        return None
-    dtype, unit = parts
-    if (dtype, unit) in device.compute:
-        return device.compute[(dtype, unit)]
-    try:
-        return device.roof(dtype, "tensor" if unit == "tensor" else "vector").flops_per_s
-    except UsageError:
-        return None
-
-
-def _report_measured(spec: Device, info: Any) -> Device | None:
-    """The roofs a report stored when it placed its rows on measured ones (None when it used the sheet's)."""
-    if info is None or getattr(info, "roof_source", "spec") == "spec":
-        return None
-    from dataclasses import replace
-
-    compute = dict(spec.compute)
-    measured = set()
-    for label, value in (info.compute_flops_per_s or {}).items():
-        parts = label.split()
-        if len(parts) == 2 and value and value != spec.compute.get((parts[0], parts[1])):
-            compute[(parts[0], parts[1])] = float(value)
-            measured.add((parts[0], parts[1]))
-    return replace(
-        spec,
-        compute=compute,
-        bandwidth={**spec.bandwidth, "dram": float(info.dram_bandwidth_bytes_per_s)},
-        launch_floor_s=float(info.launch_floor_s or spec.launch_floor_s),
-        roof_source="measured",
-        measured=frozenset(measured),
-    )
-
-
-def resolve(
-    report: Any,
-    targets: Sequence[str],
-    *,
-    roofs: str = "auto",
-    calibrations: Sequence[Path] = (),
-    spec_files: Sequence[Path] = (),
-) -> list[Pair]:
-    """One Pair per target (spec-sheet names or aliases, each once) for a measured ``report``.
-
-    ``roofs``: auto (measured ceilings when both devices have them: a --calibration file, a cached calibration,
-    or for the report's device the measured roofs the report stored; else both sheets), spec, measured (a
-    UsageError when either lacks them). UsageError for a report without measured times or of a device without a
-    sheet; UnknownDeviceError for a target without one."""
-    from roofline import roofs as roofs_module
-    from roofline.measure import calibration as cal_module
-    from roofline.specs.loader import load_registry
-
-    check_report(report)
-    if roofs not in BASES:
-        raise UsageError(f"--roofs: {roofs!r} is not one of {', '.join(BASES)}")
-    if not targets:
-        raise UsageError("--device: name at least one target GPU (`roofline specs list` shows them)")
-    registry = load_registry(list(spec_files))
-    info = report.devices[0]
-    here_sheet = registry.find(info.name)
-    if here_sheet is None:
-        raise UsageError(
-            f"the report was measured on {info.name!r}, which has no spec sheet (a CPU report, or give its sheet "
-            "with --spec FILE): predict scales GPU reports"
-        )
-    there_sheets = []
-    for name in dict.fromkeys(targets):
-        if name.strip().lower() == "cpu":
-            raise UnknownDeviceError("--device cpu: a CPU has no spec sheet to predict on (name a GPU)")
-        there_sheets.append(registry.get(name))
-    given: dict[str, Any] = {}
-    for path in calibrations:
-        cal = cal_module.load(Path(path))
-        sheet = cal.machine.sheet or ""
-        if cal.machine.kind != "cuda" or sheet not in {here_sheet.name, *(s.name for s in there_sheets)}:
-            raise UsageError(
-                f"--calibration {path}: it measured {sheet or cal.machine.name}, neither the report's device "
-                f"({here_sheet.name}) nor a --device target"
-            )
-        given[sheet] = (cal, path)
-
-    def ceilings(sheet: Any, stored: Any = None, gemm: str = "burst") -> tuple[Ceilings, Ceilings | None]:
-        spec = roofs_module.device_from_sheet(sheet)
-        clock = float(sheet.boost_clock_mhz) if sheet.boost_clock_mhz else None
-        plain = Ceilings(spec.name, spec.display_name, spec, "spec sheet", clock, spec.compute_units)
-        if roofs == "spec":
-            return plain, None
-        try:
-            if spec.name in given:
-                cal, path = given[spec.name]
-                where = f"measured: {path}"
-            else:
-                cal = roofs_module.find_calibration(spec)
-                where = f"measured: cached calibration of {cal.created_utc:%Y-%m-%d}" if cal is not None else ""
-            phase = _gemm_phase(cal, gemm) if cal is not None else "sustained"
-            measured = cal_module.apply(spec, cal, gemm=phase) if cal is not None else None
-            if measured is not None:
-                where += f", {phase} GEMM ceilings"
-        except CalibrationError:
-            measured, where = None, ""
-        if measured is None and stored is not None:
-            phase = "sustained"
-            measured, where = _report_measured(spec, stored), "measured: the report's stored roofs (sustained GEMMs)"
-        if measured is None:
-            return plain, None
-        return plain, Ceilings(spec.name, spec.display_name, measured, where, clock, spec.compute_units, phase)
-
-    here_spec, here_measured = ceilings(here_sheet, info)
-    pairs = []
-    for sheet in there_sheets:
-        there_spec, there_measured = ceilings(sheet)
-        if here_measured is not None and there_measured is not None:
-            if here_measured.gemm != there_measured.gemm:
-                # NB: one side has no burst figures (an older calibration, the report's stored roofs): both sustained
-                here_measured = ceilings(here_sheet, info, "sustained")[1]
-                there_measured = ceilings(sheet, None, "sustained")[1]
-                assert here_measured is not None and there_measured is not None
-            pairs.append(Pair(here_measured, there_measured, "measured"))
-            continue
-        lacking = [c.name for c, m in ((here_spec, here_measured), (there_spec, there_measured)) if m is None]
-        if roofs == "measured":
-            raise UsageError(
-                f"--roofs measured: no measured ceilings of {' or '.join(lacking)} (run `roofline calibrate` on "
-                "that GPU and pass its file with --calibration, or use --roofs auto)"
-            )
-        note = ""
-        if roofs == "auto" and len(lacking) == 1:
-            note = f"no calibration of {lacking[0]}: both devices' sheets used (a ratio never mixes the two)"
-        pairs.append(Pair(here_spec, there_spec, "spec", note))
-    return pairs
-
-
-def _gemm_phase(cal: Any, wanted: str) -> str:
-    """'burst' when ``wanted`` and ``cal`` measured burst GEMM figures, else 'sustained'.
-
-    NB: a ratio of compute roofs uses the burst figures (from rest) where both calibrations have them: bench rows
-    and diagnose iterations are short and rested, and a sustained figure (after a thermal soak) depends on the power
-    cap of the lease (two H100 leases: 682 and 716 TFLOP/s bf16 sustained, 794 and 805 burst)."""
-    if wanted == "burst" and any(c.name.startswith("gemm-") and c.name.endswith("-burst") for c in cal.ceilings):
-        return "burst"
-    return "sustained"
+# ------------------------------------------------------------------------------------------------ the report
 
 
 def check_report(report: Any) -> None:
@@ -264,6 +75,20 @@ def check_report(report: Any) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ one op
+
+
+def peak(device: Device, roof: str) -> float | None:
+    """The compute roof labelled ``roof`` ('bf16 tensor') on ``device`` (None: none such)."""
+    parts = roof.split()
+    if len(parts) != 2:
+        return None
+    dtype, unit = parts
+    if (dtype, unit) in device.compute:
+        return device.compute[(dtype, unit)]
+    try:
+        return device.roof(dtype, "tensor" if unit == "tensor" else "vector").flops_per_s
+    except UsageError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -415,6 +240,18 @@ def scale_op(op: OpInput, pair: Pair) -> OpPrediction:
 # ------------------------------------------------------------------------------------------------ a report
 
 
+def _times(p: GroupPrediction | Total) -> dict[str, Any]:
+    """The times a group and the total share in JSON, in their order."""
+    return {
+        "measured_s": p.measured_s,
+        "predicted_s": p.predicted_s,
+        "low_s": p.low_s,
+        "high_s": p.high_s,
+        "factor": p.factor,
+        "baseline_s": p.baseline_s,
+    }
+
+
 @dataclass(frozen=True)
 class GroupPrediction:
     """One table row: an op group (diagnose: the report's point groups; bench: a row)."""
@@ -440,12 +277,7 @@ class GroupPrediction:
             "label": self.label,
             "calls": self.calls,
             "limiter": self.limiter,
-            "measured_s": self.measured_s,
-            "predicted_s": self.predicted_s,
-            "low_s": self.low_s,
-            "high_s": self.high_s,
-            "factor": self.factor,
-            "baseline_s": self.baseline_s,
+            **_times(self),
             "baseline_projected": self.projected,
             "basis": self.basis,
         }
@@ -470,12 +302,7 @@ class Total:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "measured_s": self.measured_s,
-            "predicted_s": self.predicted_s,
-            "low_s": self.low_s,
-            "high_s": self.high_s,
-            "factor": self.factor,
-            "baseline_s": self.baseline_s,
+            **_times(self),
             "ops_s": self.ops_s,
             "uncounted_s": self.uncounted_s,
             "gap_s": self.gap_s,
@@ -585,21 +412,6 @@ def predict(
     return Prediction(name, source, pair, tuple(groups), total, ops, tuple(notes))
 
 
-def check_targets(targets: Sequence[str], spec_files: Sequence[Path] = ()) -> list[str]:
-    """The targets' sheet names (each once); UnknownDeviceError for one without a sheet (checked before a run)."""
-    from roofline.specs.loader import load_registry
-
-    registry = load_registry(list(spec_files))
-    names = []
-    for name in targets:
-        if name.strip().lower() == "cpu":
-            raise UnknownDeviceError("--device cpu: a CPU has no spec sheet to predict on (name a GPU)")
-        names.append(registry.get(name).name)
-    if not names:
-        raise UsageError("--device: name at least one target GPU (`roofline specs list` shows them)")
-    return list(dict.fromkeys(names))
-
-
 def predict_report(
     report: Any,
     targets: Sequence[str],
@@ -610,12 +422,13 @@ def predict_report(
     spec_files: Sequence[Path] = (),
     per_call: bool = False,
 ) -> list[Prediction]:
-    """``report``'s times on each of ``targets``: :func:`resolve` the ceilings, then :func:`predict` per target."""
-    from roofline import roofs as roofs_module
-
-    pairs = resolve(report, targets, roofs=roofs, calibrations=calibrations, spec_files=spec_files)
-    names = [report.devices[0].name, *(pair.there.name for pair in pairs)]
-    known = roofs_module.known_devices(names, spec_files=spec_files)
+    """``report``'s times on each of ``targets``: the two GPUs' ceilings on one basis
+    (:func:`roofline.roofs.target_pairs`), then :func:`predict` per target."""
+    check_report(report)
+    info = report.devices[0]
+    pairs = target_pairs(info, targets, roofs=roofs, calibrations=calibrations, spec_files=spec_files)
+    names = [info.name, *(pair.there.name for pair in pairs)]
+    known = known_devices(names, spec_files=spec_files)
     return [predict(report, pair, known, name=name, per_call=per_call) for pair in pairs]
 
 
@@ -625,23 +438,18 @@ def predictions_json(predictions: Sequence[Prediction]) -> dict[str, Any]:
 
 
 __all__ = [
-    "BASES",
     "SCHEMA",
     "VERSION",
-    "Ceilings",
     "GroupPrediction",
     "OpInput",
     "OpPrediction",
-    "Pair",
     "Prediction",
     "Total",
     "check_report",
-    "check_targets",
     "derive_class",
     "peak",
     "predict",
     "predict_report",
     "predictions_json",
-    "resolve",
     "scale_op",
 ]
