@@ -273,7 +273,7 @@ def test_verify_end_to_end_on_the_gelu_chain(cli, tmp_path, monkeypatch):
     if why:
         pytest.skip(why)
     monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
-    monkeypatch.setattr(verify_module, "_time_loop", Times(2e-3, 1e-3))  # the timing does not depend on the host
+    monkeypatch.setattr(verify_module, "time_loop", Times(2e-3, 1e-3))  # the timing does not depend on the host
     monkeypatch.setenv("ROOFLINE_MODEL_SIZE", "small")
     out = tmp_path / "report.json"
     args = ("--device", "cpu", "--warmup", "1", "--iters", "1", "--verify", "-o", str(out))

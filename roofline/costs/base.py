@@ -172,8 +172,8 @@ def register(kind: str, params: type[Params], summary: str) -> Callable[[Formula
 
 
 def get_model(kind: str) -> CostModel:
-    import roofline.costs  # noqa: F401  (registers the built-in formulas)
-
+    """The cost model of workload ``kind``. The registry is full here: roofline/costs/__init__.py imports every
+    formula module (each registers its kinds), and Python runs a package's __init__ before any of its modules."""
     if kind not in REGISTRY:
         raise UsageError(f"unknown workload kind {kind!r}: use one of {', '.join(sorted(REGISTRY))}")
     return REGISTRY[kind]

@@ -24,11 +24,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from roofline import __version__
 from roofline.costs.collectives import CommRoof, bus_factor, fit_roof
 from roofline.errors import CalibrationError
 from roofline.fileio import atomic_write_text
 from roofline.measure.calibration import cache_dir
+from roofline.version import __version__
 from roofline.yamlio import dumps_json
 
 SCHEMA = "roofline.collectives"
