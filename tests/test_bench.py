@@ -11,7 +11,7 @@ from roofline.bench.items import BenchItem, decode_gemm_items, expand_items, exp
 from roofline.bench.run import Harness, Skipped, run_bench
 from roofline.device import Device
 from roofline.errors import WorkloadError, is_out_of_memory
-from roofline.measure.stats import StoppingRule
+from roofline.measure.stopping import StoppingRule
 
 # ------------------------------------------------------------------------------------------------ fakes
 

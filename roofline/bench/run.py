@@ -33,7 +33,7 @@ from roofline.costs.base import get_model
 from roofline.device import Device
 from roofline.errors import RooflineError, WorkloadError, is_out_of_memory
 from roofline.measure.engine import Backend, ClockMonitor, Measurement, measure
-from roofline.measure.stats import StoppingRule
+from roofline.measure.stopping import StoppingRule
 from roofline.report.rows import BenchRow, Row
 from roofline.samples import median as median_of
 

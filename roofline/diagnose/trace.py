@@ -24,7 +24,6 @@ import ast
 import gzip
 import json
 import re
-import statistics
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,6 +35,7 @@ from roofline.diagnose.join import SAME_CALL
 from roofline.errors import WorkloadError
 from roofline.report.outputs import TRACE_SCHEMA
 from roofline.report.records import OpRecord
+from roofline.samples import median
 
 STEP_MARKER = re.compile(r"^ProfilerStep#(\d+)$")
 ITERATION_MARKER = "roofline::iteration"  # roofline.diagnose.profile.MARKER (a live run's exported trace)
@@ -262,7 +262,7 @@ def load_trace(trace: Mapping[str, Any], shown: str = "--trace") -> TraceRun:
         if len(spans) > 1:
             lengths = [s[3] for s in spans]
             notes.append(
-                f"the trace holds {len(spans)} steps ({kind} markers, {statistics.median(lengths):.0f} us median): "
+                f"the trace holds {len(spans)} steps ({kind} markers, {median(lengths):.0f} us median): "
                 f"{name}, the median step by duration, is diagnosed"
             )
     else:
