@@ -1,28 +1,26 @@
-"""roofline: roofline analysis and GPU performance diagnosis."""
+"""roofline: roofline analysis and GPU performance diagnosis.
 
-__version__ = "0.1.0"
+The package itself is the notebook facade (the top layer, docs/architecture.md): its names are roofline.api's,
+imported on first use so that `import roofline` (and the CLI's start-up) stays light. No module of the package
+imports it; they read the version from roofline.version.
+"""
 
-# Notebook API, imported on first use so that `import roofline` (and the CLI's start-up) stays light.
-_LAZY = {
-    "load_report": "roofline.api",
-    "points_frame": "roofline.api",
-    "roofline_figure": "roofline.api",
-    "chart_spec": "roofline.api",
-    "profile": "roofline.api",
-    "Diagnosis": "roofline.api",
-    "ProfiledRun": "roofline.api",
-    "diagnose": "roofline.diagnose",  # the package, callable: roofline.diagnose(model, inputs) (roofline.api.diagnose)
-}
+from roofline.version import __version__ as __version__
+
+# Notebook API, imported on first use (PEP 562).
+_API = ("load_report", "points_frame", "roofline_figure", "chart_spec", "profile", "Diagnosis", "ProfiledRun")
+_LAZY = (*_API, "diagnose")  # diagnose: the package, callable: roofline.diagnose(model, inputs) (roofline.api.diagnose)
 
 
-def __getattr__(name: str):  # PEP 562
-    module = _LAZY.get(name)
-    if module is None:
+def __getattr__(name: str) -> object:  # PEP 562
+    if name == "diagnose":
+        import roofline.diagnose as value
+    elif name in _API:
+        import roofline.api as api
+
+        value = getattr(api, name)
+    else:
         raise AttributeError(f"module 'roofline' has no attribute {name!r}")
-    import importlib
-
-    imported = importlib.import_module(module)
-    value = imported if module == f"roofline.{name}" else getattr(imported, name)
     globals()[name] = value
     return value
 

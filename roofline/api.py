@@ -131,7 +131,7 @@ def roofline_figure(
 
     ``devices``: other devices to re-draw the points on, one panel each. In Jupyter the Figure shows when it is
     the cell's value; ``fig.savefig("chart.png")`` writes it."""
-    from roofline.render.chart import figure
+    from roofline.render.figure import figure
 
     spec = chart_spec(
         reports,

@@ -1,5 +1,7 @@
 """Hand-built devices and op records shared by the diagnose tests (no torch)."""
 
+import dataclasses
+
 from roofline.device import Device
 from roofline.report.records import OpRecord
 
@@ -18,15 +20,20 @@ GPU = Device(
     compute_units=100,
 )
 
+# The one fake CPU of the test suite (roofs as a calibration would measure them; fp64 has roofs so that fp64
+# workloads place). The hand-built records' rules are worked out with its 3 us launch floor.
 CPU = Device(
     name="cpu",
     display_name="Test CPU",
     vendor="other",
-    compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11},
+    compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11, ("fp64", "vector"): 5e10, ("fp64", "tensor"): 5e10},
     bandwidth={"dram": 2e10},
     launch_floor_s=3e-6,
     roof_source="measured",
 )
+# The same CPU with a slow-ish dispatch (5 us), for the tests that run a real model on this machine: a "short op"
+# finding then holds on slower CI machines too.
+CPU_SLOW_LAUNCH = dataclasses.replace(CPU, launch_floor_s=5e-6)
 
 
 def rec(index, op, shapes, out, flops, nbytes, *, dtype="bf16", math="tensor", module="", module_type="", **kw):

@@ -6,12 +6,13 @@ from __future__ import annotations
 import contextlib
 
 import pytest
+from diagnose_devices import CPU as FAKE_CPU
 
 from roofline.bench.items import BenchItem, decode_gemm_items, expand_items, expand_suite
 from roofline.bench.run import Harness, Skipped, run_bench
 from roofline.device import Device
 from roofline.errors import WorkloadError, is_out_of_memory
-from roofline.measure.stats import StoppingRule
+from roofline.measure.stopping import StoppingRule
 
 # ------------------------------------------------------------------------------------------------ fakes
 
@@ -22,21 +23,6 @@ FAKE_GPU = Device(
     compute={("fp16", "tensor"): 100e12, ("bf16", "tensor"): 100e12, ("fp32", "vector"): 10e12},
     bandwidth={"dram": 1e12},
     launch_floor_s=5e-6,
-)
-
-FAKE_CPU = Device(
-    name="cpu",
-    display_name="Test CPU",
-    vendor="other",
-    compute={
-        ("fp32", "vector"): 1e11,
-        ("fp32", "tensor"): 1e11,
-        ("fp64", "vector"): 5e10,
-        ("fp64", "tensor"): 5e10,
-    },
-    bandwidth={"dram": 2e10},
-    launch_floor_s=3e-6,
-    roof_source="measured",
 )
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from roofline.device import Device
 from roofline.errors import UsageError
-from roofline.render.chart import Box, figure, figure_bytes, place_label
+from roofline.render.figure import Box, figure, figure_bytes, place_label
 from roofline.report.chart import KnownDevice, NamedReport, build_chart
 from roofline.report.schema import DeviceInfo, Report
 

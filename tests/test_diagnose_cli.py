@@ -12,24 +12,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from diagnose_devices import CPU_SLOW_LAUNCH as FAKE_CPU
 
-from roofline.device import Device
 from roofline.diagnose.pipeline import Stages, diagnose
 from roofline.report.records import OpRecord, OpTiming, Timing
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "workloads" / "models"
-
-# NB: the launch floor is a slow-ish dispatch (5 us) so that "short op" holds on slower CI machines too.
-FAKE_CPU = Device(
-    name="cpu",
-    display_name="Test CPU",
-    vendor="other",
-    compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11, ("fp64", "vector"): 5e10, ("fp64", "tensor"): 5e10},
-    bandwidth={"dram": 2e10},
-    launch_floor_s=5e-6,
-    roof_source="measured",
-)
 
 FAST = ("--device", "cpu", "--warmup", "1", "--iters", "2")
 

@@ -21,13 +21,12 @@ MODEL = ROOT / "workloads" / "models" / "gelu_chain_unfused.py"
 # the CLI run as the process's entry point (main() with no argv), CPU roofs faked (no calibration run)
 ENTRY = textwrap.dedent(
     """
-    import atexit, gc, sys
+    import atexit, gc, os, sys
     import roofline.roofs
-    from roofline.device import Device
 
-    CPU = Device(name="cpu", display_name="Test CPU", vendor="other",
-                 compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11}, bandwidth={"dram": 2e10},
-                 launch_floor_s=5e-6, roof_source="measured")
+    sys.path.insert(0, os.path.join(os.getcwd(), "tests"))  # the repository's root: run_entry's cwd
+    from diagnose_devices import CPU_SLOW_LAUNCH as CPU
+
     roofline.roofs.cpu_roofs = lambda torch_: (CPU, ["test roofs"])
     atexit.register(lambda: print(f"ATEXIT frozen={gc.get_freeze_count()}", file=sys.stderr))
     sys.argv = ["roofline", *sys.argv[1:]]

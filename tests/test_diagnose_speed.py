@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from diagnose_devices import CPU_SLOW_LAUNCH as CPU
 
-from roofline.device import Device
 from roofline.diagnose.pipeline import DEFAULT_ITERS, DEFAULT_WARMUP, Stages, diagnose
 from roofline.diagnose.profile import Budget, auto_iters, events_from_kineto, time_model
 from roofline.render.diagnose import stage_lines, stages_line
@@ -20,15 +20,6 @@ from roofline.report.records import FLOOR_STAGES, OpRecord, OpTiming, Timing, fl
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "workloads" / "models" / "gelu_chain_unfused.py"
 
-CPU = Device(
-    name="cpu",
-    display_name="Test CPU",
-    vendor="other",
-    compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11},
-    bandwidth={"dram": 2e10},
-    launch_floor_s=5e-6,
-    roof_source="measured",
-)
 TIMING_PARTS = {"warmup": 0.25, "timed": 0.5, "profiled": 1.0, "events": 0.75}
 
 

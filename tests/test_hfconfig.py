@@ -9,8 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from roofline.costs.hfconfig import load_hf_config
-from roofline.costs.llm import DecodeParams, PrefillParams, decode, experts_touched, load_config, parameter_count
+from roofline.costs.llm import (
+    DecodeParams,
+    PrefillParams,
+    decode,
+    experts_touched,
+    load_config,
+    load_hf_config,
+    parameter_count,
+)
 from roofline.errors import WorkloadError
 
 CONFIGS = Path(__file__).parent / "hf_configs"

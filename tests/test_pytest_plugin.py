@@ -6,20 +6,27 @@ saved with --roofline-save-baselines, then gated."""
 from __future__ import annotations
 
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch")
 pytest_plugins = ["pytester"]
 
-CONFTEST = """
+CONFTEST = (
+    """
+import dataclasses
+import sys
+
 import pytest
-from roofline.device import Device
 from roofline.report.records import OpTiming, Timing
 
-CPU = Device(name="cpu", display_name="Test CPU", vendor="other",
-             compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11}, bandwidth={"dram": 2e10},
-             launch_floor_s=0.0, roof_source="measured")
+sys.path.insert(0, TESTS)
+from diagnose_devices import CPU as SHARED_CPU
+
+CPU = dataclasses.replace(SHARED_CPU, launch_floor_s=0.0)  # no floor: every op's efficiency is exactly 50%
+""".replace("TESTS", repr(str(Path(__file__).resolve().parent)))
+    + """
 
 
 def modelled(model, inputs, kwargs, records, *, device, mode, warmup, iters, **_):
@@ -36,6 +43,7 @@ def modelled_cpu(monkeypatch):
     monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (CPU, ["test roofs"]))
     monkeypatch.setattr("roofline.diagnose.profile.time_model", modelled)
 """
+)
 
 TESTS = """
 import torch

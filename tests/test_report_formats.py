@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from diagnose_devices import CPU as TEST_CPU
 
-from roofline.render.chart import figure, figure_bytes
+from roofline.render.figure import figure, figure_bytes
 from roofline.render.report_html import HtmlReportRenderer, inline_svg
 from roofline.render.report_markdown import MarkdownReportRenderer
 from roofline.report.chart import NamedReport, build_chart

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from roofline.measure.backends import CpuClock, CudaEvents, NvmlClock, decode_reasons, l2_flush
 from roofline.measure.engine import measure
-from roofline.measure.stats import StoppingRule
+from roofline.measure.stopping import StoppingRule
 from roofline.samples import median, quantile, relative_spread
 
 

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+from diagnose_devices import CPU_SLOW_LAUNCH as CPU
 
-from roofline.device import Device
 from roofline.diagnose.pipeline import Stages, diagnose, diagnose_trace
 from roofline.diagnose.trace import TRACE_SCHEMA, annotate, load_trace, read_trace, split_steps
 from roofline.errors import WorkloadError
@@ -22,15 +22,6 @@ DATA = ROOT / "tests" / "data"
 TRACE = DATA / "mlp_train_cpu.json.gz"  # tests/data/record_trace.py
 MLP = ROOT / "workloads" / "models" / "mlp_compute_bound.py"
 
-CPU = Device(
-    name="cpu",
-    display_name="Test CPU",
-    vendor="other",
-    compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11},
-    bandwidth={"dram": 2e10},
-    launch_floor_s=5e-6,
-    roof_source="measured",
-)
 STAGES = Stages(roofs=lambda device, **_: (CPU, []), trace_roofs=lambda *_, **__: (CPU, []))
 
 

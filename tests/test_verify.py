@@ -14,7 +14,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from roofline.device import Device  # noqa: E402
+from diagnose_devices import CPU_SLOW_LAUNCH as FAKE_CPU  # noqa: E402
+
 from roofline.diagnose import verify as verify_module  # noqa: E402
 from roofline.diagnose.verify import (  # noqa: E402
     COMPILER_MISSING,
@@ -257,23 +258,12 @@ def _compile_works() -> str:
     return ""
 
 
-FAKE_CPU = Device(
-    name="cpu",
-    display_name="Test CPU",
-    vendor="other",
-    compute={("fp32", "vector"): 1e11, ("fp32", "tensor"): 1e11},
-    bandwidth={"dram": 2e10},
-    launch_floor_s=5e-6,
-    roof_source="measured",
-)
-
-
 def test_verify_end_to_end_on_the_gelu_chain(cli, tmp_path, monkeypatch):
     why = _compile_works()
     if why:
         pytest.skip(why)
     monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
-    monkeypatch.setattr(verify_module, "_time_loop", Times(2e-3, 1e-3))  # the timing does not depend on the host
+    monkeypatch.setattr(verify_module, "time_loop", Times(2e-3, 1e-3))  # the timing does not depend on the host
     monkeypatch.setenv("ROOFLINE_MODEL_SIZE", "small")
     out = tmp_path / "report.json"
     args = ("--device", "cpu", "--warmup", "1", "--iters", "1", "--verify", "-o", str(out))

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.costs.base import get_model
+from roofline.costs.models import get_model
 from roofline.costs.params import BENCH_KINDS, bench_value
 from roofline.costs.suite import expand
 from roofline.errors import UsageError, WorkloadError

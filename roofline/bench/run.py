@@ -29,11 +29,11 @@ from typing import Any, Protocol
 from roofline import ironlaw
 from roofline.analysis import analyze_one
 from roofline.bench.items import BenchItem
-from roofline.costs.base import get_model
+from roofline.costs.models import get_model
 from roofline.device import Device
 from roofline.errors import RooflineError, WorkloadError, is_out_of_memory
 from roofline.measure.engine import Backend, ClockMonitor, Measurement, measure
-from roofline.measure.stats import StoppingRule
+from roofline.measure.stopping import StoppingRule
 from roofline.report.rows import BenchRow, Row
 from roofline.samples import median as median_of
 
@@ -242,14 +242,14 @@ def bench_report(command: str, target: Any, result: Any, suite: dict[str, str] |
     """The versioned report of a bench run: its rows, the target's facts, the suite's name and file (``suite``:
     null for a single command; baselines read it), the machine, what was skipped. One home for `roofline bench`
     and `roofline gate SUITE`."""
-    from roofline.report.machine import describe
     from roofline.report.schema import new_report
+    from roofline.specs.detect import describe_machine
 
     info = {**target.info, "roof_source": target.device.roof_source, "notes": target.notes, "suite": suite}
     return new_report(command, "bench", [target.device], result.rows).model_copy(
         update={
             "bench": info,
-            "machine": describe(f"{target.kind}:{target.info.get('index', 0)}", target.device.name),
+            "machine": describe_machine(f"{target.kind}:{target.info.get('index', 0)}", target.device.name),
             "skipped": [s.to_dict() for s in result.skipped],
             "interrupted": result.interrupted,
             "total": result.total,

@@ -16,7 +16,7 @@ from roofline import roofs
 from roofline.bench.run import Build, Harness, Runnable
 from roofline.device import Device
 from roofline.errors import UsageError
-from roofline.measure.stats import StoppingRule
+from roofline.measure.stopping import StoppingRule
 
 #: CUDA: seconds of idle before each row. NB: a large GEMM can push an H100 onto its power cap within a second;
 #: without a pause the next rows inherit the lowered clocks and the same suite drifts by up to 10% between

@@ -9,7 +9,6 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from roofline import __version__
 from roofline.cli import analyze, bench, diagnose, plot, process, report, specs, verbosity
 from roofline.cli import baseline as baseline_cli
 from roofline.cli import calibrate as calibrate_cli
@@ -17,6 +16,7 @@ from roofline.cli import completion as completion_cli
 from roofline.cli import counters as counters_cli
 from roofline.cli import gate as gate_cli
 from roofline.cli import predict as predict_cli
+from roofline.version import __version__
 
 
 class _Interrupted(Exception):

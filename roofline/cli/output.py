@@ -163,7 +163,7 @@ def print_notes(notes: Any) -> None:
 
 def chart_content(spec: Any, fmt: str, size: tuple[int, int] = (1600, 1000)) -> str | bytes:
     """The drawn chart: SVG as text, PNG and PDF as bytes."""
-    from roofline.render.chart import figure, figure_bytes
+    from roofline.render.figure import figure, figure_bytes
 
     data = figure_bytes(figure(spec, size_px=size), fmt)
     return data.decode("utf-8") if fmt == "svg" else data

@@ -12,7 +12,7 @@ __all__ = ["REGISTRY", "Cost", "CostModel", "Kernel", "Params", "cost", "get_mod
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'roofline.costs' has no attribute {name!r}")
-    from roofline.costs import base
+    from roofline.costs import base, models
 
-    base.register_builtins()
+    del models  # NB: imported for its registrations
     return getattr(base, name)

@@ -171,13 +171,9 @@ def register(kind: str, params: type[Params], summary: str) -> Callable[[Formula
     return decorate
 
 
-def register_builtins() -> None:
-    """Register the built-in formulas (importing their modules registers them; once)."""
-    from roofline.costs import attention, conv, elementwise, gemm, llm, norms  # noqa: F401
-
-
 def get_model(kind: str) -> CostModel:
-    register_builtins()
+    """The cost model of workload ``kind`` among those registered: import roofline.costs.models (which imports every
+    formula module, each registering its kinds) to look up a built-in kind."""
     if kind not in REGISTRY:
         raise UsageError(f"unknown workload kind {kind!r}: use one of {', '.join(sorted(REGISTRY))}")
     return REGISTRY[kind]

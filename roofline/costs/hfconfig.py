@@ -1,4 +1,5 @@
-"""A Hugging Face ``config.json`` -> the LLM cost model's ModelConfig (`roofline analyze decode|prefill --config`).
+"""A Hugging Face ``config.json`` -> the fields of the LLM cost model's ModelConfig (`roofline analyze
+decode|prefill --config`; roofline.costs.llm.load_hf_config validates them).
 
 Read, by the names the common architectures use (the first one present wins):
   layers          num_hidden_layers, n_layer, num_layers, n_layers
@@ -157,14 +158,11 @@ def hf_model_config(data: dict[str, Any], path: Path) -> dict[str, Any]:
     return fields
 
 
-def load_hf_config(path: str | Path) -> Any:
-    """The ModelConfig of the Hugging Face ``config.json`` at ``path`` (roofline.costs.llm.ModelConfig)."""
-    from roofline.costs.llm import ModelConfig
-    from roofline.yamlio import validate
-
+def hf_config_fields(path: str | Path) -> dict[str, Any]:
+    """The ModelConfig fields of the Hugging Face ``config.json`` at ``path``, unvalidated (read and validated into
+    a ModelConfig by roofline.costs.llm.load_hf_config)."""
     file = Path(path).expanduser()
-    fields = hf_model_config(_read(file), file)
-    return validate(ModelConfig, fields, str(file), WorkloadError, doc="docs/cost-models.md")
+    return hf_model_config(_read(file), file)
 
 
-__all__ = ["GATED", "GPT2_LIKE", "KEYS", "hf_model_config", "load_hf_config"]
+__all__ = ["GATED", "GPT2_LIKE", "KEYS", "hf_config_fields", "hf_model_config"]

@@ -84,12 +84,18 @@ def available_models() -> list[str]:
     return sorted(path.stem for path in models_dir().glob("*.yaml"))
 
 
+def load_hf_config(path: str | Path) -> ModelConfig:
+    """The ModelConfig of the Hugging Face ``config.json`` at ``path`` (its fields read by roofline.costs.hfconfig)."""
+    from roofline.costs.hfconfig import hf_config_fields
+
+    fields = hf_config_fields(path)
+    return validate(ModelConfig, fields, str(Path(path).expanduser()), WorkloadError, doc="docs/cost-models.md")
+
+
 def load_config(model: str) -> ModelConfig:
     """The config of a shipped model ``model`` (e.g. 'llama-3-8b'), of the YAML file at path ``model``, or of a
     Hugging Face ``config.json`` (a path ending in .json: roofline.costs.hfconfig)."""
     if model.endswith(".json"):
-        from roofline.costs.hfconfig import load_hf_config
-
         return load_hf_config(model)
     if model.endswith((".yaml", ".yml")) or "/" in model or "\\" in model:
         path = Path(model).expanduser()

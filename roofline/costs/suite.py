@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from roofline.costs.base import get_model
+from roofline.costs.models import get_model
 from roofline.errors import UsageError, WorkloadError
 from roofline.resources import data_dir
 from roofline.yamlio import load_yaml, validate

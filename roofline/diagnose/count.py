@@ -71,7 +71,7 @@ _SKIPPED = frozenset(
 )
 
 
-def _tensors(value: Any) -> list[Any]:
+def tensors_in(value: Any) -> list[Any]:
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -79,7 +79,7 @@ def _tensors(value: Any) -> list[Any]:
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _tensors(item)]
+        return [t for item in value for t in tensors_in(item)]
     return []
 
 
@@ -122,7 +122,7 @@ class _ModuleTracker:
     def _pre(self, name: str) -> Any:
         def hook(module: Any, args: Any, kwargs: Any) -> None:
             boundary: set[int] = set()
-            for t in _tensors((args, kwargs)):
+            for t in tensors_in((args, kwargs)):
                 node = t.grad_fn
                 if node is not None:
                     boundary.add(id(node))
@@ -149,7 +149,7 @@ class _ModuleTracker:
         """Tag the autograd nodes created inside this module call: reachable from its outputs without crossing its
         inputs' nodes. A node a submodule already tagged keeps its tag (inner modules return first), but the walk
         goes on through it: the ops between two submodules (a GELU call between two Linears) belong to this one."""
-        todo = [t.grad_fn for t in _tensors(output) if t.grad_fn is not None]
+        todo = [t.grad_fn for t in tensors_in(output) if t.grad_fn is not None]
         seen: set[int] = set()
         while todo:
             node = todo.pop()
@@ -233,10 +233,10 @@ class _Recorder:
         except Exception as exc:  # NB: never stop the user's model over a cost formula
             cost = OpCost(None, None, "", "vector", f"{NO_FORMULA}: {type(exc).__name__}: {exc}")
         try:
-            inputs = _tensor_inputs(func, args, kwargs)
-            input_shapes = tuple(_shape(t) for t in inputs)
+            inputs = tensor_inputs(func, args, kwargs)
+            input_shapes = tuple(tensor_shape(t) for t in inputs)
             input_dtypes = tuple(dtype_name(t.dtype) for t in inputs)
-            output_shapes = tuple(_shape(t) for t in _tensors(out))
+            output_shapes = tuple(tensor_shape(t) for t in tensors_in(out))
             non_contiguous = any(is_strided(t, cost.math) for t in inputs)
         except Exception as exc:  # NB: an unusual tensor (symbolic shapes): recorded, uncounted, never fatal
             inputs = []
@@ -290,12 +290,12 @@ class _Recorder:
         for t, key in zip(inputs, keys, strict=True):
             producers.append(self.producers.get(key) if key is not None else None)
             params.append(key is not None and key in self.params)
-            layouts.append(_layout(t))
+            layouts.append(tensor_layout(t))
         return tuple(producers), tuple(params), tuple(layouts)
 
     def produced(self, index: int, schema: Any, out: Any) -> None:
         """Map the storages of the op's outputs to it: fresh and in-place outputs; views keep their producer."""
-        outputs = _tensors(out)
+        outputs = tensors_in(out)
         returns = list(getattr(schema, "returns", None) or [])
         if len(returns) == 1 and len(outputs) > 1:  # Tensor(a)[]: one return for the whole list
             returns = returns * len(outputs)
@@ -320,7 +320,7 @@ def _storage_key(t: Any) -> tuple[str, int] | None:
     return (str(t.device), ptr) if ptr else None
 
 
-def _layout(t: Any) -> str:
+def tensor_layout(t: Any) -> str:
     import torch
 
     try:
@@ -342,20 +342,20 @@ def _param_keys(model: Any) -> set[tuple[str, int]]:
     return {k for k in keys if k is not None}
 
 
-def _shape(t: Any) -> tuple[int, ...]:
+def tensor_shape(t: Any) -> tuple[int, ...]:
     return tuple(map(int, t.shape))
 
 
-def _tensor_inputs(func: Any, args: Any, kwargs: dict[str, Any]) -> list[Any]:
+def tensor_inputs(func: Any, args: Any, kwargs: dict[str, Any]) -> list[Any]:
     """Tensor arguments in schema order (positional, then keyword), lists flattened."""
-    tensors = _tensors(list(args))
+    tensors = tensors_in(list(args))
     schema = getattr(func, "_schema", None)
     if schema is not None:
         for arg in schema.arguments:
             if arg.name in kwargs:
-                tensors += _tensors(kwargs[arg.name])
+                tensors += tensors_in(kwargs[arg.name])
     else:
-        tensors += _tensors(kwargs)
+        tensors += tensors_in(kwargs)
     return tensors
 
 

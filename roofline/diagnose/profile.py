@@ -33,7 +33,7 @@ NON_TENSOR_DTYPES = frozenset({"", "Scalar", "ScalarList", "TensorList", "Generi
 # ------------------------------------------------------------------------------------------------ torch
 
 
-def _tensor_shapes(shapes: Any, dtypes: Any) -> list[list[int]]:
+def tensor_shapes(shapes: Any, dtypes: Any) -> list[list[int]]:
     """Shapes of the tensor arguments among the profiler's per-argument shapes (scalars, None and strings
     dropped by their dtype string; TensorLists flattened)."""
     out: list[list[int]] = []
@@ -231,7 +231,7 @@ def events_from_profiler(
                 "id": int(e.id),
                 "name": e.name,
                 "thread": int(e.thread),
-                "input_shapes": _tensor_shapes(shapes, getattr(e, "input_dtypes", None)),
+                "input_shapes": tensor_shapes(shapes, getattr(e, "input_dtypes", None)),
             }
         out.append(event)
     return out
@@ -328,7 +328,7 @@ def events_from_kineto(
                     "id": op_id,
                     "name": name,
                     "thread": thread,
-                    "input_shapes": _tensor_shapes(shapes or k.shapes(), k.dtypes()),
+                    "input_shapes": tensor_shapes(shapes or k.shapes(), k.dtypes()),
                 }
             )
             continue
@@ -378,7 +378,7 @@ def events_from_kineto(
                 "id": op_id,
                 "name": name,
                 "thread": thread,
-                "input_shapes": _tensor_shapes(shapes or k.shapes(), k.dtypes()),
+                "input_shapes": tensor_shapes(shapes or k.shapes(), k.dtypes()),
             }
         out.append(event)
     for event, op_id in launches:  # as torch does: a launch call on its launching op's thread
@@ -638,7 +638,7 @@ def time_model(
 
         before = dynamo.snapshot()
         if not cuda:
-            kernel_profile = _cpu_kernel_profile()
+            kernel_profile = cpu_kernel_profile()
     try:
         with kernel_profile:
             runs = _timed_runs(
@@ -714,7 +714,7 @@ def time_model(
         import torch
 
         timing.threads = int(torch.get_num_threads())
-        timing.cores = _cores()
+        timing.cores = cpu_cores()
     if cuda and timing.gpu_busy_s > 0:
         # The profiler's per-op overhead delays launches and so stretches the gaps between kernels: the idle time
         # is at most what the uninstrumented iteration leaves beside the kernels.
@@ -792,7 +792,7 @@ def _timed_runs(
     if iters is None:
         iters = auto_iters(estimate if estimate > 0 else budget.upper_s, ops, budget)
     begin = clock()
-    plain_s = _time_loop(step, iters, device)
+    plain_s = time_loop(step, iters, device)
     timed_s = clock() - begin
     begin = clock()
     if profile is None and keep_trace:
@@ -816,11 +816,11 @@ def _timed_call(step: Callable[[], object], device: str, clock: Callable[[], flo
     """Seconds one call of ``step`` takes, synchronised (host clock)."""
     begin = clock()
     step()
-    _synchronize(device)
+    synchronize(device)
     return clock() - begin
 
 
-def _cpu_kernel_profile() -> contextlib.AbstractContextManager[object]:
+def cpu_kernel_profile() -> contextlib.AbstractContextManager[object]:
     """inductor's generated CPU kernels profiled by name (cpp.enable_kernel_profile) while a compiled model is
     compiled and timed on the CPU, so that join can attribute their time; a no-op where the option is missing."""
     try:
@@ -833,14 +833,14 @@ def _cpu_kernel_profile() -> contextlib.AbstractContextManager[object]:
     return inductor_config.patch({"cpp.enable_kernel_profile": True})
 
 
-def _synchronize(device: str) -> None:
+def synchronize(device: str) -> None:
     if device.startswith("cuda"):
         import torch
 
         torch.cuda.synchronize(torch.device(device))
 
 
-def _time_loop(step: Callable[[], object], iters: int, device: str) -> float:
+def time_loop(step: Callable[[], object], iters: int, device: str) -> float:
     """Seconds that ``iters`` back-to-back calls of ``step`` take, uninstrumented (CUDA events around the loop on
     a GPU, the host clock on the CPU)."""
     if not device.startswith("cuda"):
@@ -877,7 +877,7 @@ __all__ = [
 ]
 
 
-def _cores() -> int:
+def cpu_cores() -> int:
     """The CPUs this process may run on (its affinity where the OS tells it), else os.cpu_count()."""
     import os
 

@@ -335,9 +335,9 @@ def diagnose_region(
     if device == "cpu":
         import torch
 
-        from roofline.diagnose.profile import _cores
+        from roofline.diagnose.profile import cpu_cores
 
-        timing.threads, timing.cores = int(torch.get_num_threads()), _cores()
+        timing.threads, timing.cores = int(torch.get_num_threads()), cpu_cores()
     placed, findings = conclude(records, timing, dev)
     notes += [n for n in [*timing.notes, *placed.notes] if n not in notes]
     mode = "training" if any(r.phase == "backward" for r in records) else "inference"

@@ -24,7 +24,6 @@ import ast
 import gzip
 import json
 import re
-import statistics
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,6 +35,7 @@ from roofline.diagnose.join import SAME_CALL
 from roofline.errors import WorkloadError
 from roofline.report.outputs import TRACE_SCHEMA
 from roofline.report.records import OpRecord
+from roofline.samples import median
 
 STEP_MARKER = re.compile(r"^ProfilerStep#(\d+)$")
 ITERATION_MARKER = "roofline::iteration"  # roofline.diagnose.profile.MARKER (a live run's exported trace)
@@ -262,7 +262,7 @@ def load_trace(trace: Mapping[str, Any], shown: str = "--trace") -> TraceRun:
         if len(spans) > 1:
             lengths = [s[3] for s in spans]
             notes.append(
-                f"the trace holds {len(spans)} steps ({kind} markers, {statistics.median(lengths):.0f} us median): "
+                f"the trace holds {len(spans)} steps ({kind} markers, {median(lengths):.0f} us median): "
                 f"{name}, the median step by duration, is diagnosed"
             )
     else:
@@ -277,7 +277,7 @@ def load_trace(trace: Mapping[str, Any], shown: str = "--trace") -> TraceRun:
     dicts: list[dict[str, Any]] = [{"kind": "iteration", "start_us": start, "end_us": start + wall_us}]
     raw_args: dict[int, dict[str, Any]] = {}
     synthetic = -1
-    from roofline.diagnose.profile import _tensor_shapes
+    from roofline.diagnose.profile import tensor_shapes
 
     for e in step_ops:
         op_id = _args(e).get("External id")
@@ -295,7 +295,7 @@ def load_trace(trace: Mapping[str, Any], shown: str = "--trace") -> TraceRun:
                 "end_us": end,
                 "thread": threads[(e.get("pid"), e.get("tid"))],
                 "iteration": 0,
-                "input_shapes": _tensor_shapes(args.get("Input Dims"), args.get("Input type")),
+                "input_shapes": tensor_shapes(args.get("Input Dims"), args.get("Input type")),
             }
         )
     for k in step_kernels:
@@ -583,7 +583,7 @@ def rebuild(
 ) -> OpRecord:
     """The OpRecord of one recorded op call: its cost from the registry (the call rebuilt on meta tensors), or
     uncounted (flops and bytes None) with the reason in its note."""
-    from roofline.diagnose.profile import _tensor_shapes
+    from roofline.diagnose.profile import tensor_shapes
 
     key = json.dumps([name, args.get("Input Dims"), args.get("Input type"), args.get("Input Strides"),
                       args.get("Concrete Inputs")], default=str)  # fmt: skip
@@ -592,7 +592,7 @@ def rebuild(
     fields = _rebuilt_fields(name, args)
     if "input_shapes" not in fields:
         types = args.get("Input type") if isinstance(args.get("Input type"), list) else []
-        fields["input_shapes"] = tuple(tuple(s) for s in _tensor_shapes(args.get("Input Dims"), types))
+        fields["input_shapes"] = tuple(tuple(s) for s in tensor_shapes(args.get("Input Dims"), types))
         fields["input_dtypes"] = tuple(_dtype_name(str(k)) for k in types if str(k) not in _NON_TENSOR | {"TensorList"})
     if cache is not None:
         cache[key] = fields
@@ -608,7 +608,7 @@ def _dtype_name(kind: str) -> str:
 
 def _rebuilt_fields(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
     from roofline.costs.aten import dtype_name, is_strided, op_cost
-    from roofline.diagnose.count import _layout, _shape, _tensor_inputs, _tensors
+    from roofline.diagnose.count import tensor_inputs, tensor_layout, tensor_shape, tensors_in
 
     base = {"op": name, "module": "", "module_type": "", "output_shapes": (), "non_contiguous": False}
     try:
@@ -620,19 +620,19 @@ def _rebuilt_fields(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
         cost = op_cost(func, tuple(call_args), call_kwargs, out)
     except Exception as exc:  # NB: as the counting pass: a formula's failure is reported, never fatal
         cost = OpCost(None, None, "", "vector", f"{NO_FORMULA}: {type(exc).__name__}: {exc}")
-    inputs = _tensor_inputs(func, call_args, call_kwargs)
+    inputs = tensor_inputs(func, call_args, call_kwargs)
     return {
         **base,
-        "input_shapes": tuple(_shape(t) for t in inputs),
+        "input_shapes": tuple(tensor_shape(t) for t in inputs),
         "input_dtypes": tuple(dtype_name(t.dtype) for t in inputs),
-        "output_shapes": tuple(_shape(t) for t in _tensors(out)),
+        "output_shapes": tuple(tensor_shape(t) for t in tensors_in(out)),
         "flops": cost.flops,
         "bytes": cost.bytes,
         "dtype": cost.dtype,
         "math": cost.math,
         "non_contiguous": any(is_strided(t, cost.math) for t in inputs),
         "note": cost.note,
-        "input_layouts": tuple(_layout(t) for t in inputs),
+        "input_layouts": tuple(tensor_layout(t) for t in inputs),
     }
 
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from roofline.diagnose import profile
 from roofline.diagnose.execute import run_once
-from roofline.diagnose.profile import _synchronize, _time_loop
+from roofline.diagnose.profile import synchronize, time_loop
 from roofline.errors import UserCodeError, exception_chain, is_out_of_memory
 
 # timer(step, iters, device) -> seconds the `iters` calls of step took together
@@ -435,7 +435,7 @@ def measure(
     out = _kept(step())  # NB: a copy: a CUDA graph's replays overwrite the outputs of the calls before them
     for _ in range(max(warmup, 1) - 1):
         step()
-    _synchronize(device)
+    synchronize(device)
     warm_s = clock() - start
     return out, warm_s, timer(step, iters, device) / iters
 
@@ -479,7 +479,7 @@ def _kernel_profile(technique: str, device: str, per_op: bool) -> contextlib.Abs
     generated kernels profiled by name (as the diagnosis compiles a compiled model), so that the profiled pass can
     attribute their time; otherwise nothing."""
     if per_op and _compiles(technique) and not device.startswith("cuda"):
-        return profile._cpu_kernel_profile()
+        return profile.cpu_kernel_profile()
     return contextlib.nullcontext()
 
 
@@ -575,7 +575,7 @@ def verify(
     Each result is appended to ``sink`` (when given) as soon as it is measured, so that Ctrl-C or --timeout, which
     go on up, leave what was verified before them (a finding's whole-model result is in before its per-op pass).
     The eager run raising (UserCodeError...) goes on up; a technique that fails gives its note."""
-    timer = timer or _time_loop
+    timer = timer or time_loop
     table = techniques if techniques is not None else TECHNIQUES
     tell = progress or (lambda stage: None)
     device = str(device)

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.costs.base import Cost, Params, get_model
+from roofline.costs.base import Cost, Params
+from roofline.costs.models import get_model
 from roofline.device import Device
 from roofline.errors import RooflineError
 from roofline.findings.base import TILE_M, TILE_N, Finding, at_floor, rank, trimmed_waves, wave_times

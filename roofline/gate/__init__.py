@@ -5,7 +5,7 @@
     assert result.verdict == "pass", [c.reason for p in result.points for c in p.failed]
 
 ``rules`` are added to the defaults (``flops:0 bytes:0 kernels:0 efficiency:-5%``; a rule naming a metric
-replaces its defaults); the grammar is in roofline.gate.thresholds, the statistics in roofline.gate.stats, the
+replaces its defaults); the grammar is in roofline.gate.thresholds, the statistics in roofline.samples, the
 comparison and verdicts in roofline.gate.compare, the [tool.roofline.gate] table of pyproject.toml in
 roofline.gate.config (``roofline.gate.run`` reads it; ``check`` does not). ``roofline.gate.run`` is the CLI's
 run: measure a suite or a model, re-measure the points that did not pass, update the baseline. Exit codes of the

@@ -4,7 +4,7 @@ Per matched point (same key, see roofline.report.baseline), every limit in force
 
 - Counts (flops, bytes, kernels) are deterministic: the change is compared with the limit directly.
 - Time and efficiency are compared on the timing samples of both sides: the Hodges–Lehmann shift with its
-  Mann–Whitney confidence interval (roofline.gate.stats), on log-times for % limits (a ratio) and on the
+  Mann–Whitney confidence interval (roofline.samples.shift), on log-times for % limits (a ratio) and on the
   values themselves for absolute ones. Efficiency samples are roof time / sample time, so a change of roofs
   (another GPU, a new calibration) moves them too.
     regression    the whole interval lies beyond the limit
@@ -37,11 +37,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from roofline import ironlaw
-from roofline.gate.stats import shift
 from roofline.gate.thresholds import COUNT_METRICS, Limit, Rules
 from roofline.report.baseline import Baseline, Identity, Point
 from roofline.report.machine import MachineInfo, differences
-from roofline.samples import median
+from roofline.samples import median, shift
 from roofline.yamlio import dumps_json
 
 Verdict = Literal["pass", "improvement", "inconclusive", "regression", "new", "vanished"]

@@ -31,11 +31,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from roofline import __version__
 from roofline.device import Device
 from roofline.errors import CalibrationError
 from roofline.fileio import atomic_write_text
 from roofline.specs.machine import Machine
+from roofline.version import __version__
 from roofline.yamlio import dumps_json
 
 SCHEMA = "roofline.calibration"

@@ -15,7 +15,7 @@ from typing import Any
 from roofline.measure.calibration import Calibration, Ceiling, Load, busy_reasons
 from roofline.measure.ceilings import MIB, Progress, Steps, check_output, latency_ceiling, rate_ceiling, size_text
 from roofline.measure.engine import measure
-from roofline.measure.stats import StoppingRule
+from roofline.measure.stopping import StoppingRule
 from roofline.specs.detect import describe_cpu
 
 # CPU sizes: buffers >= 4x the last-level cache and at least 128 MiB; GEMM size chosen so one call takes

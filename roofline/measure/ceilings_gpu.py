@@ -34,7 +34,7 @@ from roofline.measure.ceilings import (
     triton_note,
 )
 from roofline.measure.engine import measure
-from roofline.measure.stats import StoppingRule
+from roofline.measure.stopping import StoppingRule
 from roofline.specs.detect import describe_cuda, nvml_index
 
 # GEMM shapes per dtype, (m, n, k), best first as far as known: each dtype's GEMM ceiling is the best over the first

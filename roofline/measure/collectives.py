@@ -30,11 +30,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from roofline import __version__
 from roofline.costs.collectives import CommRoof, bus_factor, check_under_link, fit_roof
 from roofline.errors import CalibrationError
 from roofline.fileio import atomic_write_text
 from roofline.measure.calibration import cache_dir
+from roofline.version import __version__
 from roofline.yamlio import dumps_json
 
 SCHEMA = "roofline.collectives"

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Protocol, runtime_checkable
 
-from roofline.measure.stats import StoppingRule
+from roofline.measure.stopping import StoppingRule
 from roofline.samples import SampleSet, relative_spread
 
 

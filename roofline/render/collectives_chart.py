@@ -49,7 +49,7 @@ def figure(spec: CollectivesChart, size_px: tuple[int, int] = (1200, 800)) -> An
 
 
 def chart_bytes(spec: CollectivesChart, fmt: str) -> bytes:
-    from roofline.render.chart import figure_bytes
+    from roofline.render.figure import figure_bytes
 
     return figure_bytes(figure(spec), fmt)
 

@@ -143,8 +143,8 @@ def figure(predictions: Sequence[Prediction], *, size_px: tuple[int, int] = (120
 
 
 def chart_content(predictions: Sequence[Prediction], fmt: str, size_px: tuple[int, int] = (1200, 900)) -> str | bytes:
-    """The drawn chart: SVG as text, PNG and PDF as bytes (roofline.render.chart.figure_bytes)."""
-    from roofline.render.chart import figure_bytes
+    """The drawn chart: SVG as text, PNG and PDF as bytes (roofline.render.figure.figure_bytes)."""
+    from roofline.render.figure import figure_bytes
 
     data = figure_bytes(figure(predictions, size_px=size_px), fmt)
     return data.decode("utf-8") if fmt == "svg" else data

@@ -34,13 +34,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from roofline import __version__, ironlaw
+from roofline import ironlaw
 from roofline.errors import RooflineError
 from roofline.report.machine import MachineInfo, machine_of
+from roofline.report.outputs import BASELINE_SCHEMA
 from roofline.report.rows import finite_number, positive_number
+from roofline.version import __version__
 from roofline.yamlio import dumps_json
 
-SCHEMA = "roofline.baseline"
+SCHEMA = BASELINE_SCHEMA
 VERSION = 1
 MEASURED_SOURCES = ("bench", "diagnose")
 

@@ -1,7 +1,7 @@
 """What a roofline chart shows, as plain values: roofs, ridge points, the launch band, points, labels, notes.
 
 Pure: reports and what is known about their devices (spec sheet, calibration) in, a ChartSpec out; no
-matplotlib (roofline.render.chart draws it). One panel per device: the devices the reports were placed on,
+matplotlib (roofline.render.figure draws it). One panel per device: the devices the reports were placed on,
 then each ``--device`` the points are re-drawn on ("what this profile would look like there").
 
 Definitions (docs/plot.md):

@@ -44,7 +44,10 @@ DESCRIPTIONS: dict[str, str] = {
     "trace": "a trace written by roofline diagnose --export-trace",
 }
 
-#: the ``schema`` a trace written by `diagnose --export-trace` begins with (roofline.diagnose.trace writes it)
+#: the ``schema`` a report begins with (roofline.report.schema.SCHEMA), a baseline (roofline.report.baseline.SCHEMA),
+#: a trace written by `diagnose --export-trace` (roofline.diagnose.trace writes it): how a file is known as ours
+REPORT_SCHEMA = "roofline.report"
+BASELINE_SCHEMA = "roofline.baseline"
 TRACE_SCHEMA = "roofline-trace/1"
 _SNIFF_LIMIT = 64 * 2**20  # a file larger than this is not one of our charts or pages (reports: see _json_schema)
 _SCHEMA_FIRST = re.compile(rb'\s*\{\s*"schema"\s*:\s*"([^"\\]*)"')
@@ -87,9 +90,6 @@ def is_ours(path: Path, kind: Kind) -> bool:
         if kind == "trace":
             return _json_schema(path) == TRACE_SCHEMA
         if kind in ("report", "baseline"):
-            from roofline.report.baseline import SCHEMA as BASELINE_SCHEMA
-            from roofline.report.schema import SCHEMA as REPORT_SCHEMA
-
             return _json_schema(path) == (REPORT_SCHEMA if kind == "report" else BASELINE_SCHEMA)
         if size > _SNIFF_LIMIT:
             return False

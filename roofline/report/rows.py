@@ -40,7 +40,9 @@ class Finding(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     rule: str
-    bottleneck: str  # compute | memory | launch | parallelism (the diagnose rules may name other classes)
+    # the finding's bound (docs/architecture.md, Vocabulary): compute | memory | launch | parallelism (the diagnose
+    # rules may name other bound classes)
+    bottleneck: str
     properties: list[str]
     technique: str
     evidence: str
@@ -279,12 +281,14 @@ class OpPoint(BaseModel):
     launch_floor_s: float = 0.0  # the launch floor x kernels (CPU: one dispatch)
     efficiency: float | None = None  # roof_time_s / time_s
     bound: PointBound
-    roofline_bound: PointBound  # the analytic bound: compute | memory | none (no work)
+    roofline_bound: PointBound  # the roofline bound, from the counted work alone: compute | memory | none (no work)
     # the evidence (roofline.findings.bounds, stored at placement; '' in reports written before it)
     kernel_facts: list[KernelFacts] = []  # its kernels by time, at most 4, per iteration, with launch facts
     layout_time_s: float = 0.0  # time in layout/format-conversion kernels it launched
     fused_kernel: str = ""  # a compiled model: the fused kernel whose time it shares ('' not fused)
-    limiter: str = ""  # compute | memory | parallelism | latency | launch | host | layout | none
+    # the evidence bound (docs/architecture.md, Vocabulary): compute | memory | parallelism | latency | launch |
+    # host | layout | none
+    limiter: str = ""
     limiter_evidence: str = ""  # the numbers that decided it, one line
     rank: int | None = None  # a distributed run (diagnose --nproc, torchrun): the rank it ran on; None: one process
 
@@ -355,7 +359,7 @@ class Aggregate(BaseModel):
     efficiency: float | None = None  # summed roofline time / summed measured time
     bound: str  # the bound holding most of the measured time
     roof: str = ""
-    limiter: str = ""  # the evidence bound class holding most of the measured time ('' in older reports)
+    limiter: str = ""  # the evidence bound holding most of the measured time ('' in older reports)
 
 
 class Aggregates(BaseModel):

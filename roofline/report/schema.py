@@ -21,13 +21,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from roofline import __version__
 from roofline.errors import ReportError
 from roofline.fileio import atomic_write_text
+from roofline.report.outputs import REPORT_SCHEMA
 from roofline.report.rows import parse_rows, upgrade_rows
+from roofline.version import __version__
 from roofline.yamlio import dumps_json, may_hold_nonfinite, null_nonfinite
 
-SCHEMA = "roofline.report"
+SCHEMA = REPORT_SCHEMA
 VERSION = 2
 READS = (1, 2)  # the versions read_report loads (version 1 upgraded)
 

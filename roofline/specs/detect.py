@@ -679,3 +679,22 @@ def detect(
         gpus.append(gpu)
 
     return Detection(gpus=gpus, cpu=_describe_cpu(torch, cpu_reader), warnings=list(dict.fromkeys(warnings)))
+
+
+def describe_machine(torch_device: str | None, sheet: str | None = None) -> dict[str, Any]:
+    """This machine as a report's ``machine`` block ('cpu', 'cuda', 'cuda:N'); {} when it cannot be told.
+
+    ``sheet``: the spec sheet matched to the GPU (ignored for the CPU).
+    Never raises: a description that fails must not lose a measurement."""
+    try:
+        import torch
+
+        if str(torch_device or "cpu").startswith("cuda"):
+            index = int(str(torch_device).partition(":")[2] or 0)
+            with torch.cuda.device(index):
+                machine = describe_cuda(torch, sheet)  # describes the current device
+        else:
+            machine = describe_cpu(torch)
+        return machine.model_dump(mode="json", exclude_none=True)
+    except Exception:
+        return {}

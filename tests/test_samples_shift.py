@@ -1,4 +1,5 @@
-"""The gate's statistics: Hodges–Lehmann shift, Mann–Whitney interval, and the order statistics behind them."""
+"""The shift between two sample sets (roofline.samples.shift, the gate's comparison): Hodges–Lehmann shift,
+Mann–Whitney interval, and the order statistics behind them."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import random
 
 import pytest
 
-from roofline.gate import stats
-from roofline.gate.stats import order_statistics, rank_bound, shift
+from roofline import samples as stats
+from roofline.samples import order_statistics, rank_bound, shift
 
 
 def test_worked_example_shift_of_two():
