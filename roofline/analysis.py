@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from roofline.costs.base import Cost
-from roofline.costs.models import get_model
 from roofline.costs.llm import LlmParams, activation_per_request, kv_cache_per_request, weight_memory
+from roofline.costs.models import get_model
 from roofline.costs.suite import expand
 from roofline.device import Device
 from roofline.errors import WorkloadError
