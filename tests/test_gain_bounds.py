@@ -1,5 +1,6 @@
 """Gains are bounds: a property test over every rule with random inputs (hypothesis). For every finding of every
-model rule (roofline.findings.model.RULES), the coverage rule (not-explained, near-roof) and the analytic rules:
+model rule (the registry's model stage: roofline.findings.rules.RULES), the coverage rule (not-explained,
+near-roof) and the analytic rules:
 the floor (the roofline time of the ops after the technique) is recorded whenever a best time is; the best time is
 never below it nor above the time now; and the floor is never below what no technique that keeps the FLOPs can
 beat: the ops' FLOPs at their roof (half of it for 2:4 sparsity; at the device's highest roof for a precision
@@ -16,10 +17,11 @@ from hypothesis import strategies as st
 from roofline.costs.base import get_model
 from roofline.diagnose.place import place, place_op
 from roofline.errors import RooflineError
-from roofline.findings import coverage
-from roofline.findings.analytic import AnalyticContext, advise
+from roofline.findings.analytic import AnalyticContext
 from roofline.findings.base import Finding
-from roofline.findings.model import RULES, ModelContext, ModelFinding
+from roofline.findings.context import FindingContext
+from roofline.findings.model import ModelContext, ModelFinding
+from roofline.findings.rules import RULES, coverage, produce_all
 from roofline.ironlaw import place_cost
 from roofline.report.records import OpRecord, OpTiming, Timing
 from roofline.report.rows import KernelFacts
@@ -238,9 +240,7 @@ def model_findings(ctx: ModelContext) -> list[ModelFinding]:
     """Every rule's findings (unfiltered by share) and the coverage findings on top of them."""
     found: list[ModelFinding] = []
     for rule in RULES:
-        result = rule(ctx)
-        if result is not None:
-            found += result if isinstance(result, list) else [result]
+        found += rule.produce(FindingContext(model=ctx))  # NB: unfiltered by share
     return found + coverage.cover(ctx, found)
 
 
@@ -304,5 +304,7 @@ def test_every_analytic_rule_is_bounded_by_its_floor(values, device_name):
     except RooflineError:
         return  # a workload the sheet cannot place (no roof for its dtype): bad input, not a finding
     top = max(device.compute.values())
-    for f in advise(AnalyticContext(kind, params, cost, placement, device)):
+    for f in produce_all(
+        FindingContext(analytic=AnalyticContext(kind, params, cost, placement, device)), ("analytic",)
+    ):
         check_bound(f, placement.flops / top if f.rule in HIGHER_ROOF else placement.compute_s)
