@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import Field
 
@@ -358,10 +358,19 @@ def dominant_bound(points: Sequence[OpPoint]) -> str:
     return "launch" if bound == "none" else bound
 
 
+class Declared(Protocol):
+    """What a finding takes from its rule's declaration (roofline.findings.registry.Rule): its id and properties."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def properties(self) -> tuple[Property, ...]: ...
+
+
 def model_finding(
     ctx: ModelContext,
-    rule: str,
-    props: Sequence[Property],
+    rule: Declared,
     technique: str,
     evidence: str,
     time_s: float,
@@ -371,12 +380,13 @@ def model_finding(
     bottleneck: str | None = None,
     where: str | None = None,
 ) -> ModelFinding:
-    """``bound``: (best time, floor) from :func:`roofline.findings.base.bounded` (or ``at_floor``)."""
+    """A finding of ``rule`` (its id and properties) on ``points``. ``bound``: (best time, floor) from
+    :func:`roofline.findings.base.bounded` (or ``at_floor``)."""
     best, floor = bound
     return ModelFinding(
-        rule=rule,
+        rule=rule.id,
         bottleneck=bottleneck or dominant_bound(points),
-        properties=[p.value for p in props],
+        properties=[p.value for p in rule.properties],
         technique=technique,
         evidence=evidence,
         time_s=time_s,
@@ -454,6 +464,7 @@ __all__ = [
     "MIN_STEPS",
     "Attention",
     "Chain",
+    "Declared",
     "Loop",
     "ModelContext",
     "ModelFinding",

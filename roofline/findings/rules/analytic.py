@@ -43,15 +43,14 @@ COMPUTE_BOUND = Rule(
 LOWER_PRECISION = Rule(id="lower-precision", family="analytic", bottleneck="compute", properties=(Property.REDUNDANCY,))
 
 
-def _finding(
-    ctx: AnalyticContext, rule: str, props: tuple[Property, ...], technique: str, evidence: str, best: float | None
-) -> Finding:
-    """``best``: the roofline time after the technique (the floor; the best time when below the row's time)."""
+def _finding(ctx: AnalyticContext, rule: Rule, technique: str, evidence: str, best: float | None) -> Finding:
+    """A finding of ``rule`` on the row. ``best``: the roofline time after the technique (the floor; the best time
+    when below the row's time)."""
     best, floor = at_floor(ctx.placement.time_s, best) if best is not None else (None, None)
     return Finding(
-        rule=rule,
+        rule=rule.id,
         bottleneck=ctx.placement.bound,
-        properties=[p.value for p in props],
+        properties=[p.value for p in rule.properties],
         technique=technique,
         evidence=evidence,
         time_s=ctx.placement.time_s,
@@ -72,7 +71,7 @@ def launch_bound(ctx: AnalyticContext) -> Finding | None:
         f"{format_time(p.launch_s)} of {format_time(p.time_s)}; the work itself needs {format_time(work)}"
     )
     technique = "fuse kernels (torch.compile), capture CUDA graphs (mode='reduce-overhead'), batch small ops"
-    return _finding(ctx, "launch-bound", (Property.LOCALITY, Property.ASSOCIATIVITY), technique, evidence, best)
+    return _finding(ctx, LAUNCH_BOUND, technique, evidence, best)
 
 
 @analytic_rule(NAIVE_ATTENTION)
@@ -89,9 +88,7 @@ def naive_attention(ctx: AnalyticContext) -> Finding | None:
         f"{format_bytes(fused.bytes)} fused ({ctx.placement.bytes / fused.bytes:.3g}x)"
     )
     technique = "online softmax + tiling: F.scaled_dot_product_attention / FlashAttention"
-    return _finding(
-        ctx, "naive-attention", (Property.ASSOCIATIVITY, Property.LOCALITY), technique, evidence, fused.time_s
-    )
+    return _finding(ctx, NAIVE_ATTENTION, technique, evidence, fused.time_s)
 
 
 @analytic_rule(FP32_MATMUL)
@@ -109,7 +106,7 @@ def fp32_matmul(ctx: AnalyticContext) -> Finding | None:
         f"{ctx.device.compute[('tf32', 'tensor')] / 1e12:.3g}"
     )
     technique = "TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or bf16 autocast"
-    return _finding(ctx, "fp32-matmul", (Property.REDUNDANCY,), technique, evidence, tf32.time_s)
+    return _finding(ctx, FP32_MATMUL, technique, evidence, tf32.time_s)
 
 
 @analytic_rule(WAVE_QUANTIZATION)
@@ -142,9 +139,9 @@ def wave_quantization(ctx: AnalyticContext) -> Finding | None:
         f"pad or trim M, N to tile multiples so the tiles fill whole waves (m={waves.trimmed_m} n={waves.trimmed_n})"
     )
     return Finding(
-        rule="wave-quantization",
+        rule=WAVE_QUANTIZATION.id,
         bottleneck=p.bound,
-        properties=[Property.LOCALITY.value],
+        properties=[q.value for q in WAVE_QUANTIZATION.properties],
         technique=technique,
         evidence=evidence,
         time_s=now_s + launch,
@@ -173,7 +170,7 @@ def memory_bound_weights(ctx: AnalyticContext) -> Finding | None:
             if int4 is not None and int4.time_s < p.time_s:
                 best = int4.time_s
                 evidence += f"; int4 weights: {format_time(int4.time_s)} per step"
-    return _finding(ctx, "memory-bound-weights", (Property.REDUNDANCY,), technique, evidence, best)
+    return _finding(ctx, MEMORY_BOUND_WEIGHTS, technique, evidence, best)
 
 
 @analytic_rule(ELEMENTWISE_ROUND_TRIP)
@@ -188,7 +185,7 @@ def memory_bound_elementwise(ctx: AnalyticContext) -> Finding | None:
     technique = "fuse it into its neighbours (torch.compile, Triton): inside a fused kernel its round trip vanishes"
     # Fused into a neighbour, its DRAM round trip vanishes and only its arithmetic remains.
     best = p.compute_s or None
-    return _finding(ctx, "elementwise-round-trip", (Property.LOCALITY,), technique, evidence, best)
+    return _finding(ctx, ELEMENTWISE_ROUND_TRIP, technique, evidence, best)
 
 
 @analytic_rule(COMPUTE_BOUND)
@@ -203,8 +200,7 @@ def compute_bound(ctx: AnalyticContext) -> Finding | None:
     if ctx.device.vendor == "nvidia" and ("tf32", "tensor") in ctx.device.compute and ctx.cost.math == "tensor":
         best = max(p.compute_s / 2, p.memory_s) + p.launch_s
         evidence += "; 2:4 sparsity doubles this roof"
-    props = (Property.SPARSITY, Property.SEPARABILITY, Property.SYMMETRY)
-    return _finding(ctx, "compute-bound", props, technique, evidence, best)
+    return _finding(ctx, COMPUTE_BOUND, technique, evidence, best)
 
 
 @analytic_rule(LOWER_PRECISION)
@@ -222,7 +218,7 @@ def lower_precision(ctx: AnalyticContext) -> Finding | None:
         f"fp8 tensor roof {ctx.device.compute[('fp8', 'tensor')] / 1e12:.4g} vs {p.peak_flops_per_s / 1e12:.4g} TFLOP/s"
     )
     technique = "fp8 matmuls (torch._scaled_mm, Transformer Engine) where accuracy allows"
-    return _finding(ctx, "lower-precision", (Property.REDUNDANCY,), technique, evidence, fp8.time_s)
+    return _finding(ctx, LOWER_PRECISION, technique, evidence, fp8.time_s)
 
 
 __all__ = [

@@ -65,7 +65,7 @@ def locality_findings(
             ModelFinding(
                 rule=RULE,
                 bottleneck="memory",
-                properties=[Property.LOCALITY.value],
+                properties=[q.value for q in EXCESS_DRAM_TRAFFIC.properties],
                 technique=(
                     "block/tile it for reuse (or fuse it with its neighbours) so each byte comes from DRAM once: "
                     "it re-reads data that does not stay in cache"

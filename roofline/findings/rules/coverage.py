@@ -170,7 +170,7 @@ def not_explained(ctx: ModelContext, points: Sequence[OpPoint], share: float, ef
         technique = f"not explained by a rule; next: Nsight Compute --section {section} on its kernels"
     else:
         technique = f"not explained by a rule; next: {CPU_NEXT}"
-    return _verdict("not-explained", limiter, [], technique, text, points, share, bound)
+    return _verdict(NOT_EXPLAINED.id, limiter, [], technique, text, points, share, bound)
 
 
 def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, efficiency: float) -> ModelFinding:
@@ -201,7 +201,7 @@ def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, effici
         f"({format_time(time_s)} vs {format_time(before - launch)}): near the {bottleneck} roof, only less "
         f"{'traffic' if bottleneck == 'memory' else 'arithmetic'} makes it faster"
     )
-    return _verdict("near-roof", bottleneck, props, technique, evidence, points, share, bound)
+    return _verdict(NEAR_ROOF_RULE.id, bottleneck, props, technique, evidence, points, share, bound)
 
 
 def cover(ctx: ModelContext, findings: Sequence[Finding]) -> list[ModelFinding]:

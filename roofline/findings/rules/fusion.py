@@ -156,8 +156,7 @@ def elementwise_chain(ctx: ModelContext) -> list[ModelFinding]:
         findings.append(
             model_finding(
                 ctx,
-                "elementwise-chain",
-                (Property.LOCALITY,),
+                ELEMENTWISE_CHAIN,
                 technique,
                 evidence,
                 time_now,
@@ -204,15 +203,15 @@ def written_out_fusion(ctx: ModelContext) -> list[ModelFinding]:
             f"{format_time(before / len(group))} -> {format_time(after / len(group))} per group"
         )
         if fusion.fused_op:
-            rule = "fused-op"
+            rule = FUSED_OP
             technique = f"use {fusion.fused_op} (one fused kernel) instead of the written-out ops, or torch.compile"
             if is_compiled(ctx):
                 technique = f"use {fusion.fused_op} instead of the written-out ops; {COMPILED_UNFUSED}"
         elif is_compiled(ctx):
-            rule = "fusion-across-reduction"
+            rule = FUSION_ACROSS_REDUCTION
             technique = COMPILED_UNFUSED
         else:
-            rule = "fusion-across-reduction"
+            rule = FUSION_ACROSS_REDUCTION
             technique = (
                 "fuse the ops across the reduction/broadcast into one kernel (torch.compile, a Triton kernel): the "
                 "inputs read once, the result written once"
@@ -221,7 +220,6 @@ def written_out_fusion(ctx: ModelContext) -> list[ModelFinding]:
             model_finding(
                 ctx,
                 rule,
-                (Property.LOCALITY,),
                 technique,
                 evidence,
                 time_now,
@@ -291,8 +289,7 @@ def naive_attention(ctx: ModelContext) -> list[ModelFinding]:
         findings.append(
             model_finding(
                 ctx,
-                "naive-attention",
-                (Property.ASSOCIATIVITY, Property.LOCALITY),
+                NAIVE_ATTENTION,
                 technique,
                 evidence,
                 time_now,
@@ -334,8 +331,7 @@ def kv_cache_cat(ctx: ModelContext) -> ModelFinding | None:
     )
     return model_finding(
         ctx,
-        "kv-cache-cat",
-        (Property.REDUNDANCY,),
+        KV_CACHE_CAT,
         technique,
         evidence,
         time_now,

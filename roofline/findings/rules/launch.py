@@ -138,8 +138,7 @@ def compile_blockers(ctx: ModelContext) -> ModelFinding | None:
         time_now, bound, points = ctx.total_time_s, (None, None), timed
     return model_finding(
         ctx,
-        "compile-blockers",
-        (Property.LOCALITY,),
+        COMPILE_BLOCKERS,
         "; ".join(techniques),
         "; ".join(parts),
         time_now,
@@ -214,8 +213,7 @@ def launch_bound(ctx: ModelContext) -> ModelFinding | None:
         )
     return model_finding(
         ctx,
-        "launch-bound",
-        (Property.LOCALITY, Property.ASSOCIATIVITY),
+        LAUNCH_BOUND,
         technique,
         "; ".join(parts),
         time_now,
@@ -264,8 +262,7 @@ def sequential_loop(ctx: ModelContext) -> list[ModelFinding]:
         findings.append(
             model_finding(
                 ctx,
-                "sequential-loop",
-                (Property.ASSOCIATIVITY,),
+                SEQUENTIAL_LOOP,
                 technique,
                 evidence,
                 time_now,

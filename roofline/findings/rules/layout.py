@@ -106,8 +106,7 @@ def conv_layout(ctx: ModelContext) -> ModelFinding | None:
     )
     return model_finding(
         ctx,
-        "conv-layout",
-        (Property.LOCALITY,),
+        CONV_LAYOUT,
         technique,
         evidence,
         time_now,
@@ -150,8 +149,7 @@ def non_contiguous(ctx: ModelContext) -> ModelFinding | None:
     )
     return model_finding(
         ctx,
-        "non-contiguous",
-        (Property.LOCALITY,),
+        NON_CONTIGUOUS,
         technique,
         evidence,
         time_now,

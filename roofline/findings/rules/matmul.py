@@ -173,8 +173,7 @@ def memory_bound_gemv(ctx: ModelContext) -> ModelFinding | None:
     )
     return model_finding(
         ctx,
-        "memory-bound-gemv",
-        (Property.REDUNDANCY,),
+        MEMORY_BOUND_GEMV,
         technique,
         evidence,
         time_now,
@@ -224,8 +223,7 @@ def activation_matmul(ctx: ModelContext) -> ModelFinding | None:
         technique = technique.replace("(torch.compile; q @ K^T", "(q @ K^T")
     return model_finding(
         ctx,
-        "activation-matmul",
-        (Property.LOCALITY, Property.ASSOCIATIVITY),
+        ACTIVATION_MATMUL,
         technique,
         evidence,
         time_now,
@@ -284,8 +282,7 @@ def cheaper_algorithm(ctx: ModelContext) -> ModelFinding | None:
     )
     return model_finding(
         ctx,
-        "cheaper-algorithm",
-        (Property.SPARSITY,),
+        CHEAPER_ALGORITHM,
         technique,
         evidence,
         time_now,
@@ -332,9 +329,7 @@ def fp32_matmul(ctx: ModelContext) -> ModelFinding | None:
     bound = bounded(time_now, before, after)
     if bound[0] is None:
         return None
-    return model_finding(
-        ctx, "fp32-matmul", (Property.REDUNDANCY,), technique, evidence, time_now, bound, pts, bottleneck="compute"
-    )
+    return model_finding(ctx, FP32_MATMUL, technique, evidence, time_now, bound, pts, bottleneck="compute")
 
 
 @model_rule(COMPUTE_BOUND)
@@ -372,8 +367,7 @@ def compute_bound(ctx: ModelContext) -> ModelFinding | None:
     technique = "do fewer FLOPs: 2:4 structured sparsity, MoE, low-rank factorisation, weight sharing / FFT"
     return model_finding(
         ctx,
-        "compute-bound",
-        (Property.SPARSITY, Property.SEPARABILITY, Property.SYMMETRY),
+        COMPUTE_BOUND,
         technique,
         evidence,
         time_now,
@@ -431,8 +425,7 @@ def awkward_shapes(ctx: ModelContext) -> ModelFinding | None:
     floor = sum(p.roof_time_s + p.launch_floor_s for p in pts)  # every op's best is at least this
     return model_finding(
         ctx,
-        "awkward-shapes",
-        (Property.LOCALITY,),
+        AWKWARD_SHAPES,
         technique,
         evidence,
         time_now,

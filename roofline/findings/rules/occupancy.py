@@ -79,8 +79,7 @@ def under_filled(ctx: ModelContext) -> list[ModelFinding]:
         findings.append(
             model_finding(
                 ctx,
-                "under-filled-gpu",
-                (Property.ASSOCIATIVITY, Property.LOCALITY),
+                UNDER_FILLED_GPU,
                 technique,
                 evidence,
                 time_now,
