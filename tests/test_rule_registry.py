@@ -127,3 +127,10 @@ def test_a_producer_finds_only_the_rules_it_declares():
 def test_stages_without_their_context_find_nothing():
     empty = FindingContext()
     assert produce_all(empty) == []
+
+
+def test_every_rule_the_example_models_table_expects_is_registered():
+    table = _table(DOCS.read_text(), "| file | bottleneck | expected top finding |")
+    expected = {name for line in table.split("\n")[2:] for name in re.findall(r"`([a-z0-9]+-[a-z0-9-]+)`", line)}
+    assert expected, table
+    assert expected <= {r.id for r in registry.rules(registry.DIAGNOSE_STAGES)}
