@@ -14,7 +14,9 @@ from roofline.costs.models import get_model
 from roofline.costs.suite import expand
 from roofline.device import Device
 from roofline.errors import WorkloadError
-from roofline.findings.analytic import AnalyticContext, advise
+from roofline.findings.analytic import AnalyticContext
+from roofline.findings.context import FindingContext
+from roofline.findings.rules import produce_all
 from roofline.ironlaw import Placement, place_cost
 from roofline.report.rows import Row, Serving
 from roofline.units import format_bytes, format_time
@@ -30,7 +32,9 @@ def analyze_one(kind: str, values: dict[str, Any], device: Device, source: str =
         device = dataclasses.replace(device, launch_floor_s=params.launch_floor_us * 1e-6)
     cost = model(params)
     placement = place_cost(cost, device)
-    findings = advise(AnalyticContext(kind, params, cost, placement, device))
+    findings = produce_all(
+        FindingContext(analytic=AnalyticContext(kind, params, cost, placement, device)), ("analytic",)
+    )
     notes = list(cost.notes)
     serving = None
     if isinstance(params, LlmParams):

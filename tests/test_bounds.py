@@ -9,8 +9,9 @@ from diagnose_devices import CPU, GPU, rec
 from roofline.diagnose.place import place, place_op
 from roofline.findings import bounds
 from roofline.findings.bounds import classify, is_layout_kernel, under_filled
-from roofline.findings.model import ModelContext, diagnose
-from roofline.findings.model import under_filled as under_filled_rule
+from roofline.findings.model import ModelContext
+from roofline.findings.rules import diagnose
+from roofline.findings.rules.occupancy import under_filled as under_filled_rule
 from roofline.report.records import OpTiming, Timing
 from roofline.report.rows import KernelFacts, OpPoint, parse_rows
 

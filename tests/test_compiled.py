@@ -13,8 +13,7 @@ from diagnose_events import rec
 from test_diagnose_rules import ctx_of, elementwise
 
 from roofline.diagnose.join import attribute_fused, fused_ops, join, parse_events
-from roofline.findings import model as rules
-from roofline.findings.model import diagnose
+from roofline.findings.rules import diagnose, fusion, launch
 
 torch = pytest.importorskip("torch")
 
@@ -179,15 +178,15 @@ def test_no_torch_compile_advice_to_a_compiled_model():
         (elementwise(2, n, "aten::tanh", binary=False), 25e-6, 1),
         (elementwise(3, n, "aten::mul"), 30e-6, 1),
     ]
-    assert rules.elementwise_chain(ctx_of(chain))  # eager: a chain to fuse
-    assert rules.elementwise_chain(_compiled_ctx(chain, "triton_poi_fused_add_mul_tanh_0")) == []  # fused already
-    unfused = rules.elementwise_chain(_compiled_ctx(chain))  # compiled, yet unfused (a graph break)
+    assert fusion.elementwise_chain(ctx_of(chain))  # eager: a chain to fuse
+    assert fusion.elementwise_chain(_compiled_ctx(chain, "triton_poi_fused_add_mul_tanh_0")) == []  # fused already
+    unfused = fusion.elementwise_chain(_compiled_ctx(chain))  # compiled, yet unfused (a graph break)
     assert unfused and all("torch.compile" not in f.technique for f in unfused)
     assert "graph break" in unfused[0].technique
     short = [(elementwise(i, 64, module=f"layers.{i}"), 5e-6, 1) for i in range(24)]
-    launch = rules.launch_bound(_compiled_ctx(short, wall_s=400e-6, busy_s=120e-6, idle_s=250e-6))
-    assert launch is not None and "mode='reduce-overhead'" in launch.technique
-    assert "fuse the small ops" not in launch.technique
+    bound = launch.launch_bound(_compiled_ctx(short, wall_s=400e-6, busy_s=120e-6, idle_s=250e-6))
+    assert bound is not None and "mode='reduce-overhead'" in bound.technique
+    assert "fuse the small ops" not in bound.technique
     every = diagnose(_compiled_ctx([*chain, (elementwise(9, 64), 5e-6, 1)]))
     assert all("torch.compile)" not in f.technique and "or torch.compile" not in f.technique for f in every)
 
@@ -299,13 +298,13 @@ def test_cpu_kernels_of_a_compiled_graph_are_attributed():
 def test_compile_blockers_name_the_graph_breaks_and_recompilations():
     n = 2**22
     chain = [(elementwise(0, n, "aten::mul"), 30e-6, 1), (elementwise(1, n, "aten::add"), 30e-6, 1)]
-    assert rules.compile_blockers(_compiled_ctx(chain)) is None  # nothing broke
+    assert launch.compile_blockers(_compiled_ctx(chain)) is None  # nothing broke
     ctx = _compiled_ctx(chain)
     timing = dataclasses.replace(
         ctx.timing, graphs=2, graph_breaks=[("Failed to trace builtin operator: print", 3)],
         recompiles=["0/0: n == 0"],
     )  # fmt: skip
-    found = rules.compile_blockers(type(ctx).of(ctx.points, GPU, timing))
+    found = launch.compile_blockers(type(ctx).of(ctx.points, GPU, timing))
     assert found is not None and found.rule == "compile-blockers" and found.bottleneck == "launch"
     assert "3 graph breaks (2 graphs compiled): Failed to trace builtin operator: print (x3)" in found.evidence
     assert "1 recompilation (guard failed: 0/0: n == 0)" in found.evidence
@@ -313,7 +312,7 @@ def test_compile_blockers_name_the_graph_breaks_and_recompilations():
     # the two unfused ops: at best one fused kernel at their roofline time
     assert found.best_time_s is not None and found.best_time_s >= found.floor_s
     fused = [p.model_copy(update={"fused_kernel": "triton_poi_fused_add_mul_0"}) for p in ctx.points]
-    only = rules.compile_blockers(type(ctx).of(fused, GPU, timing))
+    only = launch.compile_blockers(type(ctx).of(fused, GPU, timing))
     assert only is not None and only.best_time_s is None  # nothing ran unfused: no bound, the blockers named
 
 

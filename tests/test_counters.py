@@ -17,8 +17,9 @@ from diagnose_devices import GPU, rec
 from roofline.diagnose.counters import child_command, collect
 from roofline.diagnose.pipeline import Stages, diagnose
 from roofline.diagnose.place import place
-from roofline.findings import counters as counters_rules
-from roofline.findings.counters import RULE, attach, base_name, locality_findings, normalized
+from roofline.findings.counters import attach, base_name, normalized
+from roofline.findings.rules import counters as counters_rules
+from roofline.findings.rules.counters import RULE, locality_findings
 from roofline.measure import ncu
 from roofline.measure.ncu import CountersError, CountersUnavailable, parse_csv, read_csv
 from roofline.report.records import OpTiming, Timing

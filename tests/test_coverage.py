@@ -6,8 +6,8 @@ import pytest
 from diagnose_devices import CPU
 from test_diagnose_rules import ctx_of, elementwise, mm
 
-from roofline.findings import coverage
 from roofline.findings.model import ModelFinding
+from roofline.findings.rules import coverage
 
 
 def _finding(ops: list[int], time_s: float) -> ModelFinding:

@@ -7,8 +7,9 @@ import pytest
 from diagnose_devices import CPU, GPU, rec
 
 from roofline.diagnose.place import place
-from roofline.findings import model as rules
-from roofline.findings.model import ModelContext, diagnose
+from roofline.findings import model
+from roofline.findings.model import ModelContext
+from roofline.findings.rules import diagnose, fusion, launch, layout, matmul
 from roofline.findings.shapes import gemm_dims
 from roofline.report.records import OpTiming, Timing
 
@@ -101,7 +102,7 @@ def test_gemm_dims_of_matmul_ops():
 def test_launch_bound_many_short_kernels():
     ops = [(elementwise(i, 64, module=f"layers.{i}"), 5e-6, 1) for i in range(24)]
     ctx = ctx_of(ops, wall_s=400e-6, busy_s=120e-6, idle_s=250e-6)
-    f = only(rules.launch_bound(ctx))
+    f = only(launch.launch_bound(ctx))
     assert f.rule == "launch-bound" and f.bottleneck == "launch"
     assert f.properties == ["locality", "associativity"]
     assert "CUDA graphs" in f.technique
@@ -116,18 +117,18 @@ def test_launch_bound_many_short_kernels():
 
 def test_launch_bound_on_an_idle_gpu_and_not_for_big_kernels():
     big = [(elementwise(i, 2**24, module=f"layers.{i}"), 120e-6, 1) for i in range(20)]
-    assert rules.launch_bound(ctx_of(big, wall_s=2.5e-3, busy_s=2.4e-3, idle_s=0.1e-3)) is None
-    f = only(rules.launch_bound(ctx_of(big, wall_s=6e-3, busy_s=2.4e-3, idle_s=3.6e-3)))
+    assert launch.launch_bound(ctx_of(big, wall_s=2.5e-3, busy_s=2.4e-3, idle_s=0.1e-3)) is None
+    f = only(launch.launch_bound(ctx_of(big, wall_s=6e-3, busy_s=2.4e-3, idle_s=3.6e-3)))
     assert "GPU idle 60%" in f.evidence
 
 
 def test_launch_bound_on_the_cpu_uses_the_dispatch_floor():
     ops = [(elementwise(i, 64, module=f"layers.{i}"), 8e-6, 0) for i in range(20)]  # 8 us <= 4 x 3 us, tiny work
-    f = only(rules.launch_bound(ctx_of(ops, CPU, wall_s=400e-6)))
+    f = only(launch.launch_bound(ctx_of(ops, CPU, wall_s=400e-6)))
     assert "torch.compile" in f.technique and "CUDA graphs" not in f.technique
     assert "outside the ops" in f.evidence
     slow = [(elementwise(i, 64, module=f"layers.{i}"), 30e-6, 0) for i in range(20)]  # 10 floors: not short
-    assert rules.launch_bound(ctx_of(slow, CPU)) is None
+    assert launch.launch_bound(ctx_of(slow, CPU)) is None
 
 
 # ------------------------------------------------------------------------------------------------ loops
@@ -159,7 +160,7 @@ def test_sequential_loop_over_time_steps():
     (loop,) = ctx.loops
     assert (loop.period, loop.steps, loop.module) == (4, 12, "")
     assert loop.ops == ("aten::addmm", "aten::mm", "aten::add", "aten::tanh")
-    f = only(rules.sequential_loop(ctx))
+    f = only(launch.sequential_loop(ctx))
     assert f.rule == "sequential-loop" and f.properties == ["associativity"]
     assert "parallel scan" in f.technique
     assert "runs the same 4 ops (addmm, mm, add, tanh) 12 times in a row" in f.evidence
@@ -167,15 +168,15 @@ def test_sequential_loop_over_time_steps():
     roof = sum(p.roof_time_s for p in ctx.points)
     after = roof + 4 * 3e-6  # one dispatch per op of one step
     assert f.best_time_s == f.floor_s == pytest.approx(after)
-    assert rules.launch_bound(ctx) is None  # the loop's small ops are the loop's finding
+    assert launch.launch_bound(ctx) is None  # the loop's small ops are the loop's finding
 
 
 def test_gpu_idle_between_a_loops_kernels_is_the_loops():
     ops = [(r, 8e-6, 1) for step in range(64) for r, _, _ in rnn_step(4 * step, step)]
     ops.append((mm(256, 64, 64, 64), 10e-6, 1))  # one op outside the loop
     ctx = ctx_of(ops, wall_s=5e-3, busy_s=2.06e-3, idle_s=2.9e-3)
-    assert rules.launch_bound(ctx) is None  # the idle GPU waits on the loop's Python steps
-    f = only(rules.sequential_loop(ctx))
+    assert launch.launch_bound(ctx) is None  # the idle GPU waits on the loop's Python steps
+    f = only(launch.sequential_loop(ctx))
     gaps = 5e-3 - (256 * 8e-6 + 10e-6)
     assert f.time_s == pytest.approx(256 * 8e-6 + gaps * 256 / 257)  # the gaps shared out by op count
     assert f.bottleneck == "launch"
@@ -187,7 +188,7 @@ def test_no_loop_for_few_steps_a_stack_of_layers_or_big_ops():
     assert ctx_of(layers, CPU).loops == ()
     big = [op for s in range(12) for op in rnn_step(4 * s, s, time_s=1e-3)]  # > SMALL_OP_FACTOR x the floor
     ctx = ctx_of(big, CPU)
-    assert ctx.loops == () and rules.sequential_loop(ctx) == []
+    assert ctx.loops == () and launch.sequential_loop(ctx) == []
 
 
 # ------------------------------------------------------------------------------------------------ fusion
@@ -203,7 +204,7 @@ def test_elementwise_chain_fusion_bound():
         (elementwise(4, n, "aten::mul"), 30e-6, 1),
     ]
     ctx = ctx_of(ops)
-    f = only(rules.elementwise_chain(ctx))
+    f = only(fusion.elementwise_chain(ctx))
     assert f.rule == "elementwise-chain" and f.properties == ["locality"] and f.bottleneck == "memory"
     unfused = (3 + 3 + 2 + 3) * n * 4
     fused = 2 * n * 4 + n * 4  # the first op's inputs read once + the last output written once
@@ -218,7 +219,7 @@ def test_elementwise_chain_fusion_bound():
 
 def test_no_chain_when_short_broken_or_of_other_sizes():
     n = 2**20
-    assert rules.elementwise_chain(ctx_of([(elementwise(0, n), 1e-5, 1), (elementwise(1, n), 1e-5, 1)])) == []
+    assert fusion.elementwise_chain(ctx_of([(elementwise(0, n), 1e-5, 1), (elementwise(1, n), 1e-5, 1)])) == []
     broken = [
         (elementwise(0, n), 1e-5, 1),
         (elementwise(1, n), 1e-5, 1),
@@ -226,17 +227,17 @@ def test_no_chain_when_short_broken_or_of_other_sizes():
         (elementwise(3, n), 1e-5, 1),
         (elementwise(4, n), 1e-5, 1),
     ]
-    assert rules.elementwise_chain(ctx_of(broken)) == []
+    assert fusion.elementwise_chain(ctx_of(broken)) == []
     sizes = [(elementwise(0, n), 1e-5, 1), (elementwise(1, n), 1e-5, 1), (elementwise(2, n // 2), 1e-5, 1)]
-    assert rules.elementwise_chain(ctx_of(sizes)) == []
+    assert fusion.elementwise_chain(ctx_of(sizes)) == []
     gap = [(elementwise(0, n), 1e-5, 1), (elementwise(1, n), 1e-5, 1), (elementwise(3, n), 1e-5, 1)]  # 2: uncounted
-    assert rules.elementwise_chain(ctx_of(gap)) == []
+    assert fusion.elementwise_chain(ctx_of(gap)) == []
 
 
 def test_identical_chains_in_every_layer_are_one_finding():
     n = 2**20
     ops = [(elementwise(10 * layer + i, n, module=f"blocks.{layer}"), 1e-5, 1) for layer in range(3) for i in range(3)]
-    f = only(rules.elementwise_chain(ctx_of(ops)))
+    f = only(fusion.elementwise_chain(ctx_of(ops)))
     assert "x3 (the same chain 3 times)" in f.evidence and len(f.ops) == 9
 
 
@@ -288,7 +289,7 @@ def test_naive_attention_materialising_the_scores():
     ctx = ctx_of(attention_ops())
     (att,) = ctx.attention
     assert att.scores_shape == (8, 512, 512) and att.indices == (0, 1, 2, 3, 4)
-    f = only(rules.naive_attention(ctx))
+    f = only(fusion.naive_attention(ctx))
     assert f.rule == "naive-attention" and f.properties == ["associativity", "locality"]
     assert "scaled_dot_product_attention" in f.technique
     assert "materialises the 8x512x512 scores" in f.evidence
@@ -296,7 +297,7 @@ def test_naive_attention_materialising_the_scores():
     fused = (2 * 8 * 512 * 64 + 8 * 512 * 64 + 8 * 512 * 64) * 2  # Q, K, V read once, O written once
     assert f"{naive / 1e6:.4g} MB moved vs {fused / 1e6:.4g} MB fused" in f.evidence
     assert f.best_time_s < f.time_s == pytest.approx(145e-6)
-    assert rules.elementwise_chain(ctx) == []  # the scale, mask and softmax belong to the attention finding
+    assert fusion.elementwise_chain(ctx) == []  # the scale, mask and softmax belong to the attention finding
 
 
 def test_no_attention_finding_for_sdpa_or_a_classifier_softmax():
@@ -309,7 +310,7 @@ def test_no_attention_finding_for_sdpa_or_a_classifier_softmax():
         2 * 2 * 8 * 512 * 512 * 64,
         4 * n * 2,
     )
-    assert rules.naive_attention(ctx_of([(sdpa, 50e-6, 1)])) == []
+    assert fusion.naive_attention(ctx_of([(sdpa, 50e-6, 1)])) == []
     classifier = [
         (mm(0, 64, 10, 512), 5e-6, 1),
         (rec(1, "aten::_softmax", [(64, 10)], [(64, 10)], 3200, 5120, math="vector"), 3e-6, 1),
@@ -330,7 +331,7 @@ def gemv(index, n=4096, k=4096, m=1, dtype="bf16", module="mlp.up"):
 
 def test_memory_bound_gemv_weights_dominate():
     ctx = ctx_of([(gemv(0), 25e-6, 1), (gemv(1, module="mlp.down"), 25e-6, 1)])
-    f = only(rules.memory_bound_gemv(ctx))
+    f = only(matmul.memory_bound_gemv(ctx))
     assert f.rule == "memory-bound-gemv" and f.properties == ["redundancy"] and f.bottleneck == "memory"
     assert "M = 1" in f.evidence and "quantize" in f.technique
     weight = 4096 * 4096 * 2
@@ -341,7 +342,7 @@ def test_memory_bound_gemv_weights_dominate():
 
 
 def test_no_gemv_finding_for_a_large_m_gemm():
-    assert rules.memory_bound_gemv(ctx_of([(gemv(0, m=4096), 500e-6, 1)])) is None
+    assert matmul.memory_bound_gemv(ctx_of([(gemv(0, m=4096), 500e-6, 1)])) is None
 
 
 # ------------------------------------------------------------------------------------------------ precision
@@ -351,7 +352,7 @@ def test_fp32_matmul_on_tensor_cores():
     op = mm(0, 4096, 4096, 4096, dtype="fp32")
     ctx = ctx_of([(op, 3.2e-3, 1)])
     assert ctx.points[0].roof == "fp32 vector"
-    f = only(rules.fp32_matmul(ctx))
+    f = only(matmul.fp32_matmul(ctx))
     assert f.rule == "fp32-matmul" and f.properties == ["redundancy"] and "TF32" in f.technique
     p = ctx.points[0]
     before = p.roof_time_s + 4e-6
@@ -363,11 +364,11 @@ def test_fp32_matmul_on_tensor_cores():
 
 def test_no_fp32_finding_without_tf32_or_when_tf32_is_already_on():
     op = mm(0, 1024, 1024, 1024, dtype="fp32")
-    assert rules.fp32_matmul(ctx_of([(op, 30e-3, 0)], CPU)) is None
+    assert matmul.fp32_matmul(ctx_of([(op, 30e-3, 0)], CPU)) is None
     fast = mm(0, 4096, 4096, 4096, dtype="fp32")  # faster than the fp32 roof allows: TF32 is on
-    assert rules.fp32_matmul(ctx_of([(fast, 1e-3, 1)])) is None
+    assert matmul.fp32_matmul(ctx_of([(fast, 1e-3, 1)])) is None
     tiny = mm(0, 8, 32, 32, dtype="fp32")  # less work than a launch: TF32 changes nothing
-    assert rules.fp32_matmul(ctx_of([(tiny, 5e-6, 1)])) is None
+    assert matmul.fp32_matmul(ctx_of([(tiny, 5e-6, 1)])) is None
 
 
 # ------------------------------------------------------------------------------------------------ compute
@@ -377,37 +378,39 @@ def test_compute_bound_near_the_roof():
     op = mm(0, 8192, 8192, 8192)
     roof = 2 * 8192**3 / 800e12
     ctx = ctx_of([(op, roof / 0.8, 1)])
-    f = only(rules.compute_bound(ctx))
+    f = only(matmul.compute_bound(ctx))
     assert f.rule == "compute-bound" and f.properties == ["sparsity", "separability", "symmetry"]
     assert "at 80% of the bf16 tensor roof" in f.evidence and "2:4" in f.evidence
     p = ctx.points[0]
     after = max(p.compute_time_s / 2, p.memory_time_s) + 4e-6
     assert f.best_time_s == f.floor_s == pytest.approx(after)
-    cpu = only(rules.compute_bound(ctx_of([(mm(0, 1024, 1024, 1024, dtype="fp32"), 2 * 1024**3 / 1e11 / 0.9, 0)], CPU)))
+    cpu = only(
+        matmul.compute_bound(ctx_of([(mm(0, 1024, 1024, 1024, dtype="fp32"), 2 * 1024**3 / 1e11 / 0.9, 0)], CPU))
+    )
     assert cpu.best_time_s is None and cpu.saving_s == 0  # no sparse roof known on a CPU
 
 
 def test_no_compute_bound_finding_far_below_the_roof():
     op = mm(0, 8192, 8192, 8192)
-    assert rules.compute_bound(ctx_of([(op, 2 * 8192**3 / 800e12 / 0.3, 1)])) is None
+    assert matmul.compute_bound(ctx_of([(op, 2 * 8192**3 / 800e12 / 0.3, 1)])) is None
 
 
 def test_awkward_shapes_and_wave_quantization():
     roof = 2 * 1793 * 1793 * 4096 / 800e12
     ctx = ctx_of([(mm(0, 1793, 1793, 4096), roof / 0.3, 1)])
-    f = only(rules.awkward_shapes(ctx))
+    f = only(matmul.awkward_shapes(ctx))
     assert f.rule == "awkward-shapes" and f.properties == ["locality"] and "pad" in f.technique
     assert "m=1793 n=1793 k=4096" in f.evidence
     assert "120 256x128 tiles = 2 waves on 100 SMs; m=1792 n=1792: 1" in f.evidence
     padded = roof * (1856 / 1793) ** 2 + 4e-6  # m, n padded to 1856: the roofline time at the padded shape
     assert f.best_time_s == pytest.approx(min(padded, roof / 0.3 / 2))  # or the measured time x waves 1/2
     aligned = 2 * 1792 * 1792 * 4096 / 800e12
-    assert rules.awkward_shapes(ctx_of([(mm(0, 1792, 1792, 4096), aligned / 0.3, 1)])) is None
+    assert matmul.awkward_shapes(ctx_of([(mm(0, 1792, 1792, 4096), aligned / 0.3, 1)])) is None
 
 
 def test_awkward_shapes_on_a_cpu_pads_to_the_roofline():
     roof = 2 * 1000 * 1000 * 1000 / 1e11
-    f = only(rules.awkward_shapes(ctx_of([(mm(0, 1000, 1000, 1000, dtype="fp32"), roof / 0.2, 0)], CPU)))
+    f = only(matmul.awkward_shapes(ctx_of([(mm(0, 1000, 1000, 1000, dtype="fp32"), roof / 0.2, 0)], CPU)))
     padded = roof * (1024 / 1000) ** 3
     assert f.best_time_s == pytest.approx(padded + 3e-6)
 
@@ -419,12 +422,12 @@ def test_non_contiguous_memory_bound_ops():
     n = 2**24
     op = elementwise(0, n, "aten::add", non_contiguous=True)
     roof = 3 * n * 4 / 2e12
-    f = only(rules.non_contiguous(ctx_of([(op, roof / 0.1, 1)])))
+    f = only(layout.non_contiguous(ctx_of([(op, roof / 0.1, 1)])))
     assert f.rule == "non-contiguous" and f.properties == ["locality"] and "contiguous" in f.technique
     assert "(10% of DRAM" in f.evidence
     assert f.best_time_s == pytest.approx(roof + 4e-6)
-    assert rules.non_contiguous(ctx_of([(elementwise(0, n), roof / 0.1, 1)])) is None  # contiguous
-    assert rules.non_contiguous(ctx_of([(op, roof / 0.9, 1)])) is None  # near the bandwidth
+    assert layout.non_contiguous(ctx_of([(elementwise(0, n), roof / 0.1, 1)])) is None  # contiguous
+    assert layout.non_contiguous(ctx_of([(op, roof / 0.9, 1)])) is None  # near the bandwidth
 
 
 # ------------------------------------------------------------------------------------------------ ranking
@@ -438,12 +441,12 @@ def test_findings_ranked_by_saving_and_small_ones_dropped():
     found = diagnose(ctx_of(ops))
     assert [f.rule for f in found] == ["compute-bound", "elementwise-chain"]
     assert found[0].saving_s >= found[1].saving_s
-    assert all(f.share >= rules.MIN_FINDING_SHARE for f in found)
+    assert all(f.share >= model.MIN_FINDING_SHARE for f in found)
     assert diagnose(ctx_of([(elementwise(0, 64), 5e-6, 1)])) == []
 
 
 def test_no_launch_bound_finding_when_the_gpu_keeps_up():
     # the VGG case: many short kernels but the GPU idle 4.7% of the span: the host keeps up, a graph saves little
     ops = [(elementwise(i, 64, module=f"layers.{i}"), 5e-6, 1) for i in range(24)]
-    assert rules.launch_bound(ctx_of(ops, wall_s=130e-6, busy_s=120e-6, idle_s=6e-6)) is None
-    assert rules.launch_bound(ctx_of(ops, wall_s=400e-6, busy_s=120e-6, idle_s=250e-6)) is not None
+    assert launch.launch_bound(ctx_of(ops, wall_s=130e-6, busy_s=120e-6, idle_s=6e-6)) is None
+    assert launch.launch_bound(ctx_of(ops, wall_s=400e-6, busy_s=120e-6, idle_s=250e-6)) is not None

@@ -1,12 +1,15 @@
 """Gains are bounds: a property test over every rule with random inputs (hypothesis). For every finding of every
-model rule (roofline.findings.model.RULES), the coverage rule (not-explained, near-roof) and the analytic rules:
-the floor (the roofline time of the ops after the technique) is recorded whenever a best time is; the best time is
-never below it nor above the time now; and the floor is never below what no technique that keeps the FLOPs can
-beat: the ops' FLOPs at their roof (half of it for 2:4 sparsity; at the device's highest roof for a precision
-change). Hand-built ops with injected timings, shipped sheets for the analytic rows: no torch, no host timing."""
+model rule (the registry's model stage: roofline.findings.rules.RULES), the coverage rule (not-explained,
+near-roof) and the analytic rules: the floor (the roofline time of the ops after the technique) is recorded
+whenever a best time is; the best time is never below it nor above the time now; and the floor is never below what
+no technique that keeps the FLOPs can beat: the ops' FLOPs at their roof (half of it for 2:4 sparsity; at the
+device's highest roof for a precision change). And each finding names a rule its producer declared in the registry,
+with properties that rule declares. Hand-built ops with injected timings, shipped sheets for the analytic rows: no
+torch, no host timing."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from diagnose_devices import CPU, GPU, rec
@@ -16,10 +19,13 @@ from hypothesis import strategies as st
 from roofline.costs.base import get_model
 from roofline.diagnose.place import place, place_op
 from roofline.errors import RooflineError
-from roofline.findings import coverage
-from roofline.findings.analytic import AnalyticContext, advise
+from roofline.findings import registry
+from roofline.findings.analytic import AnalyticContext
 from roofline.findings.base import Finding
-from roofline.findings.model import RULES, ModelContext, ModelFinding
+from roofline.findings.context import FindingContext
+from roofline.findings.model import ModelContext, ModelFinding
+from roofline.findings.registry import Rule
+from roofline.findings.rules import RULES, coverage, produce_all
 from roofline.ironlaw import place_cost
 from roofline.report.records import OpRecord, OpTiming, Timing
 from roofline.report.rows import KernelFacts
@@ -234,14 +240,25 @@ def check_bound(f: Finding, flop_floor: float) -> None:
         assert f.floor_s >= share * flop_floor * (1 - 1e-9), (f, flop_floor)
 
 
+def check_declared(f: Finding, rules: Sequence[Rule]) -> None:
+    """A finding names one of its producer's declared rules, and properties that rule declares."""
+    declared = next((r for r in rules if r.id == f.rule), None)
+    assert declared is not None, (f.rule, [r.id for r in rules])
+    assert set(f.properties) <= {p.value for p in declared.properties}, f
+
+
 def model_findings(ctx: ModelContext) -> list[ModelFinding]:
     """Every rule's findings (unfiltered by share) and the coverage findings on top of them."""
     found: list[ModelFinding] = []
     for rule in RULES:
-        result = rule(ctx)
-        if result is not None:
-            found += result if isinstance(result, list) else [result]
-    return found + coverage.cover(ctx, found)
+        made = rule.produce(FindingContext(model=ctx))  # NB: unfiltered by share
+        for f in made:
+            check_declared(f, rule.rules)
+        found += made
+    covered = coverage.cover(ctx, found)
+    for f in covered:
+        check_declared(f, registry.rules(("coverage",)))
+    return found + covered
 
 
 def check_model(ctx: ModelContext) -> None:
@@ -304,5 +321,8 @@ def test_every_analytic_rule_is_bounded_by_its_floor(values, device_name):
     except RooflineError:
         return  # a workload the sheet cannot place (no roof for its dtype): bad input, not a finding
     top = max(device.compute.values())
-    for f in advise(AnalyticContext(kind, params, cost, placement, device)):
+    for f in produce_all(
+        FindingContext(analytic=AnalyticContext(kind, params, cost, placement, device)), ("analytic",)
+    ):
+        check_declared(f, registry.rules(("analytic",)))
         check_bound(f, placement.flops / top if f.rule in HIGHER_ROOF else placement.compute_s)

@@ -11,9 +11,8 @@ from diagnose_devices import CPU, GPU, rec
 from test_diagnose_cli import FAKE_CPU, FAST, MODELS, modelled_timing
 from test_diagnose_rules import ctx_of, elementwise, mm, only
 
-from roofline.findings import model as rules
 from roofline.findings import patterns
-from roofline.findings.model import diagnose
+from roofline.findings.rules import diagnose, fusion, launch, layout, matmul
 
 N = 2**20  # elements of the activations below
 ROWS, HID = 256, 4096
@@ -70,7 +69,7 @@ def test_recurrence_found_by_structure_whatever_the_op_durations():
     ctx = ctx_of(big, CPU)
     (loop,) = ctx.loops
     assert loop.carried is not None and loop.carried.recurrent and loop.carried.links == 11
-    f = only(rules.sequential_loop(ctx))
+    f = only(launch.sequential_loop(ctx))
     assert f.properties == ["associativity"] and "parallel scan" in f.technique
     assert "a recurrence: in 11 of 11 steps" in f.evidence
     roof = sum(p.roof_time_s for p in ctx.points)
@@ -85,7 +84,7 @@ def test_recurrence_falls_back_to_the_small_op_rule_without_producers():
 
 def test_independent_repeated_steps_are_not_a_recurrence():
     ctx = ctx_of(rnn_steps(12, time_s=10e-6, linked=False), CPU)
-    assert ctx.loops == () and rules.sequential_loop(ctx) == []
+    assert ctx.loops == () and launch.sequential_loop(ctx) == []
 
 
 # ------------------------------------------------------------------------------------------- fusion
@@ -116,16 +115,16 @@ def test_fused_op_names_the_written_out_ops():
 def test_rmsnorm_written_out_is_one_group_and_the_bound_is_the_fused_bytes():
     ops = [(r, 200e-6, 1) for r in rmsnorm()]
     ctx = ctx_of(ops, GPU)
-    (fusion,) = ctx.fusions
-    assert fusion.kind == "rms_norm" and fusion.indices == (0, 1, 2, 3, 4, 5)
+    (group,) = ctx.fusions
+    assert group.kind == "rms_norm" and group.indices == (0, 1, 2, 3, 4, 5)
     x_bytes, w_bytes = ROWS * HID * 4, HID * 4
-    assert fusion.fused_bytes == x_bytes + w_bytes + x_bytes  # x and w read once, the result written once
-    assert fusion.reductions == 1 and fusion.broadcasts == 2
-    f = only(rules.written_out_fusion(ctx))
+    assert group.fused_bytes == x_bytes + w_bytes + x_bytes  # x and w read once, the result written once
+    assert group.reductions == 1 and group.broadcasts == 2
+    f = only(fusion.written_out_fusion(ctx))
     assert f.rule == "fused-op" and f.properties == ["locality"] and "F.rms_norm" in f.technique
-    floor = fusion.fused_bytes / GPU.dram_bandwidth + GPU.launch_floor_s
+    floor = group.fused_bytes / GPU.dram_bandwidth + GPU.launch_floor_s
     assert floor <= f.best_time_s < f.time_s
-    assert rules.elementwise_chain(ctx) == []  # no second finding for the same ops
+    assert fusion.elementwise_chain(ctx) == []  # no second finding for the same ops
     assert f in diagnose(ctx)
 
 
@@ -134,27 +133,27 @@ def test_silu_written_out_and_a_generic_reduction_chain():
         vec(0, "aten::sigmoid", [(N,)], [(N,)], [None]),
         vec(1, "aten::mul", [(N,), (N,)], [(N,)], [None, 0]),
     ]
-    f = only(rules.written_out_fusion(ctx_of([(r, 500e-6, 1) for r in silu], GPU)))
+    f = only(fusion.written_out_fusion(ctx_of([(r, 500e-6, 1) for r in silu], GPU)))
     assert f.rule == "fused-op" and "F.silu" in f.technique
     norm = [
         vec(0, "aten::sum", [(ROWS, HID)], [(ROWS, 1)], [None]),
         vec(1, "aten::div", [(ROWS, HID), (ROWS, 1)], [(ROWS, HID)], [None, 0]),
     ]
-    f = only(rules.written_out_fusion(ctx_of([(r, 500e-6, 1) for r in norm], GPU)))
+    f = only(fusion.written_out_fusion(ctx_of([(r, 500e-6, 1) for r in norm], GPU)))
     assert f.rule == "fusion-across-reduction" and "torch.compile" in f.technique
 
 
 def test_a_consumer_reading_another_activation_stays_outside_the_group():
     ops = [*rmsnorm(), vec(6, "aten::mul", [(ROWS, HID), (ROWS, HID)], [(ROWS, HID)], [5, None])]
     ops[-1] = replace(ops[-1], input_producers=(5, 99))  # 99: a matmul elsewhere (not a fusible op)
-    (fusion,) = ctx_of([(r, 200e-6, 1) for r in ops], GPU).fusions
-    assert 6 not in fusion.indices
+    (group,) = ctx_of([(r, 200e-6, 1) for r in ops], GPU).fusions
+    assert 6 not in group.indices
 
 
 def test_no_fusion_without_producers():
     ops = [(replace(r, input_producers=(), input_params=()), 200e-6, 1) for r in rmsnorm()]
     ctx = ctx_of(ops, GPU)
-    assert ctx.fusions == () and rules.written_out_fusion(ctx) == []
+    assert ctx.fusions == () and fusion.written_out_fusion(ctx) == []
 
 
 # ------------------------------------------------------------------------------------------- KV cache
@@ -172,7 +171,7 @@ def test_kv_cache_grown_by_cat_bound_is_the_new_slices():
     found = patterns.kv_cache_growth(ctx.points)
     assert [g.from_previous for g in found] == [False, True, True, True]
     assert all(g.axis == 2 and g.new_bytes == 8 * 64 * 4 for g in found)  # one token of 8 heads x 64
-    f = only(rules.kv_cache_cat(ctx))
+    f = only(fusion.kv_cache_cat(ctx))
     assert f.rule == "kv-cache-cat" and f.properties == ["redundancy"] and "static" in f.technique
     after = sum(2 * g.new_bytes / GPU.dram_bandwidth + GPU.launch_floor_s for g in found)
     assert f.best_time_s >= after and f.best_time_s < f.time_s
@@ -193,17 +192,17 @@ def gemv(index, *, weight_is_param):
 
 def test_gemv_advice_only_when_the_large_operand_is_a_parameter():
     ctx = ctx_of([(gemv(0, weight_is_param=True), 200e-6, 1)], GPU)
-    assert only(rules.memory_bound_gemv(ctx)).rule == "memory-bound-gemv"
-    assert rules.activation_matmul(ctx) is None
+    assert only(matmul.memory_bound_gemv(ctx)).rule == "memory-bound-gemv"
+    assert matmul.activation_matmul(ctx) is None
     ctx = ctx_of([(gemv(0, weight_is_param=False), 200e-6, 1)], GPU)
-    assert rules.memory_bound_gemv(ctx) is None
-    f = only(rules.activation_matmul(ctx))
+    assert matmul.memory_bound_gemv(ctx) is None
+    f = only(matmul.activation_matmul(ctx))
     assert f.rule == "activation-matmul" and "batch independent products" in f.technique
     assert "neither operand is a parameter" in f.evidence
     assert f.best_time_s >= ctx.points[0].roof_time_s
     # unknown (older reports): today's rule
     old = mm(0, 1, 8192, 8192)
-    assert only(rules.memory_bound_gemv(ctx_of([(old, 200e-6, 1)], GPU))).rule == "memory-bound-gemv"
+    assert only(matmul.memory_bound_gemv(ctx_of([(old, 200e-6, 1)], GPU))).rule == "memory-bound-gemv"
 
 
 def test_diag_matmul_is_a_cheaper_algorithm():
@@ -211,7 +210,7 @@ def test_diag_matmul_is_a_cheaper_algorithm():
     diag = vec(0, "aten::diag_embed", [(n,)], [(n, n)], [None], flops=0)
     prod = mm(1, n, n, n, dtype="fp32", input_producers=(0, None), input_params=(False, False))
     ctx = ctx_of([(diag, 50e-6, 1), (prod, 5e-3, 1)], GPU)
-    f = only(rules.cheaper_algorithm(ctx))
+    f = only(matmul.cheaper_algorithm(ctx))
     assert f.rule == "cheaper-algorithm" and f.properties == ["sparsity"] and "a[:, None] * b" in f.technique
     after = (n + 2 * n * n) * 4 / GPU.dram_bandwidth + GPU.launch_floor_s
     assert f.best_time_s == f.floor_s == pytest.approx(after)
@@ -233,14 +232,14 @@ def conv(index, layout, *, dtype="bf16", time_s=2e-3):
 
 def test_nchw_bf16_convolutions_want_channels_last():
     ctx = ctx_of([conv(0, "contiguous")], GPU)
-    f = only(rules.conv_layout(ctx))
+    f = only(layout.conv_layout(ctx))
     assert f.rule == "conv-layout" and f.properties == ["locality"] and "channels_last" in f.technique
     p = ctx.points[0]
     assert f.best_time_s == pytest.approx(p.roof_time_s + p.launch_floor_s)
-    assert rules.conv_layout(ctx_of([conv(0, "channels_last")], GPU)) is None
-    assert rules.conv_layout(ctx_of([conv(0, "contiguous", dtype="fp32")], GPU)) is None  # cuDNN: NCHW is fine
+    assert layout.conv_layout(ctx_of([conv(0, "channels_last")], GPU)) is None
+    assert layout.conv_layout(ctx_of([conv(0, "contiguous", dtype="fp32")], GPU)) is None  # cuDNN: NCHW is fine
     unknown = (replace(conv(0, "contiguous")[0], input_layouts=()), 2e-3, 3)  # older reports: no layouts
-    assert rules.conv_layout(ctx_of([unknown], GPU)) is None
+    assert layout.conv_layout(ctx_of([unknown], GPU)) is None
 
 
 def test_permute_copies_around_a_convolution_are_layout_conversions():
@@ -249,7 +248,7 @@ def test_permute_copies_around_a_convolution_are_layout_conversions():
     r, t, k = conv(1, "contiguous", time_s=1e-4)  # near its roof: only the copy gives it away
     r = replace(r, input_producers=(0, None))
     ctx = ctx_of([(copy, 1e-3, 1), (r, t, k)], GPU)
-    f = only(rules.conv_layout(ctx))
+    f = only(layout.conv_layout(ctx))
     assert f.ops == [0, 1] and "permute + contiguous copy" in f.evidence
 
 

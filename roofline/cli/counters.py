@@ -47,7 +47,10 @@ def import_csv(
     (docs/diagnose.md lists the metrics), or let `roofline diagnose --counters` run ncu.
     """
     from roofline.errors import ReportError, UsageError
-    from roofline.findings.counters import RULE, attach, locality_findings
+    from roofline.findings.context import FindingContext
+    from roofline.findings.counters import attach
+    from roofline.findings.rules import produce_all
+    from roofline.findings.rules.counters import RULE
     from roofline.measure.ncu import read_csv
     from roofline.report.schema import read_report
 
@@ -69,7 +72,9 @@ def import_csv(
         )
     summary = getattr(report, "summary", None) or {}
     iteration_s = max(float(summary.get("op_time_s") or 0.0), float(summary.get("wall_s") or 0.0))
-    findings = locality_findings(counters, points, iteration_s)
+    findings = produce_all(
+        FindingContext(points=tuple(points), iteration_s=iteration_s, counters=counters), ("counters",)
+    )
     if as_json:
         print_json({"counters": counters.model_dump(mode="json"), "findings": [_finding_dict(f) for f in findings]})
     else:

@@ -235,7 +235,7 @@ def diagnose(
 
         print_text(DiagnoseRenderer(top=top).render(result))
         if result.counters is not None:
-            from roofline.findings.counters import RULE
+            from roofline.findings.rules.counters import RULE
             from roofline.render.counters import CountersRenderer
 
             local = [f for f in result.findings if f.rule == RULE]

@@ -25,9 +25,10 @@ from roofline.diagnose.place import place
 from roofline.errors import RooflineError, TimedOut, UsageError, WorkloadError
 from roofline.findings.base import rank
 from roofline.findings.combine import combined
-from roofline.findings.coverage import cover
-from roofline.findings.model import RULES, ModelContext, ModelFinding, Rule
-from roofline.findings.model import diagnose as run_rules
+from roofline.findings.context import FindingContext
+from roofline.findings.model import ModelContext, ModelFinding
+from roofline.findings.registry import Producer, producers
+from roofline.findings.rules import RULES, produce_all
 from roofline.report.records import OpRecord, Timing, floor_seconds
 from roofline.report.rows import Placed
 from roofline.report.schema import Report, new_report
@@ -120,7 +121,7 @@ class Stages:
     roofs: Callable[..., tuple[Device, list[str]]] = _roofs  # (torch_device, sheet=, spec_files=, roofs=)
     count: Callable[..., list[OpRecord]] = _count  # (model, inputs, kwargs, mode=) -> [OpRecord]
     time: Callable[..., Timing] = _time  # (model, inputs, kwargs, records, device=, mode=, warmup=, iters=)
-    rules: Sequence[Rule] = RULES
+    rules: Sequence[Producer] = RULES  # the model stage's producers (roofline.findings.rules)
     # (model, inputs, kwargs, findings, device=, warmup=, iters=, combined_gain=, progress=) -> [VerifiedFinding]
     verify: Callable[..., list[Any]] = _verify
     # (path, device=, mode=, warmup=, dtype=, entry=, argv=) -> [KernelCounters] (--counters: one iteration under ncu)
@@ -270,15 +271,16 @@ def _out_of_memory(exc: BaseException, where: str) -> RooflineError | None:
 
 
 def conclude(
-    records: Sequence[OpRecord], timing: Timing, dev: Device, rules: Sequence[Rule] = RULES
+    records: Sequence[OpRecord], timing: Timing, dev: Device, rules: Sequence[Producer] = RULES
 ) -> tuple[Placed, list[ModelFinding]]:
     """The counted ops and their timing placed on ``dev``'s roofline, and the findings (every group of ops that
     costs time gets a verdict): what every diagnosis ends with (a model file, a model in-process, a profiled
-    region of a loop)."""
+    region of a loop). ``rules``: the model stage's producers; the coverage stage runs after them."""
     placed = place(records, timing, dev)
     ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
-    findings = run_rules(ctx, tuple(rules))
-    return placed, rank([*findings, *cover(ctx, findings)])
+    chosen = [*rules, *producers(("coverage",))]
+    findings = produce_all(FindingContext(model=ctx), ("model", "coverage"), chosen)
+    return placed, [f for f in findings if isinstance(f, ModelFinding)]
 
 
 #: (resolved torch device) -> the model on it, ready to run; called inside the user-code boundary
@@ -548,9 +550,10 @@ def run(
                 argv=list(argv),
             )
             if measured is not None:
-                from roofline.findings.counters import locality_findings
-
-                local = locality_findings(measured, placed.points, placed.summary.iteration_s)
+                counted = FindingContext(
+                    points=tuple(placed.points), iteration_s=placed.summary.iteration_s, counters=measured
+                )
+                local = [f for f in produce_all(counted, ("counters",)) if isinstance(f, ModelFinding)]
                 findings = rank([*findings, *local])
             took("counters")
         verified = None

@@ -2,7 +2,8 @@
 
 Each technique is a small named function ``(model, inputs, kwargs, device) -> (callable, inputs, kwargs)``: it gets
 a fresh copy of the loaded model (``copy.deepcopy``) and returns what to call, with what, the technique applied.
-:data:`RULE_TECHNIQUES` maps each finding rule to its mechanical technique (or to why it needs a code change).
+Each finding rule's mechanical technique (or the code change it needs) is declared with the rule, in the
+registry (:mod:`roofline.findings.registry`: ``Rule.verify``, ``Rule.code_change``).
 :func:`verify` times the eager model and each technique the same way (warm-up first, compilation included and
 reported as compile seconds; then ``iters`` calls timed by the injectable ``timer``, by default the diagnose
 timing pass's plain wall-time loop: CUDA events on a GPU, the host clock on the CPU), checks the outputs against
@@ -30,10 +31,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+import roofline.findings.rules  # noqa: F401  (registers every rule)
 from roofline.diagnose import profile
 from roofline.diagnose.execute import run_once
 from roofline.diagnose.profile import synchronize, time_loop
 from roofline.errors import UserCodeError, exception_chain, is_out_of_memory
+from roofline.findings import registry
 
 # timer(step, iters, device) -> seconds the `iters` calls of step took together
 Timer = Callable[[Callable[[], object], int, str], float]
@@ -252,41 +255,18 @@ TECHNIQUES: dict[str, Technique] = {
     "bf16-autocast": bf16_autocast,
 }
 
-# rule -> technique name, or (for the rules that need a code change) why not
-_COMPILE_RULES = ("elementwise-chain", "fused-op", "fusion-across-reduction", "under-filled-gpu")
+#: rule -> why --verify leaves it (the code change it needs), from the registry (roofline.findings.registry)
 NOT_MECHANICAL: dict[str, str] = {
-    "naive-attention": "replace the written-out attention with F.scaled_dot_product_attention",
-    "kv-cache-cat": "preallocate the KV cache (a static cache) instead of torch.cat per step",
-    "compile-blockers": "remove the graph breaks and recompilations in the code",
-    "sequential-loop": "restructure the loop (a parallel scan, batching the steps)",
-    "cheaper-algorithm": "use the cheaper algorithm the finding names",
-    "memory-bound-gemv": "batch the requests or quantise the weights",
-    "compute-bound": "fewer FLOPs or a faster unit: the op is at its roof",
-    "activation-matmul": "multiply by the structure the finding names instead of a dense matrix",
-    "non-contiguous": "make the tensor contiguous where it is produced",
-    "not-explained": "no technique is known for these ops",
-    "near-roof": "the ops are near their roof already",
+    r.id: r.code_change for r in registry.rules(registry.DIAGNOSE_STAGES) if r.code_change
 }
 
 
 def technique_for(rule: str, device: str, *, compiled: bool = False) -> tuple[str, str]:
-    """(technique name, '') for a rule with a mechanical technique on ``device``; ('', why not) otherwise. For a
-    ``compiled`` model every technique but CUDA graphs is applied before compiling it again ('...+compile'), and
-    compiling is no technique."""
-    cuda = device.startswith("cuda")
-    name = ""
-    if rule in _COMPILE_RULES:
-        name = "compile"
-    elif rule == "launch-bound":
-        name = "reduce-overhead" if cuda else "compile"
-    elif rule == "conv-layout":
-        name = "channels_last"
-    elif rule == "fp32-matmul":
-        name = "tf32" if cuda else "bf16-autocast"
-    elif rule == "kv-cache-cat":
-        name = "static-kv-cache"
-    elif rule == "awkward-shapes":
-        name = "pad"
+    """(technique name, '') for a rule with a mechanical technique on ``device`` (the registry's ``verify``); ('',
+    why not) otherwise. For a ``compiled`` model every technique but CUDA graphs is applied before compiling it
+    again ('...+compile'), and compiling is no technique."""
+    declared = registry.find(rule)
+    name = "" if declared is None or declared.verify is None else declared.verify.on(device)
     if not name:
         return "", f"not verified: needs a code change ({NOT_MECHANICAL.get(rule, 'no mechanical technique')})"
     if compiled:

@@ -1,16 +1,12 @@
-"""Findings for analytic rows: which bottleneck, which property fits, which technique, what gain.
+"""An analytic row as its rules see it: :class:`AnalyticContext` (the workload, its cost, its placement, the
+device) and the what-if placement of the same workload with other parameters.
 
-Each rule is a small pure function of the row's context returning a Finding or None; ``advise`` runs
-them in order and ranks the findings by the time they could save. Gains are upper bounds from the
-roofline: a what-if cost (another dtype, the fused variant) placed on the same device. That placement's time is also
-the finding's ``floor_s`` (the roofline time after the technique): the row's time is itself a roofline time, so
-the best time is the floor.
+The rules are the analytic family (:mod:`roofline.findings.rules.analytic`), each a small pure function of the
+row's context returning a Finding or None, declared in the registry (:mod:`roofline.findings.registry`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,10 +14,7 @@ from roofline.costs.base import Cost, Params
 from roofline.costs.models import get_model
 from roofline.device import Device
 from roofline.errors import RooflineError
-from roofline.findings.base import TILE_M, TILE_N, Finding, at_floor, rank, trimmed_waves, wave_times
 from roofline.ironlaw import Placement, place_cost
-from roofline.properties import Property
-from roofline.units import format_bytes, format_time
 
 
 @dataclass(frozen=True)
@@ -44,196 +37,4 @@ class AnalyticContext:
             return None
 
 
-Rule = Callable[[AnalyticContext], "Finding | None"]
-
-
-def _finding(
-    ctx: AnalyticContext, rule: str, props: tuple[Property, ...], technique: str, evidence: str, best: float | None
-) -> Finding:
-    """``best``: the roofline time after the technique (the floor; the best time when below the row's time)."""
-    best, floor = at_floor(ctx.placement.time_s, best) if best is not None else (None, None)
-    return Finding(
-        rule=rule,
-        bottleneck=ctx.placement.bound,
-        properties=[p.value for p in props],
-        technique=technique,
-        evidence=evidence,
-        time_s=ctx.placement.time_s,
-        best_time_s=best,
-        floor_s=floor,
-    )
-
-
-def launch_bound(ctx: AnalyticContext) -> Finding | None:
-    p = ctx.placement
-    if p.bound != "launch":
-        return None
-    work = p.roof_time_s
-    best = max(work, ctx.device.launch_floor_s)  # one graph launch / one fused kernel at best
-    evidence = (
-        f"{p.kernels} kernel(s) x {format_time(ctx.device.launch_floor_s)} launch floor = "
-        f"{format_time(p.launch_s)} of {format_time(p.time_s)}; the work itself needs {format_time(work)}"
-    )
-    technique = "fuse kernels (torch.compile), capture CUDA graphs (mode='reduce-overhead'), batch small ops"
-    return _finding(ctx, "launch-bound", (Property.LOCALITY, Property.ASSOCIATIVITY), technique, evidence, best)
-
-
-def naive_attention(ctx: AnalyticContext) -> Finding | None:
-    impl = getattr(ctx.params, "impl", None) or getattr(ctx.params, "attention", None)
-    if impl != "naive":
-        return None
-    key = "impl" if hasattr(ctx.params, "impl") else "attention"
-    fused = ctx.what_if(**{key: "fused"})
-    if fused is None:
-        return None
-    evidence = (
-        f"materialises the score and probability matrices: {format_bytes(ctx.placement.bytes)} moved vs "
-        f"{format_bytes(fused.bytes)} fused ({ctx.placement.bytes / fused.bytes:.3g}x)"
-    )
-    technique = "online softmax + tiling: F.scaled_dot_product_attention / FlashAttention"
-    return _finding(
-        ctx, "naive-attention", (Property.ASSOCIATIVITY, Property.LOCALITY), technique, evidence, fused.time_s
-    )
-
-
-def fp32_matmul(ctx: AnalyticContext) -> Finding | None:
-    if ctx.cost.dtype != "fp32" or ctx.cost.math != "tensor" or any(k.tf32 for k in ctx.cost.kernels):
-        return None
-    if ("tf32", "tensor") not in ctx.device.compute:
-        return None
-    tf32 = ctx.what_if(tf32=True)
-    if tf32 is None or tf32.time_s >= ctx.placement.time_s:
-        return None
-    evidence = (
-        f"fp32 matmul runs on the {ctx.placement.roof_label} roof "
-        f"({ctx.placement.peak_flops_per_s / 1e12:.3g} TFLOP/s); TF32 tensor cores offer "
-        f"{ctx.device.compute[('tf32', 'tensor')] / 1e12:.3g}"
-    )
-    technique = "TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or bf16 autocast"
-    return _finding(ctx, "fp32-matmul", (Property.REDUNDANCY,), technique, evidence, tf32.time_s)
-
-
-def memory_bound_weights(ctx: AnalyticContext) -> Finding | None:
-    """Decode / GEMV: weight bytes dominate; batching amortises them, quantisation shrinks them."""
-    p = ctx.placement
-    if p.bound != "memory" or ctx.kind not in ("decode", "gemm"):
-        return None
-    headroom = p.ridge / p.intensity if p.intensity else math.inf
-    evidence = (
-        f"intensity {p.intensity:.3g} FLOP/B vs ridge {p.ridge:.3g}: "
-        f"up to ~{headroom:.0f}x more work per byte fits before compute binds"
-    )
-    best = None
-    technique = "batch requests (intensity grows with batch), quantize weights/KV (int8/int4/fp8), speculative decoding"
-    if ctx.kind == "decode":
-        current = getattr(ctx.params, "weight_dtype", None)
-        if current not in ("int4", "fp4"):
-            int4 = ctx.what_if(weight_dtype="int4")
-            if int4 is not None and int4.time_s < p.time_s:
-                best = int4.time_s
-                evidence += f"; int4 weights: {format_time(int4.time_s)} per step"
-    return _finding(ctx, "memory-bound-weights", (Property.REDUNDANCY,), technique, evidence, best)
-
-
-def memory_bound_elementwise(ctx: AnalyticContext) -> Finding | None:
-    p = ctx.placement
-    if p.bound != "memory" or ctx.kind not in ("elementwise", "norm"):
-        return None
-    evidence = (
-        f"{p.intensity:.3g} FLOP/B, far below the ridge ({p.ridge:.3g}): the op is one round trip of "
-        f"{format_bytes(p.bytes)} through DRAM"
-    )
-    technique = "fuse it into its neighbours (torch.compile, Triton): inside a fused kernel its round trip vanishes"
-    # Fused into a neighbour, its DRAM round trip vanishes and only its arithmetic remains.
-    best = p.compute_s or None
-    return _finding(ctx, "elementwise-round-trip", (Property.LOCALITY,), technique, evidence, best)
-
-
-def wave_quantization(ctx: AnalyticContext) -> Finding | None:
-    if ctx.kind != "gemm" or ctx.placement.bound != "compute" or not ctx.device.compute_units:
-        return None
-    m, n = ctx.params.m, ctx.params.n  # type: ignore[attr-defined]
-    sms = ctx.device.compute_units
-    waves = trimmed_waves(m, n, getattr(ctx.params, "batch", 1), sms)
-    if waves is None:
-        return None
-    p = ctx.placement
-    # NB: the roofline time assumes every SM busy; with whole tiles in waves, the last wave's idle SMs stretch it.
-    # The trimmed GEMM is bounded the same way, so its time is never below its own roofline time.
-    now_s, after_s = wave_times(p.roof_time_s, waves)
-    launch = p.time_s - p.roof_time_s
-    # NB: padding or trimming is a shape fix: the same work is never done below its own roofline time
-    best, floor = at_floor(now_s + launch, max(after_s, p.roof_time_s) + launch)
-    if best is None:
-        return None
-    unit = ctx.device.unit_name
-    evidence = (
-        f"with {TILE_M}x{TILE_N} tiles: {waves.tiles} tiles on {sms} {unit}s = {waves.waves} waves, the last one "
-        f"{waves.tiles - (waves.waves - 1) * sms}/{sms} full, so the {unit}s are busy "
-        f"{100 * waves.busy:.0f}% of the time: about {format_time(now_s + launch)}, not the roofline's "
-        f"{format_time(p.time_s)}; m={waves.trimmed_m} n={waves.trimmed_n} needs {waves.trimmed_tiles} tiles = "
-        f"{waves.trimmed_waves} wave(s): {format_time(after_s + launch)}"
-    )
-    technique = (
-        f"pad or trim M, N to tile multiples so the tiles fill whole waves (m={waves.trimmed_m} n={waves.trimmed_n})"
-    )
-    return Finding(
-        rule="wave-quantization",
-        bottleneck=p.bound,
-        properties=[Property.LOCALITY.value],
-        technique=technique,
-        evidence=evidence,
-        time_s=now_s + launch,
-        best_time_s=best,
-        floor_s=floor,
-    )
-
-
-def compute_bound(ctx: AnalyticContext) -> Finding | None:
-    p = ctx.placement
-    if p.bound != "compute":
-        return None
-    evidence = f"intensity {p.intensity:.4g} FLOP/B is above the ridge {p.ridge:.4g}: the {p.roof_label} roof binds"
-    technique = "do fewer FLOPs: 2:4 structured sparsity, MoE, low-rank factorisation, weight sharing / FFT"
-    best = None
-    # NB: NVIDIA Ampere and later (the parts with TF32) run 2:4-sparse tensor math at twice the dense rate.
-    if ctx.device.vendor == "nvidia" and ("tf32", "tensor") in ctx.device.compute and ctx.cost.math == "tensor":
-        best = max(p.compute_s / 2, p.memory_s) + p.launch_s
-        evidence += "; 2:4 sparsity doubles this roof"
-    props = (Property.SPARSITY, Property.SEPARABILITY, Property.SYMMETRY)
-    return _finding(ctx, "compute-bound", props, technique, evidence, best)
-
-
-def lower_precision(ctx: AnalyticContext) -> Finding | None:
-    """A compute-bound fp16/bf16 matmul on a device with fp8 tensor cores."""
-    p = ctx.placement
-    if p.bound != "compute" or ctx.cost.dtype not in ("fp16", "bf16") or not hasattr(ctx.params, "dtype"):
-        return None
-    if ("fp8", "tensor") not in ctx.device.compute:
-        return None
-    fp8 = ctx.what_if(dtype="fp8")
-    if fp8 is None or fp8.time_s >= p.time_s:
-        return None
-    evidence = (
-        f"fp8 tensor roof {ctx.device.compute[('fp8', 'tensor')] / 1e12:.4g} vs {p.peak_flops_per_s / 1e12:.4g} TFLOP/s"
-    )
-    technique = "fp8 matmuls (torch._scaled_mm, Transformer Engine) where accuracy allows"
-    return _finding(ctx, "lower-precision", (Property.REDUNDANCY,), technique, evidence, fp8.time_s)
-
-
-RULES: tuple[Rule, ...] = (
-    launch_bound,
-    naive_attention,
-    fp32_matmul,
-    wave_quantization,
-    memory_bound_weights,
-    memory_bound_elementwise,
-    compute_bound,
-    lower_precision,
-)
-
-
-def advise(ctx: AnalyticContext, rules: tuple[Rule, ...] = RULES) -> list[Finding]:
-    """All findings for one row, largest possible saving first; savings equal to two significant digits
-    keep the rule order (the architecture table's order of preference)."""
-    return rank(f for rule in rules if (f := rule(ctx)) is not None)
+__all__ = ["AnalyticContext"]

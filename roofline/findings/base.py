@@ -1,5 +1,5 @@
-"""What every finding is, and the arithmetic of its gain: one :class:`Finding` type for the analytic rules
-(:mod:`roofline.findings.analytic`) and the model rules (:mod:`roofline.findings.model`).
+"""What every finding is, and the arithmetic of its gain: one :class:`Finding` type for every rule
+(:mod:`roofline.findings.rules`: the analytic rules, the model rules and the others).
 
 A finding names the bottleneck, the properties (associativity, separability, locality, sparsity, redundancy,
 symmetry) that a technique exploits, the technique, the evidence (numbers), the time now and an upper bound on the

@@ -1,4 +1,4 @@
-"""Nsight Compute counters beside a diagnosis: measured bytes per op, the counters' bound, the locality finding.
+"""Nsight Compute counters beside a diagnosis: measured bytes per op and the counters' bound.
 
 :func:`attach` gives each diagnosed op (:class:`roofline.report.rows.OpPoint`) the counters of its kernels, found
 by name: an op's kernels are its ``kernel_facts`` (the torch profiler's names, launches per iteration). Names are
@@ -13,11 +13,8 @@ The counters' bound is the busier unit: ``memory`` when the memory throughput % 
 else ``compute``; ``low`` marks ops where both are under LOW_PCT (Nsight Compute's own rule for a kernel limited by
 latency, neither unit near its peak). It agrees with ours when it equals the op's roofline bound.
 
-The locality finding (rule ``excess-dram-traffic``, property locality): an op whose measured DRAM bytes are at least
-LOCALITY_FACTOR x its compulsory bytes (and the compulsory bytes at least MIN_LOCALITY_BYTES: smaller tensors sit
-in L2 and the ratio is noise), when the excess traffic is what sets its floor (the DRAM time of the measured
-bytes is above its roofline time). Technique: block/tile for reuse or fuse so each byte is read once. Its bound
-(roofline.findings.base.bounded): the op's roofline time with compulsory bytes -- never below it.
+The locality finding on these counters (rule ``excess-dram-traffic``) is the counters family's
+(:mod:`roofline.findings.rules.counters`).
 """
 
 from __future__ import annotations
@@ -28,18 +25,11 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from roofline.findings.base import bounded, rank
-from roofline.findings.model import MIN_FINDING_SHARE, ModelFinding
-from roofline.ironlaw import memory_time, roofline_time
 from roofline.measure.ncu import KernelCounters
-from roofline.properties import Property
 from roofline.report.rows import OpPoint
-from roofline.units import format_bytes, format_time
 
 LOCALITY_FACTOR = 2.0  # measured DRAM bytes / compulsory bytes at or above which the locality finding is raised
-MIN_LOCALITY_BYTES = 1 << 20  # compulsory bytes below which the ratio is not judged (the tensors sit in L2)
 LOW_PCT = 60.0  # both throughputs under this % of peak: neither unit is the limit (latency)
-RULE = "excess-dram-traffic"
 
 
 class OpCounters(BaseModel):
@@ -303,60 +293,12 @@ def _op_counters(point: OpPoint, share: _Share) -> OpCounters:
 # ------------------------------------------------------------------------------------------------ the finding
 
 
-def locality_findings(
-    counters: Counters, points: Sequence[OpPoint], iteration_s: float, *, factor: float = LOCALITY_FACTOR
-) -> list[ModelFinding]:
-    """One finding per op moving at least ``factor`` x its compulsory bytes where that traffic sets its floor;
-    ranked, those under MIN_FINDING_SHARE of the iteration dropped."""
-    by_index = {p.index: p for p in points}
-    out = []
-    for c in counters.ops:
-        p = by_index.get(c.index)
-        if p is None or not p.timed or c.ratio is None or c.ratio < factor or p.bytes < MIN_LOCALITY_BYTES:
-            continue
-        if p.bandwidth_bytes_per_s <= 0:
-            continue
-        before = roofline_time(p.compute_time_s, memory_time(c.dram_bytes, p.bandwidth_bytes_per_s))
-        best, floor = bounded(p.time_s, before, p.roof_time_s)
-        if best is None:
-            continue  # the excess traffic is not what holds it (compute sets its floor) or it runs at the floor
-        share = p.time_s / iteration_s if iteration_s > 0 else 0.0
-        if share < MIN_FINDING_SHARE:
-            continue
-        out.append(
-            ModelFinding(
-                rule=RULE,
-                bottleneck="memory",
-                properties=[Property.LOCALITY.value],
-                technique=(
-                    "block/tile it for reuse (or fuse it with its neighbours) so each byte comes from DRAM once: "
-                    "it re-reads data that does not stay in cache"
-                ),
-                evidence=(
-                    f"{p.op} moved {format_bytes(c.dram_bytes)} from/to DRAM per iteration (Nsight Compute), "
-                    f"{c.ratio:.3g}x its {format_bytes(p.bytes)} compulsory bytes (threshold {factor:g}x); at that "
-                    f"traffic its floor is {format_time(before)}, with compulsory bytes {format_time(p.roof_time_s)}"
-                ),
-                time_s=p.time_s,
-                best_time_s=best,
-                floor_s=floor,
-                where=f"{p.op} @ {p.module}" if p.module else p.op,
-                ops=[p.index],
-                share=share,
-            )
-        )
-    return rank(out)
-
-
 __all__ = [
     "LOCALITY_FACTOR",
     "LOW_PCT",
-    "MIN_LOCALITY_BYTES",
-    "RULE",
     "Counters",
     "OpCounters",
     "attach",
     "base_name",
-    "locality_findings",
     "normalized",
 ]

@@ -1,4 +1,4 @@
-"""Dataflow patterns in a placed model's ops: what the structural rules of :mod:`roofline.findings.model` read.
+"""Dataflow patterns in a placed model's ops: what the structural rules of :mod:`roofline.findings.rules` read.
 
 Pure: functions of :class:`~roofline.report.rows.OpPoint` values. The counting pass records, per tensor input of
 an op, the op of the iteration that produced it (``input_producers``; None for model inputs, parameters, buffers,

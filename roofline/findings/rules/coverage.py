@@ -1,7 +1,8 @@
-"""Coverage: every group of identical ops that costs time gets a verdict.
+"""Coverage family: every group of identical ops that costs time gets a verdict.
 
-After the rules (:func:`roofline.findings.model.diagnose`), each group of identical ops (the same op on the same
-input shapes in the same phase, wherever it is called) taking at least COVER_SHARE of the iteration is checked:
+After the model rules (the registry's model stage, :mod:`roofline.findings.rules`), each group of identical ops
+(the same op on the same input shapes in the same phase, wherever it is called) taking at least COVER_SHARE of the
+iteration is checked:
 
 - below NEAR_ROOF of its roofline and no finding covers it: a **not-explained** finding -- how much time, how far
   below the roof, the evidence we have (the limiter and its numbers, achieved rates), and the next experiment (the
@@ -11,15 +12,17 @@ input shapes in the same phase, wherever it is called) taking at least COVER_SHA
   FLOPs -- sparsity, low rank, a cheaper algorithm), with the bound of halving the binding term.
 
 A group is covered when findings already name at least COVERED_SHARE of its time. Pure: the context and the
-findings in, the extra findings out.
+findings in, the extra findings out (the coverage stage: the model stage's findings are ``ctx.earlier``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from roofline.findings.base import at_floor, bounded
+from roofline.findings.base import Finding, at_floor, bounded
+from roofline.findings.context import FindingContext
 from roofline.findings.model import ModelContext, ModelFinding
+from roofline.findings.registry import Rule, register
 from roofline.properties import Property
 from roofline.report.rows import OpPoint
 from roofline.units import format_rate, format_time
@@ -27,6 +30,37 @@ from roofline.units import format_rate, format_time
 COVER_SHARE = 0.05  # a group taking at least this share of the iteration gets a verdict
 NEAR_ROOF = 0.8  # at or above this efficiency a group is near its roofline
 COVERED_SHARE = 0.5  # a group is covered when findings name at least this share of its time
+
+NOT_EXPLAINED = Rule(
+    id="not-explained",
+    family="coverage",
+    bottleneck="the limiter holding most of its ops' time",
+    properties=(),
+    fires=(
+        "a group of identical ops (op, input shapes, phase) taking >= 5% of the iteration (`COVER_SHARE`) below 80% "
+        "of its roofline (`NEAR_ROOF`) that findings name less than half of (`COVERED_SHARE`)"
+    ),
+    technique=(
+        "the next experiment: the Nsight Compute sections for its limiter (`NEXT_SECTIONS`) on a GPU; "
+        "`torch.profiler` with stacks and `perf stat` on the CPU"
+    ),
+    bound="the ops' roofline time plus their launch floors",
+    code_change="no technique is known for these ops",
+)
+NEAR_ROOF_RULE = Rule(
+    id="near-roof",
+    family="coverage",
+    bottleneck="memory or compute: the roof it is near",
+    properties=(Property.LOCALITY, Property.REDUNDANCY, Property.SPARSITY, Property.SEPARABILITY, Property.SYMMETRY),
+    qualifier="the first two near the memory roof, the last three near the compute roof",
+    fires="the same group at or above 80% of its roofline (`NEAR_ROOF`), not covered by a finding",
+    technique=(
+        "fewer bytes (fuse with the neighbours, a lower precision) near the memory roof; fewer FLOPs (2:4 sparsity, "
+        "low rank, a cheaper algorithm) near the compute roof"
+    ),
+    bound="half the binding term: half the bytes (fp32 -> bf16, bf16 -> fp8) or half the FLOPs (2:4 sparsity)",
+    code_change="the ops are near their roof already",
+)
 
 # NB: Nsight Compute sections (ncu --section NAME) that tell what limits a kernel, per limiter
 NEXT_SECTIONS = {
@@ -83,8 +117,8 @@ def groups(ctx: ModelContext) -> list[list[OpPoint]]:
     return list(grouped.values())
 
 
-def _covered(points: Sequence[OpPoint], findings: Sequence[ModelFinding]) -> bool:
-    named = {i for f in findings for i in f.ops}
+def _covered(points: Sequence[OpPoint], findings: Sequence[Finding]) -> bool:
+    named = {i for f in findings for i in getattr(f, "ops", ())}
     time = sum(p.time_s for p in points)
     return time > 0 and sum(p.time_s for p in points if p.index in named) >= COVERED_SHARE * time
 
@@ -136,7 +170,7 @@ def not_explained(ctx: ModelContext, points: Sequence[OpPoint], share: float, ef
         technique = f"not explained by a rule; next: Nsight Compute --section {section} on its kernels"
     else:
         technique = f"not explained by a rule; next: {CPU_NEXT}"
-    return _verdict("not-explained", limiter, [], technique, text, points, share, bound)
+    return _verdict(NOT_EXPLAINED.id, limiter, [], technique, text, points, share, bound)
 
 
 def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, efficiency: float) -> ModelFinding:
@@ -167,10 +201,10 @@ def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, effici
         f"({format_time(time_s)} vs {format_time(before - launch)}): near the {bottleneck} roof, only less "
         f"{'traffic' if bottleneck == 'memory' else 'arithmetic'} makes it faster"
     )
-    return _verdict("near-roof", bottleneck, props, technique, evidence, points, share, bound)
+    return _verdict(NEAR_ROOF_RULE.id, bottleneck, props, technique, evidence, points, share, bound)
 
 
-def cover(ctx: ModelContext, findings: Sequence[ModelFinding]) -> list[ModelFinding]:
+def cover(ctx: ModelContext, findings: Sequence[Finding]) -> list[ModelFinding]:
     """The not-explained and near-roof findings for the groups of at least COVER_SHARE that ``findings`` leave
     uncovered, largest first."""
     total = ctx.total_time_s
@@ -189,14 +223,23 @@ def cover(ctx: ModelContext, findings: Sequence[ModelFinding]) -> list[ModelFind
     return sorted(extra, key=lambda f: -f.time_s)
 
 
+@register("coverage", NOT_EXPLAINED, NEAR_ROOF_RULE)
+def produce(ctx: FindingContext) -> list[Finding]:
+    """The verdicts on the groups the earlier findings leave uncovered (nothing without a model)."""
+    return [] if ctx.model is None else list(cover(ctx.model, ctx.earlier))
+
+
 __all__ = [
     "COVERED_SHARE",
     "COVER_SHARE",
     "CPU_NEXT",
     "NEAR_ROOF",
+    "NEAR_ROOF_RULE",
     "NEXT_SECTIONS",
+    "NOT_EXPLAINED",
     "cover",
     "groups",
     "near_roof",
     "not_explained",
+    "produce",
 ]

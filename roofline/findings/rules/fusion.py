@@ -1,0 +1,354 @@
+"""Fusion family: ops that each round-trip memory where one kernel would read the inputs once and write the result
+once, and caches copied to append one slice.
+
+- ``elementwise-chain``: consecutive element-wise/norm ops on the same number of elements;
+- ``fused-op`` / ``fusion-across-reduction``: norms, softmax, activations written out (patterns.fusion_groups);
+- ``naive-attention``: matmul -> softmax -> matmul with the scores in memory;
+- ``kv-cache-cat``: a cache grown by cat/stack (patterns.kv_cache_growth).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from roofline.findings import patterns
+from roofline.findings.base import bounded
+from roofline.findings.model import (
+    COMPILED_UNFUSED,
+    Attention,
+    ModelContext,
+    ModelFinding,
+    already_fused,
+    find_chains,
+    grouped,
+    is_compiled,
+    max_numel,
+    model_finding,
+    ops_text,
+    signature_of,
+)
+from roofline.findings.registry import Rule, Verify, model_rule
+from roofline.findings.shapes import gemm_dims
+from roofline.findings.shapes import op_name as _name
+from roofline.ironlaw import memory_time, roofline_time
+from roofline.properties import Property
+from roofline.report.rows import OpPoint, input_bytes, output_bytes
+from roofline.units import format_bytes, format_time
+
+ELEMENTWISE_CHAIN = Rule(
+    id="elementwise-chain",
+    family="fusion",
+    bottleneck="that of its ops",
+    properties=(Property.LOCALITY,),
+    fires=(
+        ">= 3 consecutive element-wise/norm ops (views between them allowed) on the same number of elements, "
+        "outside loops and the groups below; names the fused op when the chain computes one (F.gelu)"
+    ),
+    technique="fusion (`torch.compile`, Triton, a fused op)",
+    bound="bytes unfused vs fused (first op's inputs read once, last output written once), one launch",
+    verify=Verify("compile"),
+)
+
+
+FUSED_OP = Rule(
+    id="fused-op",
+    family="fusion",
+    bottleneck="that of its ops",
+    properties=(Property.LOCALITY,),
+    fires=(
+        "element-wise ops and reductions connected by producers, grown from a reduction or an `x * f(x)` diamond "
+        "(its element-wise producers 2 deep, then consumers reading only the group's tensors, parameters and "
+        "smaller constants; <= 16 ops), not inside one chain or a loop: RMSNorm, LayerNorm, softmax, SiLU, GELU "
+        "written out (`fused-op`) or any other (`fusion-across-reduction`)"
+    ),
+    technique=(
+        "the fused op (`nn.RMSNorm` / `F.rms_norm`, `F.layer_norm`, `torch.softmax`, `F.silu`, `F.gelu`), else "
+        "`torch.compile`"
+    ),
+    bound="external inputs read once, outputs written once, one launch; never below that roofline time",
+    verify=Verify("compile"),
+)
+
+
+FUSION_ACROSS_REDUCTION = Rule(
+    id="fusion-across-reduction",
+    family="fusion",
+    bottleneck="that of its ops",
+    properties=(Property.LOCALITY,),
+    verify=Verify("compile"),
+    docs_with="fused-op",
+)
+
+
+NAIVE_ATTENTION = Rule(
+    id="naive-attention",
+    family="fusion",
+    bottleneck="that of its ops",
+    properties=(Property.ASSOCIATIVITY, Property.LOCALITY),
+    fires=(
+        "matmul -> (scale, mask) -> softmax -> (dropout) -> matmul where the softmax tensor is the first matmul's "
+        "output with >= 16 keys (S_q x S_k per head)"
+    ),
+    technique="online softmax + tiling: `F.scaled_dot_product_attention` / FlashAttention",
+    bound="the pattern's bytes vs Q, K, V read once and the output written once, one launch",
+    code_change="replace the written-out attention with F.scaled_dot_product_attention",
+)
+
+
+KV_CACHE_CAT = Rule(
+    id="kv-cache-cat",
+    family="fusion",
+    bottleneck="memory",
+    properties=(Property.REDUNDANCY,),
+    fires=(
+        "cat ops whose one input is >= 50% of the output, comes from outside the iteration (not a parameter) or "
+        "from an earlier cat, and grows along one axis (and stack ops restacking an earlier stack's inputs)"
+    ),
+    technique="a preallocated static or paged KV cache",
+    bound="only the new slices read and written",
+    verify=Verify("static-kv-cache"),
+    code_change="preallocate the KV cache (a static cache) instead of torch.cat per step",
+)
+
+
+@model_rule(ELEMENTWISE_CHAIN)
+def elementwise_chain(ctx: ModelContext) -> list[ModelFinding]:
+    """Consecutive element-wise/norm ops each reading and writing the whole tensor: fuse them."""
+    chains = find_chains(ctx.points, ctx.attention_indices() | ctx.loop_indices() | ctx.fusion_indices())
+    items = []
+    for chain in chains:
+        pts = [ctx.by_index[i] for i in chain.indices]
+        if is_compiled(ctx) and already_fused(pts):
+            continue  # inductor fused them already
+        items.append((signature_of(pts), pts))
+    findings = []
+    bw = ctx.device.dram_bandwidth
+    for group in grouped(items):
+        first_chain = group[0]
+        unfused = sum(p.bytes for p in first_chain)
+        fused = min(input_bytes(first_chain[0]) + output_bytes(first_chain[-1]), unfused)
+        compute = sum(p.compute_time_s for p in first_chain)
+        before = sum(p.roof_time_s + p.launch_floor_s for p in first_chain)
+        after = roofline_time(compute, memory_time(fused, bw)) + ctx.one_launch_s()
+        all_pts = [p for chain_pts in group for p in chain_pts]
+        time_now = sum(p.time_s for p in all_pts)
+        numel = max_numel(first_chain[0])
+        count = f" x{len(group)} (the same chain {len(group)} times)" if len(group) > 1 else ""
+        evidence = (
+            f"{len(first_chain)} element-wise/norm ops in a row on {numel:,} elements "
+            f"({ops_text([p.op for p in first_chain])}){count}, each a round trip through memory: "
+            f"{format_bytes(unfused)} moved vs {format_bytes(fused)} fused (first input read once, last output "
+            f"written once: {unfused / fused if fused else math.inf:.3g}x fewer bytes); roofline "
+            f"{format_time(before)} -> {format_time(after)} per chain"
+        )
+        technique = "fuse the chain into one kernel (torch.compile, a Triton kernel, or a fused op such as F.gelu)"
+        kind = patterns.fused_op(_name(p.op) for p in first_chain)
+        if is_compiled(ctx):
+            fused = f"; or use {patterns.FUSED_OPS[kind]} (one kernel)" if kind is not None else ""
+            technique = COMPILED_UNFUSED + fused
+        elif kind is not None:
+            technique = (
+                f"use {patterns.FUSED_OPS[kind]}: the chain computes a {kind.replace('_', ' ')} (one kernel); or "
+                "fuse it (torch.compile, a Triton kernel)"
+            )
+        findings.append(
+            model_finding(
+                ctx,
+                ELEMENTWISE_CHAIN,
+                technique,
+                evidence,
+                time_now,
+                bounded(time_now, before * len(group), after * len(group)),  # every chain of the group
+                all_pts,
+            )
+        )
+    return findings
+
+
+@model_rule(FUSED_OP, FUSION_ACROSS_REDUCTION)
+def written_out_fusion(ctx: ModelContext) -> list[ModelFinding]:
+    """Norms, softmax and activations written out: element-wise ops and reductions connected by producers
+    (roofline.findings.patterns.fusion_groups), each op a round trip through memory; the fused op, or torch.compile
+    across the reduction."""
+    items = []
+    for fusion in ctx.fusions:
+        pts = [ctx.by_index[i] for i in fusion.indices]
+        if is_compiled(ctx) and already_fused(pts):
+            continue  # inductor fused them already
+        items.append(((signature_of(pts), fusion.kind), (fusion, pts)))
+    findings = []
+    bw = ctx.device.dram_bandwidth
+    for group in grouped(items):
+        fusion, pts = group[0]
+        compute = sum(p.compute_time_s for p in pts)
+        before = sum(p.roof_time_s + p.launch_floor_s for p in pts) * len(group)
+        after = (roofline_time(compute, memory_time(fusion.fused_bytes, bw)) + ctx.one_launch_s()) * len(group)
+        all_pts = [p for _, members in group for p in members]
+        time_now = sum(p.time_s for p in all_pts)
+        count = f"; x{len(group)} (the same ops {len(group)} times)" if len(group) > 1 else ""
+        across = []
+        if fusion.reductions:
+            across.append(f"{fusion.reductions} reduction{'s' if fusion.reductions > 1 else ''}")
+        if fusion.broadcasts:
+            across.append(f"{fusion.broadcasts} broadcast{'s' if fusion.broadcasts > 1 else ''}")
+        what = f" compute a {fusion.kind.replace('_', ' ')}" if fusion.kind else ""
+        ratio = fusion.unfused_bytes / fusion.fused_bytes if fusion.fused_bytes else math.inf
+        evidence = (
+            f"{len(pts)} ops written out ({ops_text([p.op for p in pts], 8)}){what}, connected by their tensors "
+            f"across {' and '.join(across) or 'their inputs'}, each a round trip through memory: "
+            f"{format_bytes(fusion.unfused_bytes)} moved vs {format_bytes(fusion.fused_bytes)} fused (external inputs "
+            f"read once, outputs written once: {ratio:.3g}x fewer bytes){count}; roofline "
+            f"{format_time(before / len(group))} -> {format_time(after / len(group))} per group"
+        )
+        if fusion.fused_op:
+            rule = FUSED_OP
+            technique = f"use {fusion.fused_op} (one fused kernel) instead of the written-out ops, or torch.compile"
+            if is_compiled(ctx):
+                technique = f"use {fusion.fused_op} instead of the written-out ops; {COMPILED_UNFUSED}"
+        elif is_compiled(ctx):
+            rule = FUSION_ACROSS_REDUCTION
+            technique = COMPILED_UNFUSED
+        else:
+            rule = FUSION_ACROSS_REDUCTION
+            technique = (
+                "fuse the ops across the reduction/broadcast into one kernel (torch.compile, a Triton kernel): the "
+                "inputs read once, the result written once"
+            )
+        findings.append(
+            model_finding(
+                ctx,
+                rule,
+                technique,
+                evidence,
+                time_now,
+                bounded(time_now, before, after),
+                all_pts,
+            )
+        )
+    return findings
+
+
+def _attention_family(att: Attention, pts: Sequence[OpPoint]) -> tuple[Any, ...]:
+    """What groups attentions into one finding: the same ops and ranks, and the same scores shape but for the key
+    length (every layer of a model; every step of a decode loop whose KV cache grows by one token)."""
+    return (tuple((p.op, p.phase, tuple(len(s) for s in p.input_shapes)) for p in pts), att.scores_shape[:-1])
+
+
+@model_rule(NAIVE_ATTENTION)
+def naive_attention(ctx: ModelContext) -> list[ModelFinding]:
+    """Attention written as matmul -> softmax -> matmul: the S x S scores go to memory and back."""
+    items = []
+    for att in ctx.attention:
+        pts = [ctx.by_index[i] for i in att.indices]
+        items.append((_attention_family(att, pts), (att, pts)))
+    findings = []
+    bw = ctx.device.dram_bandwidth
+    for group in grouped(items):
+        naive = fused = before = after = 0.0
+        for att, pts in group:
+            first, second = ctx.by_index[att.first], ctx.by_index[att.second]
+            dims2 = gemm_dims(second)
+            assert dims2 is not None
+            others = [i for i in range(len(second.input_shapes)) if i != dims2.a]
+            one_naive = sum(p.bytes for p in pts)
+            one_fused = min(input_bytes(first) + input_bytes(second, others) + output_bytes(second), one_naive)
+            naive, fused = naive + one_naive, fused + one_fused
+            before += sum(p.roof_time_s + p.launch_floor_s for p in pts)
+            compute = sum(p.compute_time_s for p in pts)
+            after += roofline_time(compute, memory_time(one_fused, bw)) + ctx.one_launch_s()
+        att, pts = group[0]
+        first, second = ctx.by_index[att.first], ctx.by_index[att.second]
+        all_pts = [p for _, members in group for p in members]
+        time_now = sum(p.time_s for p in all_pts)
+        shapes = sorted({a.scores_shape for a, _ in group}, key=lambda shape: shape[-1])
+        scores = "x".join(str(d) for d in shapes[0])
+        if len(shapes) > 1:
+            scores += f" .. {'x'.join(str(d) for d in shapes[-1])}"
+        score_bytes = output_bytes(first)
+        n = len(group)
+        if n == 1:
+            count = ""
+        elif len(shapes) == 1:
+            count = f"; x{n} (every layer)"
+        else:
+            count = f"; x{n} (the key length growing: a KV cache)"
+        per = "per attention" if n == 1 else f"for the {n} attentions"
+        evidence = (
+            f"{_name(first.op)} -> softmax -> {_name(second.op)} materialises the {scores} scores "
+            f"({format_bytes(score_bytes)}{' the first' if len(shapes) > 1 else ''}, written and read back by "
+            f"{len(pts)} ops): {format_bytes(naive)} moved vs {format_bytes(fused)} fused "
+            f"({naive / fused if fused else math.inf:.3g}x){count}; roofline {format_time(before)} -> "
+            f"{format_time(after)} {per}"
+        )
+        technique = (
+            "online softmax + tiling: F.scaled_dot_product_attention (FlashAttention / memory-efficient kernels) "
+            "instead of matmul -> softmax -> matmul"
+        )
+        findings.append(
+            model_finding(
+                ctx,
+                NAIVE_ATTENTION,
+                technique,
+                evidence,
+                time_now,
+                bounded(time_now, before, after),  # every attention of the group
+                all_pts,
+            )
+        )
+    return findings
+
+
+@model_rule(KV_CACHE_CAT)
+def kv_cache_cat(ctx: ModelContext) -> ModelFinding | None:
+    """A cache grown by torch.cat/stack: every step copies the whole cache to append one slice."""
+    growth = patterns.kv_cache_growth(ctx.work(), ctx.dataflow())
+    if not growth:
+        return None
+    bw = ctx.device.dram_bandwidth
+    pts = [ctx.by_index[g.index] for g in growth]
+    before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+    after = sum(
+        roofline_time(p.compute_time_s, memory_time(2 * g.new_bytes, bw)) + p.launch_floor_s
+        for p, g in zip(pts, growth, strict=True)
+    )
+    time_now = sum(p.time_s for p in pts)
+    cache = sum(g.cache_bytes for g in growth)
+    new = sum(g.new_bytes for g in growth)
+    moved = sum(p.bytes for p in pts)
+    largest = max(growth, key=lambda g: g.cache_bytes)
+    shape = "x".join(str(d) for d in largest.out_shape)
+    evidence = (
+        f"{len(pts)} {_name(pts[0].op)} op{'s' if len(pts) > 1 else ''} grow a cache from outside the iteration or "
+        f"the previous {_name(pts[0].op)} (up to {shape}, along axis {largest.axis}): {format_bytes(cache)} of cache "
+        f"copied to append {format_bytes(new)}; {format_bytes(moved)} moved vs {format_bytes(2 * new)} writing only "
+        f"the new slices; roofline {format_time(before)} -> {format_time(after)}"
+    )
+    technique = (
+        "a preallocated static KV cache written in place (cache[:, :, pos] = k, index_copy_; transformers "
+        "StaticCache) or a paged KV cache (vLLM, FlashInfer): only the new slice is written each step"
+    )
+    return model_finding(
+        ctx,
+        KV_CACHE_CAT,
+        technique,
+        evidence,
+        time_now,
+        bounded(time_now, before, after),
+        pts,
+        bottleneck="memory",
+    )
+
+
+__all__ = [
+    "ELEMENTWISE_CHAIN",
+    "FUSED_OP",
+    "FUSION_ACROSS_REDUCTION",
+    "KV_CACHE_CAT",
+    "NAIVE_ATTENTION",
+    "elementwise_chain",
+    "kv_cache_cat",
+    "naive_attention",
+    "written_out_fusion",
+]
