@@ -3,7 +3,8 @@
 Real loading and counting on the CPU; the op times of a modelled CPU (as tests/test_diagnose_cli.py's, with bf16
 roofs too) and fake roofs, so the text depends on the counted ops only, never on the host. The golden files hold
 what the console showed before the view was rendered from the report (issue 25): a change to the console is a
-change to them. Regenerate them (after checking the difference is meant) with ROOFLINE_REGEN_GOLDEN=1.
+change to them. `roofline report REPORT.json` prints the same view from the report the run wrote.
+Regenerate the golden files (after checking the difference is meant) with ROOFLINE_REGEN_GOLDEN=1.
 """
 
 from __future__ import annotations
@@ -86,3 +87,52 @@ def test_every_example_model_has_a_golden_file():
 @pytest.mark.parametrize("model", EXAMPLES)
 def test_console_of_example_model_is_unchanged(cli, tmp_path, modelled_cpu, model):
     check_golden(model, live_console(cli, model, tmp_path / "r.json"))
+
+
+@pytest.mark.parametrize("model", ["attention_naive", "launch_bound_tiny_ops"])
+def test_report_prints_the_live_runs_console_view(cli, tmp_path, modelled_cpu, model, monkeypatch):
+    report = tmp_path / "r.json"
+    live = live_console(cli, model, report)
+    assert "Findings" in live and "evidence:" in live
+    shown = cli("report", str(report), "--format", "console")
+    assert shown.code == 0, shown.err
+    assert shown.out.replace(str(ROOT), "<ROOT>") == live
+    monkeypatch.setattr("roofline.cli.output.stdout_is_terminal", lambda: True)
+    default = cli("report", str(report))  # on a terminal, no --format: the console view
+    assert default.code == 0 and default.out.replace(str(ROOT), "<ROOT>") == live
+    written = tmp_path / "view.txt"
+    to_file = cli("report", str(report), "--format", "console", "-o", str(written))
+    assert (
+        to_file.code == 0
+        and to_file.out == ""
+        and written.read_text(encoding="utf-8").replace(str(ROOT), "<ROOT>") == live
+    )
+
+
+def test_reports_without_a_console_view(cli, monkeypatch):
+    bench = ROOT / "benchmarks" / "results" / "bench-gpu-h100.json"
+    monkeypatch.setattr("roofline.cli.output.stdout_is_terminal", lambda: True)
+    default = cli("report", str(bench))  # on a terminal: markdown, as before
+    assert default.code == 0 and default.out.startswith("## roofline bench report")
+    asked = cli("report", str(bench), "--format", "console")
+    assert asked.code == 2
+    assert asked.error_line() == (
+        f"Error: --format console: {bench} is a bench report; the console view is a diagnosis's (use markdown, "
+        "html, csv or parquet)"
+    )
+
+
+def test_a_diagnose_report_without_a_summary_has_no_console_view(cli, tmp_path):
+    from roofline.report.schema import read_report, write_report
+
+    stored = read_report(ROOT / "benchmarks" / "results" / "diagnose-gpt12-h100.json")  # a version-1 report
+    shown = cli("report", str(ROOT / "benchmarks" / "results" / "diagnose-gpt12-h100.json"), "--format", "console")
+    assert shown.code == 0 and "Findings" in shown.out and "Top modules by time" in shown.out
+    path = tmp_path / "bare.json"
+    write_report(stored.model_copy(update={"summary": None}), path)
+    asked = cli("report", str(path), "--format", "console")
+    assert asked.code == 2
+    assert asked.error_line() == (
+        f"Error: --format console: {path} is a diagnose report without a summary; the console view is a "
+        "diagnosis's (use markdown, html, csv or parquet)"
+    )

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
 from rich import box
 
+from roofline.errors import ReportError
 from roofline.findings.counters import Counters
 from roofline.findings.model import ModelFinding
 from roofline.ironlaw import LAUNCH_FACTOR, intensity
@@ -96,22 +98,35 @@ class Diagnosis:
             info.name, info.display_name, info.roof_source, info.dram_bandwidth_bytes_per_s, info.launch_floor_s
         )
         roofs = [
-            (row["roof"], row["peak_flops_per_s"], row.get("ridge") or 0.0) for row in report.rows if row.get("roof")
+            (row["roof"], row["peak_flops_per_s"], row.get("ridge") or 0.0)
+            for row in report.rows
+            if row.get("roof") and row.get("peak_flops_per_s") is not None
         ]
         extra = report.model_extra or {}
         counters = extra.get("counters")
-        return cls(
-            about=dict(extra.get("diagnose") or {}),
-            device=device,
-            roofs=roofs,
-            summary=IterationSummary.model_validate(extra["summary"]),
-            aggregates=Aggregates.model_validate(extra.get("aggregates") or {}),
-            findings=[_finding(f) for f in extra.get("findings") or ()],
-            combined=extra.get("combined"),
-            verified=report_verified(report),
-            uncounted=[UncountedOp.model_validate(u) for u in extra.get("uncounted") or ()],
-            counters=None if counters is None else Counters.model_validate(counters),
-        )
+        try:
+            return cls(
+                about=dict(extra.get("diagnose") or {}),
+                device=device,
+                roofs=roofs,
+                summary=IterationSummary.model_validate(extra.get("summary")),
+                aggregates=Aggregates.model_validate(extra.get("aggregates") or {}),
+                findings=[_finding(f) for f in extra.get("findings") or ()],
+                combined=extra.get("combined"),
+                verified=report_verified(report),
+                uncounted=[UncountedOp.model_validate(u) for u in extra.get("uncounted") or ()],
+                counters=None if counters is None else Counters.model_validate(counters),
+            )
+        except ValidationError as exc:
+            from roofline.yamlio import describe_validation_error
+
+            raise ReportError(f"not a complete diagnose report: {describe_validation_error(exc)}") from None
+
+
+def has_console_view(report: Any) -> bool:
+    """Whether ``report`` is a diagnose report with the sections the console view shows (its summary)."""
+    extra = report.model_extra or {}
+    return report.source == "diagnose" and bool(report.devices) and isinstance(extra.get("summary"), dict)
 
 
 def _finding(stored: dict[str, Any]) -> ModelFinding:
@@ -396,4 +411,4 @@ def stage_lines(stages: dict[str, float], total_s: float) -> list[str]:
     return lines
 
 
-__all__ = ["DiagnoseRenderer", "Diagnosis", "stage_lines", "stages_line"]
+__all__ = ["DiagnoseRenderer", "Diagnosis", "has_console_view", "stage_lines", "stages_line"]
