@@ -76,7 +76,7 @@ class _Device:
 
 
 @dataclass(frozen=True)
-class Diagnosis:
+class DiagnoseView:
     """A diagnose report (roofline.report.schema.Report, source 'diagnose') as the console view reads it: its
     sections typed. Nothing here is computed again: every value is the report's."""
 
@@ -92,7 +92,7 @@ class Diagnosis:
     counters: Counters | None
 
     @classmethod
-    def of(cls, report: Any) -> Diagnosis:
+    def of(cls, report: Any) -> DiagnoseView:
         info = report.devices[0]
         device = _Device(
             info.name, info.display_name, info.roof_source, info.dram_bandwidth_bytes_per_s, info.launch_floor_s
@@ -143,7 +143,7 @@ class DiagnoseRenderer(Renderer):
         self.color = color
 
     def render(self, report: Any) -> str:
-        d = Diagnosis.of(report)
+        d = DiagnoseView.of(report)
         parts: list[Any] = [*self._header(d), *self._summary(d.summary)]
         if d.aggregates.ops:
             parts.append(self._ops_table(d.aggregates.ops[: self.top], d.summary))
@@ -165,7 +165,7 @@ class DiagnoseRenderer(Renderer):
 
     # ---------------------------------------------------------------------------------------- parts
 
-    def _header(self, d: Diagnosis) -> list[str]:
+    def _header(self, d: DiagnoseView) -> list[str]:
         o = d.about
         convention = f" ({o['convention']})" if o.get("convention") else ""
         dtype = o.get("dtype") or "dtype as written"
@@ -338,7 +338,7 @@ class DiagnoseRenderer(Renderer):
             )
         return [table]
 
-    def _footer(self, d: Diagnosis) -> list[str]:
+    def _footer(self, d: DiagnoseView) -> list[str]:
         lines: list[str] = []
         uncounted = d.uncounted
         if uncounted:
@@ -411,4 +411,4 @@ def stage_lines(stages: dict[str, float], total_s: float) -> list[str]:
     return lines
 
 
-__all__ = ["DiagnoseRenderer", "Diagnosis", "has_console_view", "stage_lines", "stages_line"]
+__all__ = ["DiagnoseRenderer", "DiagnoseView", "has_console_view", "stage_lines", "stages_line"]
