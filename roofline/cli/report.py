@@ -75,7 +75,7 @@ def report(
     loaded = read_report(path)
     notes: tuple[str, ...] = ()
     if chosen == CONSOLE:
-        from roofline.render.diagnose import DiagnoseRenderer, has_console_view
+        from roofline.render.diagnose import has_console_view
 
         if not has_console_view(loaded) and fmt is None:
             chosen = "markdown"  # the terminal's default, for a report without a console view
@@ -86,7 +86,7 @@ def report(
                 "or parquet)"
             )
     if chosen == CONSOLE:
-        content: str | bytes = DiagnoseRenderer(top=top, color=None if output is None else False).render(loaded)
+        content: str | bytes = _console(loaded, top, color=None if output is None else False)
     elif chosen in ("csv", "parquet"):
         from roofline.report.export import to_csv, to_parquet
 
@@ -109,6 +109,19 @@ def _format(output: Path | None, fmt: str | None) -> str:
         return CONSOLE
     terminal = output is None and out.stdout_is_terminal()
     return out.output_format(output, fmt, REPORT_FORMATS, CONSOLE if terminal else "markdown")
+
+
+def _console(loaded: Any, top: int, *, color: bool | None) -> str:
+    """A diagnose report as `roofline diagnose` printed it (and, for a run on several ranks, the ranks' tables)."""
+    from roofline.render.diagnose import DiagnoseRenderer
+
+    text = DiagnoseRenderer(top=top, color=color).render(loaded)
+    merged = (loaded.model_extra or {}).get("distributed")
+    if isinstance(merged, dict):
+        from roofline.render.distributed import DistributedRenderer
+
+        text += DistributedRenderer(top=top, color=color).render(merged)
+    return text
 
 
 def _page(
