@@ -365,8 +365,8 @@ def main() -> None:
                     finally:
                         machine_module.describe = real
 
-                    def console(result: Any = result) -> str:
-                        return DiagnoseRenderer(color=False).render(result)
+                    def console(report: Any = report) -> str:
+                        return DiagnoseRenderer(color=False).render(report)
 
                 built[kind][n] = time.perf_counter() - start
                 path = work / f"{kind}-{n}.json"

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from roofline.diagnose.pipeline import DiagnoseResult, Stages
+    from roofline.diagnose.pipeline import Boundaries, DiagnoseResult
     from roofline.findings.model import ModelFinding
 
 ReportLike = Report | str | Path
@@ -244,7 +244,7 @@ def diagnose(
     verify: bool = False,
     name: str | None = None,
     progress: Callable[[str], None] | None = None,
-    stages: Stages | None = None,
+    boundaries: Boundaries | None = None,
 ) -> Diagnosis:
     """Diagnose ``model`` (an nn.Module or any callable) on ``inputs`` as `roofline diagnose MODEL.py` does: count
     every aten op of one call (``mode='training'``: forward + backward of the summed outputs), time ``iters``
@@ -256,30 +256,25 @@ def diagnose(
     first input, already are); ``dtype`` fp32|bf16|fp16; ``sheet``, ``spec_files``, ``roofs`` (auto|spec|
     measured) and ``verify`` as the CLI's options. NB: a ``device`` or ``dtype`` moves and casts your module in
     place (nn.Module.to); its train/eval mode is put back afterwards (and, after ``mode='training'``, its gradients
-    are None, as the timing pass leaves them). ``stages``: replace stages (tests inject a
-    timer: roofline.diagnose.pipeline.Stages). Errors: the CLI's (roofline.errors), raised."""
-    from roofline.diagnose.pipeline import diagnose_model
+    are None, as the timing pass leaves them). ``boundaries``: where the diagnosis touches the machine
+    (tests inject a timer: roofline.diagnose.pipeline.Boundaries). Errors: the CLI's (roofline.errors), raised."""
+    from roofline.diagnose.pipeline import DiagnoseOptions, diagnose_model
 
     where = device if device is not None else _device_of(model, inputs, kwargs)
     was_training = getattr(model, "training", None)
     try:
-        result = diagnose_model(
-            model,
-            inputs,
-            kwargs,
-            name=name,
+        options = DiagnoseOptions(
             device=where,
             dtype=dtype,
             mode=mode,
             warmup=warmup,
             iters=iters,
             sheet=sheet,
-            spec_files=spec_files,
+            spec_files=tuple(spec_files),
             roofs=roofs,
             verify=verify,
-            stages=stages,
-            progress=progress,
         )
+        result = diagnose_model(model, inputs, kwargs, options, name=name, boundaries=boundaries, progress=progress)
     finally:
         if isinstance(was_training, bool) and callable(getattr(model, "train", None)):
             model.train(was_training)

@@ -7,10 +7,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from diagnose_doubles import timed_by  # noqa: E402
 from test_diagnose_cli import FAKE_CPU  # noqa: E402
 
 import roofline  # noqa: E402
-from roofline.diagnose.pipeline import Stages  # noqa: E402
 from roofline.diagnose.region import Plan  # noqa: E402
 from roofline.errors import UsageError, WorkloadError  # noqa: E402
 from roofline.report.records import OpTiming, Timing  # noqa: E402
@@ -39,7 +39,7 @@ class Tiny(torch.nn.Module):
 
 def test_diagnose_a_module_with_an_injected_timer(fake_cpu, tmp_path):
     model = Tiny()
-    result = roofline.diagnose(model, (torch.randn(4, 32),), warmup=1, iters=3, stages=Stages(time=fake_time))
+    result = roofline.diagnose(model, (torch.randn(4, 32),), warmup=1, iters=3, boundaries=timed_by(fake_time))
     assert isinstance(result, roofline.Diagnosis)
     summary = result.result.placed.summary
     assert summary.iterations == 3 and summary.ops == len(result.result.records) > 0
@@ -60,7 +60,7 @@ def test_diagnose_a_module_with_an_injected_timer(fake_cpu, tmp_path):
 
 def test_diagnose_training_puts_the_module_mode_back(fake_cpu):
     model = Tiny().eval()
-    result = roofline.diagnose(model, torch.randn(4, 32), mode="training", iters=1, stages=Stages(time=fake_time))
+    result = roofline.diagnose(model, torch.randn(4, 32), mode="training", iters=1, boundaries=timed_by(fake_time))
     assert any(r.phase == "backward" for r in result.result.records)
     assert model.training is False and all(p.grad is None for p in model.parameters())
 
@@ -90,7 +90,7 @@ def test_diagnose_bad_input_is_one_error():
     with pytest.raises(UsageError, match="--mode"):
         roofline.diagnose(Tiny(), torch.randn(1, 32), mode="fast")
     with pytest.raises(UsageError, match="--dtype"):
-        roofline.diagnose(Tiny(), torch.randn(1, 32), dtype="int3", stages=Stages(time=fake_time))
+        roofline.diagnose(Tiny(), torch.randn(1, 32), dtype="int3", boundaries=timed_by(fake_time))
 
 
 # ------------------------------------------------------------------------------------------- profile()

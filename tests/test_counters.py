@@ -13,9 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 from diagnose_devices import GPU, rec
+from diagnose_doubles import FakeTimer, FixedDevice
 
 from roofline.diagnose.counters import child_command, collect
-from roofline.diagnose.pipeline import Stages, diagnose
+from roofline.diagnose.pipeline import Boundaries, DiagnoseOptions, run
 from roofline.diagnose.place import place
 from roofline.findings.counters import attach, base_name, normalized
 from roofline.findings.rules import counters as counters_rules
@@ -389,50 +390,47 @@ def test_collect_runs_the_child_under_ncu(tmp_path):
 # ------------------------------------------------------------------------------------------------ diagnose --counters
 
 
-def _stages(counters):
+def _diagnose(tmp_path, monkeypatch, ncu_run, torch_device="cuda", **options):
+    """The pipeline on RECORDS and their timing on GPU (``torch_device``), ``ncu_run`` in place of ncu's."""
+    monkeypatch.setattr("roofline.diagnose.counters.collect", ncu_run)
     loaded = SimpleNamespace(model=None, inputs=(), kwargs={}, convention="test", path=None, compiled=False)
-    return Stages(
-        resolve=lambda device: "cuda",
-        load=lambda path, **kw: loaded,
-        roofs=lambda device, **kw: (GPU, []),
-        count=lambda model, inputs, kwargs, mode="inference": list(RECORDS),
-        time=lambda *a, **kw: timing(),
-        counters=counters,
-    )
+    timer = FakeTimer(lambda *a, **kw: timing(), count=lambda model, inputs, kwargs, mode: list(RECORDS))
+    machine = Boundaries(device=FixedDevice(GPU, torch_device), timer=timer)
+    return run(lambda device: loaded, tmp_path / "m.py", DiagnoseOptions(**options), boundaries=machine)
 
 
-def test_diagnose_with_counters_adds_them_and_the_finding(tmp_path):
+def test_diagnose_with_counters_adds_them_and_the_finding(tmp_path, monkeypatch):
     seen = {}
 
     def counters(path, **options):
         seen.update(options, path=path)
         return read_csv(RAW)
 
-    result = diagnose(tmp_path / "m.py", counters=True, stages=_stages(counters), warmup=2)
+    result = _diagnose(tmp_path, monkeypatch, counters, counters=True, warmup=2)
     assert seen["device"] == "cuda" and seen["warmup"] == 2 and seen["mode"] == "inference"
+    assert seen["path"] == tmp_path / "m.py"
     assert result.counters is not None and result.counters.matched_launches == 8
     assert RULE in [f.rule for f in result.findings] and not result.counters_error
     report = result.report("roofline diagnose --counters")
     assert report.counters["ops"][0]["index"] == 0  # type: ignore[attr-defined]
 
 
-def test_diagnose_without_ncu_still_diagnoses(tmp_path):
+def test_diagnose_without_ncu_still_diagnoses(tmp_path, monkeypatch):
     def counters(path, **options):
         raise CountersUnavailable(ncu.MISSING_FIX)
 
-    result = diagnose(tmp_path / "m.py", counters=True, stages=_stages(counters))
+    result = _diagnose(tmp_path, monkeypatch, counters, counters=True)
     assert result.counters is None and result.findings
     assert result.counters_error.startswith("--counters: ncu (Nsight Compute) is not on PATH")
     assert "without counters" in result.counters_error
     assert "counters" not in result.report("x").model_dump()
-    off = diagnose(tmp_path / "m.py", stages=_stages(counters))  # not asked: not run
+    off = _diagnose(tmp_path, monkeypatch, counters)  # not asked: not run
     assert off.counters is None and not off.counters_error
 
 
-def test_diagnose_counters_on_the_cpu_says_so(tmp_path):
-    stages = _stages(lambda path, **kw: pytest.fail("ncu run on the CPU"))
-    stages.resolve = lambda device: "cpu"
-    result = diagnose(tmp_path / "m.py", counters=True, stages=stages)
+def test_diagnose_counters_on_the_cpu_says_so(tmp_path, monkeypatch):
+    never = lambda path, **kw: pytest.fail("ncu run on the CPU")  # noqa: E731
+    result = _diagnose(tmp_path, monkeypatch, never, "cpu", counters=True)
     assert "on the CPU" in result.counters_error
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from diagnose_devices import CPU_SLOW_LAUNCH as FAKE_CPU
+from diagnose_doubles import timed_by
 
-from roofline.diagnose.pipeline import Stages, diagnose
+from roofline.diagnose.pipeline import DiagnoseOptions, diagnose
 from roofline.report.records import OpRecord, OpTiming, Timing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,7 +164,9 @@ def test_pipeline_with_a_fake_timing_stage(fake_cpu):
         ops = [OpTiming(index=r.index, device_time_s=1e-3, kernels=0) for r in records]
         return Timing(device="cpu", iterations=iters, wall_s=1e-3 * len(ops) + 1e-3, ops=ops)
 
-    result = diagnose(MODELS / "gelu_chain_unfused.py", device="cpu", stages=Stages(time=fake_time), iters=7)
+    result = diagnose(
+        MODELS / "gelu_chain_unfused.py", DiagnoseOptions(device="cpu", iters=7), boundaries=timed_by(fake_time)
+    )
     s = result.placed.summary
     assert s.wall_s == pytest.approx(1e-3 * len(result.records) + 1e-3)
     assert s.op_time_s == pytest.approx(1e-3 * len(result.records)) and s.iterations == 7

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 from diagnose_devices import CPU_SLOW_LAUNCH as CPU
+from diagnose_doubles import FakeTimer, FixedDevice
 
-from roofline.diagnose.pipeline import DEFAULT_ITERS, DEFAULT_WARMUP, Stages, diagnose
+from roofline.diagnose.pipeline import DEFAULT_ITERS, DEFAULT_WARMUP, Boundaries, DiagnoseOptions, diagnose
 from roofline.diagnose.profile import Budget, auto_iters, events_from_kineto, time_model
 from roofline.render.diagnose import stage_lines, stages_line
 from roofline.report.records import FLOOR_STAGES, OpRecord, OpTiming, Timing, floor_seconds
@@ -41,16 +42,8 @@ def fake_time(seen: dict):
     return time_stage
 
 
-def stages(seen: dict, **extra) -> Stages:
-    return Stages(
-        resolve=lambda device: "cpu",
-        roofs=lambda device, **_: (CPU, []),
-        time=fake_time(seen),
-        import_torch=lambda: None,
-        cuda_init=lambda device: None,
-        clock=ticking(0.5),
-        **extra,
-    )
+def boundaries(seen: dict) -> Boundaries:
+    return Boundaries(device=FixedDevice(CPU), timer=FakeTimer(fake_time(seen)), clock=ticking(0.5))
 
 
 # ------------------------------------------------------------------------------------------------ the report
@@ -58,7 +51,7 @@ def stages(seen: dict, **extra) -> Stages:
 
 def test_stage_timings_are_in_the_diagnose_report():
     seen: dict = {}
-    result = diagnose(MODEL, device="cpu", stages=stages(seen))
+    result = diagnose(MODEL, DiagnoseOptions(device="cpu"), boundaries=boundaries(seen))
     about = result.report("roofline diagnose").model_dump(mode="json")["diagnose"]
     stages_s = about["stages"]
     # each stage read on the injected clock: one tick (0.5 s) between two marks; the timing stage's own parts
@@ -176,26 +169,27 @@ def test_explicit_warmup_and_iters_are_honoured():
 
 def test_pipeline_passes_auto_or_the_counts_given():
     seen: dict = {}
-    result = diagnose(MODEL, device="cpu", stages=stages(seen))
+    result = diagnose(MODEL, DiagnoseOptions(device="cpu"), boundaries=boundaries(seen))
     assert seen["warmup"] is None and seen["iters"] is None
     assert seen["budget"].upper_s == pytest.approx(0.5)  # the counting pass's seconds, on the injected clock
     assert result.options["auto"] == ["warmup", "iters"]
     assert (result.options["warmup"], result.options["iters"]) == (2, 4)  # what the timing stage ran
 
     seen.clear()
-    result = diagnose(MODEL, device="cpu", warmup=1, iters=3, stages=stages(seen))
+    result = diagnose(MODEL, DiagnoseOptions(device="cpu", warmup=1, iters=3), boundaries=boundaries(seen))
     assert (seen["warmup"], seen["iters"]) == (1, 3) and "budget" not in seen
     assert "auto" not in result.options and (result.options["warmup"], result.options["iters"]) == (1, 3)
 
 
-def test_verify_keeps_its_counts_when_the_timing_was_sized():
+def test_verify_keeps_its_counts_when_the_timing_was_sized(monkeypatch):
     seen: dict = {}
     asked: dict = {}
 
     def verify(model, inputs, kwargs, findings, *, warmup, iters, sink, **_):
         asked.update(warmup=warmup, iters=iters)
 
-    diagnose(MODEL, device="cpu", verify=True, stages=stages(seen, verify=verify))
+    monkeypatch.setattr("roofline.diagnose.verify.verify", verify)
+    diagnose(MODEL, DiagnoseOptions(device="cpu", verify=True), boundaries=boundaries(seen))
     assert asked == {"warmup": DEFAULT_WARMUP, "iters": DEFAULT_ITERS}
 
 

@@ -314,7 +314,7 @@ def test_every_renderer_shows_the_bench_rows_stored_values(tmp_path):
 
 
 def test_every_renderer_shows_the_diagnose_rows_stored_values(tmp_path, monkeypatch):
-    monkeypatch.setattr("roofline.report.machine.describe", lambda *args, **kwargs: {"kind": "cuda", "name": "GPU"})
+    monkeypatch.setattr("roofline.specs.detect.describe_machine", lambda *args, **kwargs: {"kind": "cuda", "name": "GPU"})
     result = diagnose_result()
     placed = result.placed
     points = placed.points
@@ -332,8 +332,8 @@ def test_every_renderer_shows_the_diagnose_rows_stored_values(tmp_path, monkeypa
     assert points[3].bound == "launch" and points[4].bound == "none" and points[5].efficiency > 1
     assert not points[6].timed and points[6].efficiency is None
 
-    # console: the call sites and the modules as stored
-    text = DiagnoseRenderer(top=50, color=False).render(result)
+    # console: the call sites and the modules as stored (the view reads the report written)
+    text = DiagnoseRenderer(top=50, color=False).render(report)
     for title, aggregates in (("Top ops by time", placed.aggregates.ops), ("Top modules", placed.aggregates.modules)):
         cells = table_rows(text, title)
         assert len(cells) == len(aggregates)

@@ -160,7 +160,7 @@ def test_binary_output_to_a_terminal_is_refused(cli, diag, monkeypatch, command,
 
 def test_text_formats_go_to_stdout_and_binary_to_a_pipe(cli, diag, monkeypatch):
     monkeypatch.setattr("roofline.cli.output.stdout_is_terminal", lambda: True)
-    markdown = cli("report", str(diag))  # no -o, no --format: markdown on the terminal
+    markdown = cli("report", str(diag))  # no -o, no --format, no summary to show on the console: markdown
     assert markdown.code == 0 and markdown.out.startswith("## roofline diagnose report: diag\n")
     csv = cli("report", str(diag), "--format", "csv")
     assert csv.code == 0 and csv.out.splitlines()[0].startswith("report,source,point.label,")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from diagnose_devices import CPU_SLOW_LAUNCH as CPU
+from diagnose_doubles import FixedDevice
 
-from roofline.diagnose.pipeline import Stages, diagnose, diagnose_trace
+from roofline.diagnose.pipeline import Boundaries, DiagnoseOptions, diagnose, diagnose_trace
 from roofline.diagnose.trace import TRACE_SCHEMA, annotate, load_trace, read_trace, split_steps
 from roofline.errors import WorkloadError
 
@@ -22,7 +23,7 @@ DATA = ROOT / "tests" / "data"
 TRACE = DATA / "mlp_train_cpu.json.gz"  # tests/data/record_trace.py
 MLP = ROOT / "workloads" / "models" / "mlp_compute_bound.py"
 
-STAGES = Stages(roofs=lambda device, **_: (CPU, []), trace_roofs=lambda *_, **__: (CPU, []))
+BOUNDARIES = Boundaries(device=FixedDevice(CPU))
 
 
 @pytest.fixture
@@ -51,7 +52,7 @@ def counted_live(mode: str):
 
 
 def test_committed_trace_gives_the_live_counts_per_op():
-    result = diagnose_trace(TRACE, stages=STAGES)
+    result = diagnose_trace(TRACE, boundaries=BOUNDARIES)
     assert result.options["steps"] == 3 and result.options["step"].startswith("ProfilerStep#")
     assert result.options["mode"] == "training"
     live = counted_live("training")
@@ -92,7 +93,7 @@ def test_ops_without_shapes_are_uncounted_with_their_time(tmp_path):
     assert stripped
     path = tmp_path / "partial.json"
     path.write_text(json.dumps(trace))
-    result = diagnose_trace(path, stages=STAGES)
+    result = diagnose_trace(path, boundaries=BOUNDARIES)
     (uncounted,) = [u for u in result.placed.uncounted if u.op == "aten::addmm"]
     assert uncounted.count == 3 and uncounted.time_s > 0
     assert "record_shapes" in uncounted.note
@@ -103,7 +104,7 @@ def test_a_trace_without_step_markers_is_one_iteration(tmp_path):
     trace["traceEvents"] = [e for e in trace["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep")]
     path = tmp_path / "nosteps.json"
     path.write_text(json.dumps(trace))
-    result = diagnose_trace(path, stages=STAGES)
+    result = diagnose_trace(path, boundaries=BOUNDARIES)
     assert result.options["steps"] == 1 and result.options["step"] == ""
     assert len(work(result.records)) == 3 * len(work(counted_live("training")))
 
@@ -112,12 +113,12 @@ def test_a_trace_without_step_markers_is_one_iteration(tmp_path):
 
 
 def test_live_run_exported_and_read_back_gives_the_same_costs_and_times(tmp_path, fake_cpu):
-    live = diagnose(MLP, device="cpu", warmup=1, iters=3, keep_trace=True, stages=STAGES)
+    live = diagnose(MLP, DiagnoseOptions(device="cpu", warmup=1, iters=3, keep_trace=True), boundaries=BOUNDARIES)
     assert live.timing.trace is not None
     exported = annotate(live.timing.trace, live.timing.matched_ops, live.timing.op_owners, live.placed.points)
     path = tmp_path / "live.json"
     path.write_text(json.dumps(exported))
-    back = diagnose_trace(path, stages=STAGES)
+    back = diagnose_trace(path, boundaries=BOUNDARIES)
     assert back.options["steps"] == 3
     assert [(r.op, r.flops, r.bytes) for r in back.records] == [(r.op, r.flops, r.bytes) for r in live.records]
     # the step read back is one of the live run's profiled iterations: each op's time is that iteration's sample
@@ -128,7 +129,7 @@ def test_live_run_exported_and_read_back_gives_the_same_costs_and_times(tmp_path
 
 
 def test_export_annotates_ops_with_their_stored_values(tmp_path, fake_cpu):
-    live = diagnose(MLP, device="cpu", warmup=0, iters=2, keep_trace=True, stages=STAGES)
+    live = diagnose(MLP, DiagnoseOptions(device="cpu", warmup=0, iters=2, keep_trace=True), boundaries=BOUNDARIES)
     out = annotate(live.timing.trace, live.timing.matched_ops, live.timing.op_owners, live.placed.points)
     assert next(iter(out)) == "schema" and out["schema"] == TRACE_SCHEMA
     annotated = [e for e in out["traceEvents"] if "roofline" in e.get("args", {})]
@@ -281,7 +282,7 @@ def test_read_trace_errors_are_workload_errors(tmp_path):
 def test_gpu_round_trip_kernels(tmp_path):
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
-    live = diagnose(MLP, device="cuda", warmup=1, iters=3, keep_trace=True)
+    live = diagnose(MLP, DiagnoseOptions(device="cuda", warmup=1, iters=3, keep_trace=True))
     exported = annotate(live.timing.trace, live.timing.matched_ops, live.timing.op_owners, live.placed.points)
     assert any("roofline" in e.get("args", {}) for e in exported["traceEvents"] if e.get("cat") == "kernel")
     path = tmp_path / "live.json"

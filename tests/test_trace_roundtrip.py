@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from roofline.diagnose.join import match_key
-from roofline.diagnose.pipeline import diagnose, diagnose_trace
+from roofline.diagnose.pipeline import DiagnoseOptions, diagnose, diagnose_trace
 from roofline.diagnose.trace import counted_name, load_trace, read_trace, split_steps
 
 torch = pytest.importorskip("torch")
 
-from tests.test_trace import CPU, MLP, STAGES  # noqa: E402
+from tests.test_trace import BOUNDARIES, CPU, MLP  # noqa: E402
 
 STEPS, WAIT, WARMUP, ACTIVE = 6, 1, 1, 3
 
@@ -165,8 +165,8 @@ def kernel_time_by_op(trace: dict[str, Any], step: str) -> tuple[dict[int, float
 @pytest.mark.parametrize("mode", ["inference", "training"])
 def test_user_trace_gives_the_live_costs_per_op(tmp_path, fake_cpu, mode):
     path = user_trace(tmp_path / "user.json", mode)
-    live = diagnose(MLP, device="cpu", warmup=1, iters=2, mode=mode, stages=STAGES)
-    traced = diagnose_trace(path, stages=STAGES)
+    live = diagnose(MLP, DiagnoseOptions(device="cpu", warmup=1, iters=2, mode=mode), boundaries=BOUNDARIES)
+    traced = diagnose_trace(path, boundaries=BOUNDARIES)
     assert traced.options["steps"] == ACTIVE and traced.options["mode"] == mode
     assert not traced.placed.uncounted
     live_costs = costs(live.records)
@@ -187,7 +187,7 @@ def test_user_trace_times_are_the_traces_own(tmp_path, mode):
     """CPU: each op's time is the duration the trace holds for the op it matched, in the step diagnosed."""
     path = user_trace(tmp_path / "user.json", mode)
     raw = read_trace(path)
-    traced = diagnose_trace(path, stages=STAGES)
+    traced = diagnose_trace(path, boundaries=BOUNDARIES)
     steps, _ = split_steps(raw["traceEvents"])
     (step,) = [s for s in steps if s[0] == traced.options["step"]]
     by_id = {e["args"]["External id"]: e for e in raw["traceEvents"] if e.get("cat") == "cpu_op"}
@@ -212,8 +212,8 @@ def test_gpu_user_trace_reads_the_host_steps_and_their_kernels(tmp_path, mode):
     path.write_text(json.dumps(trace))
     steps, kind = split_steps(trace["traceEvents"])
     assert kind == "ProfilerStep" and len(steps) == ACTIVE  # not 2 * ACTIVE
-    on_cpu = diagnose_trace(tmp_path / "user.json", stages=STAGES)
-    traced = diagnose_trace(path, stages=STAGES)
+    on_cpu = diagnose_trace(tmp_path / "user.json", boundaries=BOUNDARIES)
+    traced = diagnose_trace(path, boundaries=BOUNDARIES)
     assert traced.timing.device == "cuda" and traced.options["steps"] == ACTIVE
     assert costs(traced.records) == costs(on_cpu.records)  # the same ops, whichever step is the median
     per_op, step_s = kernel_time_by_op(trace, traced.options["step"])
@@ -310,7 +310,7 @@ def test_benchmark_check_reads_the_rebuilt_gpu_trace(tmp_path):
     trace = gpu_shaped(read_trace(user_trace(tmp_path / "user.json", "training")))
     path = tmp_path / "gpu.json"
     path.write_text(json.dumps(trace))
-    traced = diagnose_trace(path, stages=STAGES)
+    traced = diagnose_trace(path, boundaries=BOUNDARIES)
     per_op, step_s = bench.kernel_times(json.loads(path.read_text()), traced.options["step"])
     time_of = {p.index: p.time_s for p in traced.placed.points}
     for external, index in traced.timing.matched_ops.items():

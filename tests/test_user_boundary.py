@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 import torch  # noqa: F401  (imported before any --timeout starts: a cold import of torch takes seconds)
 from diagnose_devices import CPU
+from diagnose_doubles import timed_by
 
 from roofline.diagnose.execute import user_code
-from roofline.diagnose.pipeline import Stages, diagnose
+from roofline.diagnose.pipeline import DiagnoseOptions, diagnose
 from roofline.errors import TimedOut, UserCodeError
 from roofline.report.records import OpTiming, Timing
 
@@ -276,7 +277,7 @@ def test_the_pipeline_names_the_stage_that_timed_out(fake_cpu, tmp_path):
         exec(HANG, {"time": __import__("time")})
 
     with pytest.raises(TimedOut) as caught, time_limit(0.2):
-        diagnose(model, device="cpu", stages=Stages(time=hang), warmup=1, iters=2)
+        diagnose(model, DiagnoseOptions(device="cpu", warmup=1, iters=2), boundaries=timed_by(hang))
     assert str(caught.value) == "timed out after 0.2 s while timing the model's forward"
     assert caught.value.exit_code == 124
 

@@ -682,13 +682,15 @@ def test_ctrl_c_in_the_per_op_pass_keeps_the_whole_model_result():
 
 
 def test_the_pipeline_passes_the_records_and_its_timing_stage_to_verify(tmp_path, monkeypatch):
-    from roofline.diagnose.pipeline import Stages, diagnose
+    from diagnose_doubles import FakeTimer, FixedDevice
+
+    from roofline.diagnose.pipeline import Boundaries, DiagnoseOptions, run
 
     records = op_records(3)
     seen: dict = {}
 
-    def load(path, **kw):
-        return SimpleNamespace(model="m", inputs=(), kwargs={}, path=path, convention="model", compiled=False)
+    def load(torch_device):
+        return SimpleNamespace(model="m", inputs=(), kwargs={}, path=None, convention="model", compiled=False)
 
     def time_stage(model, inputs, kwargs, records, **kw):
         from roofline.report.records import OpTiming, Timing
@@ -700,14 +702,9 @@ def test_the_pipeline_passes_the_records_and_its_timing_stage_to_verify(tmp_path
         seen.update(kw)
         return []
 
-    stages = Stages(
-        resolve=lambda device: "cpu",
-        load=load,
-        roofs=lambda torch_device, **kw: (FAKE_CPU, []),
-        count=lambda model, inputs, kwargs, mode="inference": list(records),
-        time=time_stage,
-        verify=spy,
-    )
-    diagnose(tmp_path / "m.py", device="cpu", warmup=0, iters=1, verify=True, stages=stages)
+    monkeypatch.setattr("roofline.diagnose.verify.verify", spy)
+    timer = FakeTimer(time_stage, count=lambda model, inputs, kwargs, mode: list(records))
+    machine = Boundaries(device=FixedDevice(FAKE_CPU), timer=timer)
+    run(load, tmp_path / "m.py", DiagnoseOptions(device="cpu", warmup=0, iters=1, verify=True), boundaries=machine)
     assert seen["records"] == records and seen["op_timer"] is time_stage
     assert callable(seen["weigh"]) and seen["weigh"](records[0]) > 0  # the ops' roofline time on this device

@@ -136,7 +136,7 @@ def result(findings=FINDINGS, verified=VERIFIED) -> DiagnoseResult:
 
 @pytest.fixture(autouse=True)
 def _no_machine(monkeypatch):
-    monkeypatch.setattr("roofline.report.machine.describe", lambda *args, **kwargs: {"kind": "cuda", "name": "GPU"})
+    monkeypatch.setattr("roofline.specs.detect.describe_machine", lambda *args, **kwargs: {"kind": "cuda", "name": "GPU"})
 
 
 def written(tmp_path: Path, diagnosed: DiagnoseResult, name: str = "verified") -> object:
@@ -289,7 +289,7 @@ def test_html_shows_bound_and_measured_gain_side_by_side(tmp_path):
 
 def test_the_console_shows_the_same_numbers(tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")
-    text = DiagnoseRenderer(color=False).render(result())
+    text = DiagnoseRenderer(color=False).render(written(tmp_path, result()))
     lines = text.split("Verified", 1)[1].splitlines()
     chain = next(line for line in lines if line.strip().startswith("elementwise-chain"))
     together = next(line for line in lines if line.strip().startswith("all techniques together"))

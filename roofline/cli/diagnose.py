@@ -1,12 +1,18 @@
-"""`roofline diagnose MODEL.py`: trace, count, time, place and diagnose a real PyTorch model."""
+"""`roofline diagnose MODEL.py`: trace, count, time, place and diagnose a real PyTorch model.
+
+The command reads its options into one value (roofline.diagnose.pipeline.DiagnoseOptions), runs the pipeline, builds
+the report and shows it: the console view is rendered from the report (roofline.render.diagnose), the same view
+`roofline report REPORT.json --format console` prints.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -24,115 +30,141 @@ from roofline.cli.process import freeze_heap, frozen_after, is_entry
 from roofline.cli.timeout import time_limit, timeout_option
 from roofline.cli.verbosity import info
 
+if TYPE_CHECKING:
+    from roofline.diagnose.pipeline import Boundaries, DiagnoseOptions, DiagnoseResult
+    from roofline.report.schema import Report
+
 DEFAULT_OUTPUT = Path("roofline-report.json")
+
+# ------------------------------------------------------------------------------------------------ the options
+
+MODEL_ARGUMENT = typer.Argument(
+    None,
+    help="The model file (Python): class Model + get_inputs() + get_init_inputs(), or a module-level `model` "
+    "with `example_inputs` / get_inputs(), or --entry NAME. Or --trace instead.",
+    metavar="MODEL.py",
+)
+SCRIPT_ARGS_ARGUMENT = typer.Argument(
+    None, help="Arguments for the script after `--` (its sys.argv[1:]).", metavar="[-- ARGS]"
+)
+ENTRY_OPTION = typer.Option(
+    None, "--entry", help="A function in the file returning (model, inputs), used instead of the conventions."
+)
+DEVICE_OPTION = typer.Option(
+    None,
+    "--device",
+    "-d",
+    help="Where to run: cuda (cuda:N) or cpu (default: cuda when torch sees a GPU, else cpu).",
+    metavar="cuda|cpu",
+)
+DTYPE_OPTION = typer.Option(
+    None, "--dtype", help="Cast the model and its floating inputs: fp32, bf16 or fp16 (default: as written)."
+)
+MODE_OPTION = typer.Option("inference", "--mode", help="inference (forward, no grad) or training (+ backward).")
+WARMUP_OPTION = typer.Option(
+    "auto",
+    "--warmup",
+    help="Untimed iterations before the timed ones, or auto: until 0.2 s or 3 calls (at least 1).",
+    metavar="N|auto",
+)
+ITERS_OPTION = typer.Option(
+    "auto",
+    "--iters",
+    help="Timed and profiled iterations (times are per iteration), or auto: about 0.5 s of them from the "
+    "warm-up's estimate, at most 4000 counted ops in the profile, 1 to 10.",
+    metavar="N|auto",
+)
+SHEET_OPTION = typer.Option(
+    None,
+    "--sheet",
+    help="GPU spec sheet for the roofs (default: the sheet matching this GPU's name; a cached calibration "
+    "of that sheet replaces its roofs with measured ones unless --roofs spec).",
+)
+ROOFS_OPTION = typer.Option(
+    "auto",
+    "--roofs",
+    help="GPU: spec (the sheet), measured (this GPU's `roofline calibrate` cache; error if none) or auto "
+    "(measured when cached, else spec). The CPU always uses measured roofs.",
+)
+TOP_OPTION = typer.Option(10, "--top", help="Rows in the top ops and modules tables, and findings shown.")
+OUTPUT_OPTION = typer.Option(
+    DEFAULT_OUTPUT, "--output", "-o", help="Report JSON, written atomically (read by plot and gate)."
+)
+VERIFY_OPTION = typer.Option(
+    False,
+    "--verify",
+    help="After the diagnosis, apply each finding's mechanical technique (torch.compile, CUDA graphs, "
+    "channels_last, TF32/bf16 autocast) to a fresh copy of the model, check its outputs and measure the gain "
+    "(and, where the outputs match, its ops' times in one profiled pass).",
+)
+COUNTERS_OPTION = typer.Option(
+    False,
+    "--counters",
+    help="Also run one iteration under Nsight Compute (ncu on PATH): measured DRAM bytes per op against "
+    "compulsory, the counters' bound beside ours, a locality finding where the traffic is far above compulsory.",
+)
+TRACE_OPTION = typer.Option(
+    None,
+    "--trace",
+    help="Diagnose a torch.profiler (Kineto) trace recorded with record_shapes=True instead of running a model "
+    "(its median ProfilerStep#N step).",
+    metavar="TRACE.json[.gz]",
+)
+EXPORT_TRACE_OPTION = typer.Option(
+    None,
+    "--export-trace",
+    help="Write the profiled run as a Chrome trace (Perfetto, chrome://tracing), each op and kernel annotated "
+    "with its FLOPs, bytes, intensity, bound and efficiency.",
+    metavar="FILE.json",
+)
+NPROC_OPTION = typer.Option(
+    None,
+    "--nproc",
+    help="Run the model on N ranks (processes) through torch.distributed.run, one per GPU (gloo ranks on the "
+    "CPU): every rank diagnosed, collectives on the communication roof, one merged report. Inside a torchrun "
+    "launch leave it out: each rank diagnoses itself. See docs/distributed.md.",
+    metavar="N",
+)
+BACKEND_OPTION = typer.Option(
+    None,
+    "--backend",
+    help="The process group's backend with --nproc or under torchrun: nccl (GPUs, the default there) or gloo "
+    "(the CPU's default).",
+    metavar="nccl|gloo",
+)
+PREDICT_OPTION = typer.Option(
+    None,
+    "--predict",
+    help="Also predict the run's times on this GPU (spec-sheet name; repeatable or a comma list): the table of "
+    "`roofline predict` (not with --json: run `roofline predict REPORT.json --json`).",
+    metavar="NAME",
+)
 
 
 def diagnose(
-    model: Path | None = typer.Argument(
-        None,
-        help="The model file (Python): class Model + get_inputs() + get_init_inputs(), or a module-level `model` "
-        "with `example_inputs` / get_inputs(), or --entry NAME. Or --trace instead.",
-        metavar="MODEL.py",
-    ),
-    script_args: list[str] | None = typer.Argument(
-        None, help="Arguments for the script after `--` (its sys.argv[1:]).", metavar="[-- ARGS]"
-    ),
-    entry: str | None = typer.Option(
-        None, "--entry", help="A function in the file returning (model, inputs), used instead of the conventions."
-    ),
-    device: str | None = typer.Option(
-        None,
-        "--device",
-        "-d",
-        help="Where to run: cuda (cuda:N) or cpu (default: cuda when torch sees a GPU, else cpu).",
-        metavar="cuda|cpu",
-    ),
-    dtype: str | None = typer.Option(
-        None, "--dtype", help="Cast the model and its floating inputs: fp32, bf16 or fp16 (default: as written)."
-    ),
-    mode: str = typer.Option("inference", "--mode", help="inference (forward, no grad) or training (+ backward)."),
-    warmup: str = typer.Option(
-        "auto",
-        "--warmup",
-        help="Untimed iterations before the timed ones, or auto: until 0.2 s or 3 calls (at least 1).",
-        metavar="N|auto",
-    ),
-    iters: str = typer.Option(
-        "auto",
-        "--iters",
-        help="Timed and profiled iterations (times are per iteration), or auto: about 0.5 s of them from the "
-        "warm-up's estimate, at most 4000 counted ops in the profile, 1 to 10.",
-        metavar="N|auto",
-    ),
-    sheet: str | None = typer.Option(
-        None,
-        "--sheet",
-        help="GPU spec sheet for the roofs (default: the sheet matching this GPU's name; a cached calibration "
-        "of that sheet replaces its roofs with measured ones unless --roofs spec).",
-    ),
+    model: Path | None = MODEL_ARGUMENT,
+    script_args: list[str] | None = SCRIPT_ARGS_ARGUMENT,
+    entry: str | None = ENTRY_OPTION,
+    device: str | None = DEVICE_OPTION,
+    dtype: str | None = DTYPE_OPTION,
+    mode: str = MODE_OPTION,
+    warmup: str = WARMUP_OPTION,
+    iters: str = ITERS_OPTION,
+    sheet: str | None = SHEET_OPTION,
     spec: list[Path] | None = spec_option(),
-    roofs: str = typer.Option(
-        "auto",
-        "--roofs",
-        help="GPU: spec (the sheet), measured (this GPU's `roofline calibrate` cache; error if none) or auto "
-        "(measured when cached, else spec). The CPU always uses measured roofs.",
-    ),
-    top: int = typer.Option(10, "--top", help="Rows in the top ops and modules tables, and findings shown."),
+    roofs: str = ROOFS_OPTION,
+    top: int = TOP_OPTION,
     as_json: bool = json_option(),
-    output: Path = typer.Option(
-        DEFAULT_OUTPUT, "--output", "-o", help="Report JSON, written atomically (read by plot and gate)."
-    ),
+    output: Path = OUTPUT_OPTION,
     plot: Path | None = plot_option(),
-    verify: bool = typer.Option(
-        False,
-        "--verify",
-        help="After the diagnosis, apply each finding's mechanical technique (torch.compile, CUDA graphs, "
-        "channels_last, TF32/bf16 autocast) to a fresh copy of the model, check its outputs and measure the gain "
-        "(and, where the outputs match, its ops' times in one profiled pass).",
-    ),
-    counters: bool = typer.Option(
-        False,
-        "--counters",
-        help="Also run one iteration under Nsight Compute (ncu on PATH): measured DRAM bytes per op against "
-        "compulsory, the counters' bound beside ours, a locality finding where the traffic is far above compulsory.",
-    ),
-    trace: Path | None = typer.Option(
-        None,
-        "--trace",
-        help="Diagnose a torch.profiler (Kineto) trace recorded with record_shapes=True instead of running a model "
-        "(its median ProfilerStep#N step).",
-        metavar="TRACE.json[.gz]",
-    ),
-    export_trace: Path | None = typer.Option(
-        None,
-        "--export-trace",
-        help="Write the profiled run as a Chrome trace (Perfetto, chrome://tracing), each op and kernel annotated "
-        "with its FLOPs, bytes, intensity, bound and efficiency.",
-        metavar="FILE.json",
-    ),
-    nproc: int | None = typer.Option(
-        None,
-        "--nproc",
-        help="Run the model on N ranks (processes) through torch.distributed.run, one per GPU (gloo ranks on the "
-        "CPU): every rank diagnosed, collectives on the communication roof, one merged report. Inside a torchrun "
-        "launch leave it out: each rank diagnoses itself. See docs/distributed.md.",
-        metavar="N",
-    ),
-    backend: str | None = typer.Option(
-        None,
-        "--backend",
-        help="The process group's backend with --nproc or under torchrun: nccl (GPUs, the default there) or gloo "
-        "(the CPU's default).",
-        metavar="nccl|gloo",
-    ),
+    verify: bool = VERIFY_OPTION,
+    counters: bool = COUNTERS_OPTION,
+    trace: Path | None = TRACE_OPTION,
+    export_trace: Path | None = EXPORT_TRACE_OPTION,
+    nproc: int | None = NPROC_OPTION,
+    backend: str | None = BACKEND_OPTION,
     force: bool = force_option(),
-    predict: list[str] | None = typer.Option(
-        None,
-        "--predict",
-        help="Also predict the run's times on this GPU (spec-sheet name; repeatable or a comma list): the table of "
-        "`roofline predict` (not with --json: run `roofline predict REPORT.json --json`).",
-        metavar="NAME",
-    ),
+    predict: list[str] | None = PREDICT_OPTION,
     timeout: float | None = timeout_option("says which stage was running, writes no report, exit 124"),
 ) -> None:
     """Run a PyTorch model, count what every op must do, time what it did, and say what limits it.
@@ -151,45 +183,16 @@ def diagnose(
     """
     started = _process_age_s()  # before anything of diagnose runs: Python's start and our CLI's imports
     clock = time.perf_counter()
-    from roofline.diagnose.pipeline import diagnose as run
-    from roofline.diagnose.pipeline import diagnose_trace
-    from roofline.errors import UsageError
-
-    warmup_n, iters_n = _count_option("--warmup", warmup), _count_option("--iters", iters)
-    if top < 1:
-        raise UsageError(f"--top {top}: at least 1")
-    if (model is None) == (trace is None):
-        raise UsageError("give a model file (roofline diagnose MODEL.py) or --trace TRACE.json, not both")
-    if trace is not None:
-        live_only = {
-            "MODEL.py's arguments after --": bool(script_args),
-            "--entry": entry is not None,
-            "--device": device is not None,
-            "--dtype": dtype is not None,
-            "--mode": mode != "inference",
-            "--warmup": warmup_n is not None,
-            "--iters": iters_n is not None,
-            "--verify": verify,
-            "--counters": counters,
-        }
-        given = [name for name, used in live_only.items() if used]
-        if given:
-            raise UsageError(f"{given[0]}: only for a live run (MODEL.py): --trace diagnoses what the trace recorded")
-    targets: list[str] = []
-    if predict:
-        from roofline.cli.predict import target_names
-        from roofline.roofs import check_targets
-
-        if as_json:
-            raise UsageError("--predict with --json: run `roofline predict REPORT.json --device NAME --json` after it")
-        targets = check_targets(target_names(predict), spec or [])  # before the model runs
+    options = _options(entry, device, dtype, mode, warmup, iters, sheet, spec, roofs, script_args, verify, counters,
+                       export_trace)  # fmt: skip
+    _check(model, trace, options, top)
+    shown = _Shown(top, as_json, output, export_trace, _predict_targets(predict, as_json, spec), options)
     if nproc is not None or backend is not None or _launched():
         if trace is not None:
+            from roofline.errors import UsageError
+
             raise UsageError("--trace reads one trace: --nproc, --backend and torchrun are for a live run (MODEL.py)")
-        _distributed(model, script_args, nproc, backend, device, dict(entry=entry, dtype=dtype, mode=mode,
-                     warmup=warmup_n, iters=iters_n, sheet=sheet, spec_files=spec or [], roofs=roofs,
-                     argv=script_args or [], verify=verify, counters=counters), top, as_json, output, export_trace,
-                     timeout)  # fmt: skip
+        _distributed(model, nproc, backend, options, shown, timeout)
         return
     inputs = [
         ("the model file" if trace is None else "the trace", model if trace is None else trace),
@@ -198,102 +201,201 @@ def diagnose(
     # before the model runs (it may chdir)
     where, trace_where = prepare_all(output, "report", [("--export-trace", export_trace, "trace")], inputs=inputs)
     assert where is not None
-    # NB: with --json, standard output carries the report alone: whatever the user's file prints goes to stderr.
+    result = _run(model, trace, options, as_json, timeout, clock)
+    if result.stages:  # a live run (a --trace diagnosis runs no stages of its own)
+        result.stages = {**({"python": started} if started is not None else {}), **result.stages}
+    _show_and_write(result, shown, where, trace_where)
+    _show_stages(result, shown.write_s, started, time.perf_counter() - clock)
+    if shown.over_roof:
+        info(f"note: {shown.over_roof}")
+    freeze_heap()  # the CLI's own process only: its exit need not walk what the diagnosis left (cli/process.py)
+    _interrupted(result)
+
+
+@dataclass
+class _Shown:
+    """What the command shows and writes besides the diagnosis (and, once written, what that took)."""
+
+    top: int
+    as_json: bool
+    output: Path
+    export_trace: Path | None
+    targets: list[str]  # --predict: the GPUs' sheet names
+    options: DiagnoseOptions
+    write_s: float = 0.0
+    over_roof: str = ""  # a note said after the stages line
+
+
+def _options(
+    entry: str | None,
+    device: str | None,
+    dtype: str | None,
+    mode: str,
+    warmup: str,
+    iters: str,
+    sheet: str | None,
+    spec: list[Path] | None,
+    roofs: str,
+    script_args: list[str] | None,
+    verify: bool,
+    counters: bool,
+    export_trace: Path | None,
+) -> DiagnoseOptions:
+    """The pipeline's options from the command line's (--warmup and --iters: a number or auto)."""
+    from roofline.diagnose.pipeline import DiagnoseOptions
+
+    return DiagnoseOptions(
+        entry=entry,
+        argv=tuple(script_args or ()),
+        device=device,
+        dtype=dtype,
+        mode=mode,
+        warmup=_count_option("--warmup", warmup),
+        iters=_count_option("--iters", iters),
+        sheet=sheet,
+        spec_files=tuple(spec or ()),
+        roofs=roofs,
+        verify=verify,
+        counters=counters,
+        keep_trace=export_trace is not None,
+    )
+
+
+def _check(model: Path | None, trace: Path | None, options: DiagnoseOptions, top: int) -> None:
+    """UsageError for options that do not go together: --top, a model or a trace, a trace with a live run's."""
+    from roofline.errors import UsageError
+
+    if top < 1:
+        raise UsageError(f"--top {top}: at least 1")
+    if (model is None) == (trace is None):
+        raise UsageError("give a model file (roofline diagnose MODEL.py) or --trace TRACE.json, not both")
+    if trace is None:
+        return
+    live_only = {
+        "MODEL.py's arguments after --": bool(options.argv),
+        "--entry": options.entry is not None,
+        "--device": options.device is not None,
+        "--dtype": options.dtype is not None,
+        "--mode": options.mode != "inference",
+        "--warmup": options.warmup is not None,
+        "--iters": options.iters is not None,
+        "--verify": options.verify,
+        "--counters": options.counters,
+    }
+    given = [name for name, used in live_only.items() if used]
+    if given:
+        raise UsageError(f"{given[0]}: only for a live run (MODEL.py): --trace diagnoses what the trace recorded")
+
+
+def _predict_targets(predict: list[str] | None, as_json: bool, spec: list[Path] | None) -> list[str]:
+    """--predict: the GPUs' sheet names, checked before the model runs."""
+    if not predict:
+        return []
+    from roofline.cli.predict import target_names
+    from roofline.errors import UsageError
+    from roofline.roofs import check_targets
+
+    if as_json:
+        raise UsageError("--predict with --json: run `roofline predict REPORT.json --device NAME --json` after it")
+    return check_targets(target_names(predict), spec or [])
+
+
+# ------------------------------------------------------------------------------------------------ the run
+
+
+def _run(
+    model: Path | None,
+    trace: Path | None,
+    options: DiagnoseOptions,
+    as_json: bool,
+    timeout: float | None,
+    clock: float,
+) -> DiagnoseResult:
+    """The diagnosis of the model file (or --trace), inside --timeout and the progress display. NB: with --json,
+    standard output carries the report alone: whatever the user's file prints goes to stderr."""
+    from roofline.diagnose.pipeline import diagnose, diagnose_trace
+
     quiet_stdout = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-    setup_s = 0.0
     with time_limit(timeout), quiet_stdout, diagnose_status() as progress:
         if trace is not None:
-            result = diagnose_trace(trace, sheet=sheet, spec_files=spec or [], roofs=roofs, progress=progress)
-        else:
-            setup_s = time.perf_counter() - clock  # our imports, the options and output files checked
-            result = run(
-                model,
-                entry=entry,
-                device=device,
-                dtype=dtype,
-                mode=mode,
-                warmup=warmup_n,
-                iters=iters_n,
-                sheet=sheet,
-                spec_files=spec or [],
-                roofs=roofs,
-                argv=script_args or [],
-                verify=verify,
-                counters=counters,
-                keep_trace=export_trace is not None,
-                stages=_process_stages(),
-                progress=progress,
-            )
-    if result.stages:  # a live run (a --trace diagnosis runs no stages of its own)
-        result.stages = {**({"python": started} if started is not None else {}), "setup": setup_s, **result.stages}
-    render_begin = time.perf_counter()
-    report = result.report(command_line())
-    if as_json:
-        print_text(report.to_json())
-    else:
-        from roofline.render.diagnose import DiagnoseRenderer
-
-        print_text(DiagnoseRenderer(top=top).render(result))
-        if result.counters is not None:
-            from roofline.findings.rules.counters import RULE
-            from roofline.render.counters import CountersRenderer
-
-            local = [f for f in result.findings if f.rule == RULE]
-            print_text(CountersRenderer(top=top).render(result.counters, local))
-    if targets:
-        from roofline.predict import predict_report
-        from roofline.render.predict import PredictRenderer
-
-        basis = "spec" if roofs == "spec" else "auto"  # a missing calibration of the target is no error here
-        predictions = predict_report(report, targets, name=output.stem, roofs=basis, spec_files=spec or [])
-        print_text(PredictRenderer(top=top).render(predictions))
-    if result.counters_error:
-        info(f"note: {result.counters_error}")
-    from roofline.roofs import check_over_roof
-
-    over_roof = check_over_roof(result.placed.points, result.device)  # shown after the summary line
-    _add_stage(result, report, "render", time.perf_counter() - render_begin)
-    write_begin = time.perf_counter()
-    save_report(report, where, output)  # after the tables: a full disk does not lose what was measured
-    write_requested_plot(report, output.stem)
-    info(f"Report written to {output}")
-    if export_trace is not None and trace_where is not None:
-        _export_trace(result, trace_where, export_trace)
-    write_s = time.perf_counter() - write_begin
-    _show_stages(result, write_s, started, time.perf_counter() - clock)
-    if over_roof:
-        info(f"note: {over_roof}")
-    freeze_heap()  # the CLI's own process only: its exit need not walk what the diagnosis left (cli/process.py)
-    if result.interruption is not None:  # --verify stopped: the report holds what was verified before it
-        from roofline.errors import TimedOut, interrupt_exit_code
-
-        done = f"{len(result.verified or [])} finding(s) verified before it; the report keeps them"
-        if isinstance(result.interruption, TimedOut):
-            info(f"Timed out after {result.interruption.seconds:g} s (--timeout) while verifying: {done}")
-        else:
-            info(f"Interrupted while verifying: {done}")
-        raise typer.Exit(interrupt_exit_code(result.interruption))
+            return diagnose_trace(trace, options, progress=progress)
+        assert model is not None
+        setup_s = time.perf_counter() - clock  # our imports, the options and output files checked
+        result = diagnose(model, options, boundaries=_boundaries(), progress=progress)
+    result.stages = {"setup": setup_s, **result.stages}
+    return result
 
 
-def _process_stages() -> Any:
-    """The pipeline's stages; in the CLI's own process, torch imported with the garbage collector paused, then
+def _boundaries() -> Boundaries | None:
+    """The pipeline's boundaries; in the CLI's own process, torch imported with the garbage collector paused, then
     ``gc.freeze()``: the objects torch leaves (about 200,000) are walked by no collection, during the import, later
     or at exit (roofline.cli.process.frozen_after says what that costs); None (the defaults) for an in-process
     caller."""
     if not is_entry():
         return None
-    import dataclasses
+    from roofline.diagnose.pipeline import Boundaries, DeviceFacts
 
-    from roofline.diagnose.pipeline import Stages
+    class FrozenImport(DeviceFacts):
+        def import_torch(self) -> None:
+            with frozen_after():
+                super().import_torch()
 
-    stages = Stages()
-    import_torch = stages.import_torch
+    return Boundaries(device=FrozenImport())
 
-    def import_then_freeze() -> None:
-        with frozen_after():
-            import_torch()
 
-    return dataclasses.replace(stages, import_torch=import_then_freeze)
+def _show_and_write(result: DiagnoseResult, shown: _Shown, where: Path, trace_where: Path | None) -> None:
+    """The report built, shown (console view or --json, --predict's table), written, its plot and trace."""
+    from roofline.roofs import check_over_roof
+
+    render_begin = time.perf_counter()
+    report = result.report(command_line())
+    if shown.as_json:
+        print_text(report.to_json())
+    else:
+        from roofline.render.diagnose import DiagnoseRenderer
+
+        print_text(DiagnoseRenderer(top=shown.top).render(report))
+    if shown.targets:
+        _predictions(report, shown)
+    if result.counters_error:
+        info(f"note: {result.counters_error}")
+    shown.over_roof = check_over_roof(result.placed.points, result.device)  # shown after the summary line
+    _add_stage(result, report, "render", time.perf_counter() - render_begin)
+    write_begin = time.perf_counter()
+    save_report(report, where, shown.output)  # after the tables: a full disk does not lose what was measured
+    write_requested_plot(report, shown.output.stem)
+    info(f"Report written to {shown.output}")
+    if shown.export_trace is not None and trace_where is not None:
+        _export_trace(result, trace_where, shown.export_trace)
+    shown.write_s = time.perf_counter() - write_begin
+
+
+def _predictions(report: Report, shown: _Shown) -> None:
+    """--predict: the run's times on each GPU named, `roofline predict`'s table."""
+    from roofline.predict import predict_report
+    from roofline.render.predict import PredictRenderer
+
+    options = shown.options
+    basis = "spec" if options.roofs == "spec" else "auto"  # a missing calibration of the target is no error here
+    predictions = predict_report(
+        report, shown.targets, name=shown.output.stem, roofs=basis, spec_files=list(options.spec_files)
+    )
+    print_text(PredictRenderer(top=shown.top).render(predictions))
+
+
+def _interrupted(result: DiagnoseResult) -> None:
+    """--verify stopped (Ctrl-C, a signal, --timeout): said, and its exit code; the report holds what was
+    verified before it."""
+    if result.interruption is None:
+        return
+    from roofline.errors import TimedOut, interrupt_exit_code
+
+    done = f"{len(result.verified or [])} finding(s) verified before it; the report keeps them"
+    if isinstance(result.interruption, TimedOut):
+        info(f"Timed out after {result.interruption.seconds:g} s (--timeout) while verifying: {done}")
+    else:
+        info(f"Interrupted while verifying: {done}")
+    raise typer.Exit(interrupt_exit_code(result.interruption))
 
 
 def _count_option(name: str, value: str) -> int | None:
@@ -358,20 +460,20 @@ def _launched() -> bool:
     return launched()
 
 
-def _distributed(model: Any, script_args: Any, nproc: int | None, backend: str | None, device: str | None,
-                 options: dict[str, Any], top: int, as_json: bool, output: Path, export_trace: Path | None,
-                 timeout: float | None) -> None:  # fmt: skip
+def _distributed(
+    model: Any, nproc: int | None, backend: str | None, options: DiagnoseOptions, shown: _Shown, timeout: float | None
+) -> None:
     """--nproc N (the parent: launch the ranks) or a rank of a torchrun launch (roofline.cli.distributed)."""
     from roofline.cli.distributed import diagnose_rank_cli, launch_nproc
     from roofline.errors import UsageError
 
     if nproc is not None:
-        launch_nproc(nproc, device=device, backend=backend)
+        launch_nproc(nproc, device=options.device, backend=backend)
         return
     if not _launched():
         raise UsageError("--backend: only with --nproc N or inside a torchrun launch")
-    diagnose_rank_cli(model, options=options, backend=backend, device=device, top=top, as_json=as_json,
-                      output=output, export_trace=export_trace, timeout=timeout)  # fmt: skip
+    diagnose_rank_cli(model, options=options, backend=backend, top=shown.top, as_json=shown.as_json,
+                      output=shown.output, export_trace=shown.export_trace, timeout=timeout)  # fmt: skip
 
 
 def _export_trace(result: Any, where: Path, shown: Path) -> None:

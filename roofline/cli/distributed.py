@@ -10,10 +10,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roofline.cli.verbosity import info
 from roofline.errors import UsageError
+
+if TYPE_CHECKING:
+    from roofline.diagnose.pipeline import DiagnoseOptions
 
 
 def strip_option(argv: Sequence[str], name: str) -> list[str]:
@@ -62,9 +65,8 @@ def launch_nproc(nproc: int, *, device: str | None, backend: str | None, argv: S
 def diagnose_rank_cli(
     model: Path,
     *,
-    options: dict[str, Any],
+    options: DiagnoseOptions,
     backend: str | None,
-    device: str | None,
     top: int,
     as_json: bool,
     output: Path,
@@ -84,7 +86,7 @@ def diagnose_rank_cli(
 
     launch = launch_from_env()
     assert launch is not None
-    if options.get("verify") or options.get("counters"):
+    if options.verify or options.counters:
         raise UsageError("--verify and --counters: one process at a time (leave them out under torchrun)")
     if export_trace is not None:
         raise UsageError("--export-trace: one process at a time (leave it out under torchrun)")
@@ -97,7 +99,7 @@ def diagnose_rank_cli(
             (where,) = prepare_all(output, "report", inputs=[("the model file", model)])
         quiet_stdout = contextlib.redirect_stdout(sys.stderr) if as_json or not first else contextlib.nullcontext()
         with time_limit(timeout), quiet_stdout:
-            result = diagnose_rank(model, launch=launch, device=device, backend=backend, **options)
+            result = diagnose_rank(model, options, launch=launch, backend=backend)
     except BaseException as exc:
         record_failure(exc)
         raise
@@ -110,7 +112,7 @@ def diagnose_rank_cli(
         from roofline.render.diagnose import DiagnoseRenderer
         from roofline.render.distributed import DistributedRenderer
 
-        print_text(DiagnoseRenderer(top=top).render(result.result))
+        print_text(DiagnoseRenderer(top=top).render(report))
         print_text(DistributedRenderer(top=top).render(result.merged))
     assert where is not None
     save_report(report, where, output)

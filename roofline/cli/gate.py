@@ -60,92 +60,111 @@ def _prepare_outputs(
     return prepare(outputs, inputs=inputs, force=force)
 
 
+TARGET_ARGUMENT = typer.Argument(
+    ...,
+    help="What to gate: a bench or diagnose report (REPORT.json), or a bench suite (SUITE.yaml, or a shipped "
+    "suite's name) or model file (MODEL.py) to measure now.",
+    metavar="REPORT.json|SUITE.yaml|MODEL.py",
+)
+SCRIPT_ARGS_ARGUMENT = typer.Argument(
+    None, help="MODEL.py: arguments for the script after `--` (its sys.argv[1:]).", metavar="[-- ARGS]"
+)
+BASELINE_OPTION = typer.Option(
+    None,
+    "--baseline",
+    "-b",
+    help="The baseline (`roofline baseline save`); default: `baseline` in pyproject's tool.roofline.gate table.",
+)
+FAIL_ON_OPTION = typer.Option(
+    None,
+    "--fail-on",
+    help="A rule METRIC:LIMIT, repeatable: time:+10%, efficiency:-5%, flops:0, bytes:+0, kernels:+1, time:+50us, "
+    "METRIC:off. Replaces the defaults (flops:0 bytes:0 kernels:0 efficiency:-5%) of the metrics it names.",
+    metavar="RULE",
+)
+CONFIDENCE_OPTION = typer.Option(
+    None, "--confidence", help="Confidence of the shift's interval (default 0.99).", show_default=False
+)
+NO_STATS_OPTION = typer.Option(
+    False,
+    "--no-stats",
+    help="Compare single numbers (medians) against the limits instead of testing the samples.",
+)
+FMT_OPTION = typer.Option("table", "--format", help="table, markdown (for a CI step summary) or json.")
+JUNIT_OPTION = typer.Option(None, "--junit", help="Also write JUnit XML: a test case per point.", metavar="FILE")
+MARKDOWN_FILE_OPTION = typer.Option(None, "--markdown", help="Also write the markdown summary to FILE.", metavar="FILE")
+UPDATE_BASELINE_OPTION = typer.Option(
+    False, "--update-baseline", help="After a pass, replace the baseline with this report's points."
+)
+FORCE_OPTION = typer.Option(
+    False,
+    "--force",
+    help="Replace an existing -o, --junit or --markdown file even when it is not one roofline writes (never a "
+    "file the gate reads); with --update-baseline: replace the baseline whatever the verdict.",
+)
+OUTPUT_OPTION = typer.Option(
+    None, "--output", "-o", help="SUITE/MODEL: also write the measured report here.", metavar="FILE"
+)
+DEVICE_OPTION = typer.Option(
+    None,
+    "--device",
+    "-d",
+    help="SUITE/MODEL: cuda (cuda:N) or cpu (default: cuda when torch sees a GPU).",
+    metavar="cuda|cpu",
+)
+SHEET_OPTION = typer.Option(None, "--sheet", help="SUITE/MODEL: GPU spec sheet for the roofs.")
+WARM_OPTION = typer.Option(
+    None, "--warm/--cold", help="SUITE: cache warm or flushed before each sample (as bench).", show_default=False
+)
+MAX_TIME_OPTION = typer.Option(
+    None, "--max-time", help="SUITE: time budget per row in seconds (bench's default 1).", show_default=False
+)
+ENTRY_OPTION = typer.Option(None, "--entry", help="MODEL: function returning (model, inputs).")
+DTYPE_OPTION = typer.Option(None, "--dtype", help="MODEL: cast to fp32, bf16 or fp16.")
+MODE_OPTION = typer.Option(None, "--mode", help="MODEL: inference (default) or training.")
+WARMUP_OPTION = typer.Option(None, "--warmup", help="MODEL: untimed iterations (default 3).", show_default=False)
+ITERS_OPTION = typer.Option(
+    None,
+    "--iters",
+    help=f"MODEL: profiled iterations = samples per op (default {DEFAULT_GATE_ITERS}).",
+    show_default=False,
+)
+ROOFS_OPTION = typer.Option(None, "--roofs", help="MODEL: auto, spec or measured (as diagnose).")
+CONFIRM_OPTION = typer.Option(
+    1,
+    "--confirm",
+    min=0,
+    help="SUITE/MODEL: when points do not pass, measure again up to N times and judge those points on the "
+    "new measurement (a transient must strike the same point every time to fail). 0: judge the first.",
+)
+
+
 def gate(
-    target: str = typer.Argument(
-        ...,
-        help="What to gate: a bench or diagnose report (REPORT.json), or a bench suite (SUITE.yaml, or a shipped "
-        "suite's name) or model file (MODEL.py) to measure now.",
-        metavar="REPORT.json|SUITE.yaml|MODEL.py",
-    ),
-    script_args: list[str] | None = typer.Argument(
-        None, help="MODEL.py: arguments for the script after `--` (its sys.argv[1:]).", metavar="[-- ARGS]"
-    ),
-    baseline: Path | None = typer.Option(
-        None,
-        "--baseline",
-        "-b",
-        help="The baseline (`roofline baseline save`); default: `baseline` in pyproject's tool.roofline.gate table.",
-    ),
-    fail_on: list[str] | None = typer.Option(
-        None,
-        "--fail-on",
-        help="A rule METRIC:LIMIT, repeatable: time:+10%, efficiency:-5%, flops:0, bytes:+0, kernels:+1, time:+50us, "
-        "METRIC:off. Replaces the defaults (flops:0 bytes:0 kernels:0 efficiency:-5%) of the metrics it names.",
-        metavar="RULE",
-    ),
-    confidence: float | None = typer.Option(
-        None, "--confidence", help="Confidence of the shift's interval (default 0.99).", show_default=False
-    ),
-    no_stats: bool = typer.Option(
-        False,
-        "--no-stats",
-        help="Compare single numbers (medians) against the limits instead of testing the samples.",
-    ),
-    fmt: str = typer.Option("table", "--format", help="table, markdown (for a CI step summary) or json."),
+    target: str = TARGET_ARGUMENT,
+    script_args: list[str] | None = SCRIPT_ARGS_ARGUMENT,
+    baseline: Path | None = BASELINE_OPTION,
+    fail_on: list[str] | None = FAIL_ON_OPTION,
+    confidence: float | None = CONFIDENCE_OPTION,
+    no_stats: bool = NO_STATS_OPTION,
+    fmt: str = FMT_OPTION,
     as_json: bool = json_option(),
-    junit: Path | None = typer.Option(
-        None, "--junit", help="Also write JUnit XML: a test case per point.", metavar="FILE"
-    ),
-    markdown_file: Path | None = typer.Option(
-        None, "--markdown", help="Also write the markdown summary to FILE.", metavar="FILE"
-    ),
-    update_baseline: bool = typer.Option(
-        False, "--update-baseline", help="After a pass, replace the baseline with this report's points."
-    ),
-    force: bool = typer.Option(
-        False,
-        "--force",
-        help="Replace an existing -o, --junit or --markdown file even when it is not one roofline writes (never a "
-        "file the gate reads); with --update-baseline: replace the baseline whatever the verdict.",
-    ),
-    output: Path | None = typer.Option(
-        None, "--output", "-o", help="SUITE/MODEL: also write the measured report here.", metavar="FILE"
-    ),
-    device: str | None = typer.Option(
-        None,
-        "--device",
-        "-d",
-        help="SUITE/MODEL: cuda (cuda:N) or cpu (default: cuda when torch sees a GPU).",
-        metavar="cuda|cpu",
-    ),
-    sheet: str | None = typer.Option(None, "--sheet", help="SUITE/MODEL: GPU spec sheet for the roofs."),
+    junit: Path | None = JUNIT_OPTION,
+    markdown_file: Path | None = MARKDOWN_FILE_OPTION,
+    update_baseline: bool = UPDATE_BASELINE_OPTION,
+    force: bool = FORCE_OPTION,
+    output: Path | None = OUTPUT_OPTION,
+    device: str | None = DEVICE_OPTION,
+    sheet: str | None = SHEET_OPTION,
     spec: list[Path] | None = spec_option(),
-    warm: bool | None = typer.Option(
-        None, "--warm/--cold", help="SUITE: cache warm or flushed before each sample (as bench).", show_default=False
-    ),
-    max_time: float | None = typer.Option(
-        None, "--max-time", help="SUITE: time budget per row in seconds (bench's default 1).", show_default=False
-    ),
-    entry: str | None = typer.Option(None, "--entry", help="MODEL: function returning (model, inputs)."),
-    dtype: str | None = typer.Option(None, "--dtype", help="MODEL: cast to fp32, bf16 or fp16."),
-    mode: str | None = typer.Option(None, "--mode", help="MODEL: inference (default) or training."),
-    warmup: int | None = typer.Option(
-        None, "--warmup", help="MODEL: untimed iterations (default 3).", show_default=False
-    ),
-    iters: int | None = typer.Option(
-        None,
-        "--iters",
-        help=f"MODEL: profiled iterations = samples per op (default {DEFAULT_GATE_ITERS}).",
-        show_default=False,
-    ),
-    roofs: str | None = typer.Option(None, "--roofs", help="MODEL: auto, spec or measured (as diagnose)."),
-    confirm: int = typer.Option(
-        1,
-        "--confirm",
-        min=0,
-        help="SUITE/MODEL: when points do not pass, measure again up to N times and judge those points on the "
-        "new measurement (a transient must strike the same point every time to fail). 0: judge the first.",
-    ),
+    warm: bool | None = WARM_OPTION,
+    max_time: float | None = MAX_TIME_OPTION,
+    entry: str | None = ENTRY_OPTION,
+    dtype: str | None = DTYPE_OPTION,
+    mode: str | None = MODE_OPTION,
+    warmup: int | None = WARMUP_OPTION,
+    iters: int | None = ITERS_OPTION,
+    roofs: str | None = ROOFS_OPTION,
+    confirm: int = CONFIRM_OPTION,
     timeout: float | None = timeout_option("SUITE/MODEL: nothing measured, never a pass, exit 4"),
 ) -> None:
     """Compare a report with a baseline: exit 0 pass, 1 regression, 3 inconclusive (too noisy), 2 bad input,
@@ -157,87 +176,24 @@ def gate(
     diagnose: module, op, input shapes, occurrence). A baseline from another machine is a warning. Settings also
     come from the tool.roofline.gate table of pyproject.toml. See docs/ci.md.
     """
-    from roofline.cli.output import bench_progress, command_line, diagnose_status
-    from roofline.errors import UsageError
     from roofline.gate import run as gate_run
 
     started = time.perf_counter()
-    fmt = "json" if as_json else fmt.lower()
-    if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    fmt = _format(fmt, as_json)
     kind = gate_run.kind_of(target)
-    bench_only = {"--warm/--cold": warm, "--max-time": max_time}
-    model_only = {
-        "--entry": entry,
-        "--dtype": dtype,
-        "--mode": mode,
-        "--warmup": warmup,
-        "--iters": iters,
-        "--roofs": roofs,
-        "script arguments": script_args,
-    }
-    measuring = {
-        "--output": output,
-        "--device": device,
-        "--sheet": sheet,
-        "--spec": spec,
-        "--confirm": confirm if confirm != 1 else None,
-        "--timeout": timeout,
-    }
-    if kind == "report":
-        _reject(kind, {**measuring, **bench_only, **model_only})
-    elif kind == "suite":
-        _reject(kind, model_only)
-    else:
-        _reject(kind, bench_only)
-
+    _check_kind(kind, output=output, device=device, sheet=sheet, spec=spec, confirm=confirm, timeout=timeout,
+                warm=warm, max_time=max_time, entry=entry, dtype=dtype, mode=mode, warmup=warmup, iters=iters,
+                roofs=roofs, script_args=script_args)  # fmt: skip
     written = _prepare_outputs(target, kind, baseline, spec, output, junit, markdown_file, force)
+    options = gate_run.MeasureOptions(
+        device=device, sheet=sheet, spec_files=spec or [], warm=warm, max_time_s=max_time, entry=entry, dtype=dtype,
+        mode=mode, warmup=warmup, iters=iters, roofs=roofs, argv=script_args or [],
+    )  # fmt: skip
     with time_limit(timeout):  # NB: gate_run.run turns a TimedOut while measuring into NotMeasured (exit 4)
-        gated = gate_run.run(
-            target,
-            kind=kind,
-            baseline=baseline,
-            fail_on=fail_on or [],
-            confidence=confidence,
-            stats=not no_stats,
-            options=gate_run.MeasureOptions(
-                device=device,
-                sheet=sheet,
-                spec_files=spec or [],
-                warm=warm,
-                max_time_s=max_time,
-                entry=entry,
-                dtype=dtype,
-                mode=mode,
-                warmup=warmup,
-                iters=iters,
-                roofs=roofs,
-                argv=script_args or [],
-            ),
-            confirm=confirm,
-            output=output,
-            command=command_line(),
-            progress=lambda measured: bench_progress() if measured == "suite" else diagnose_status(),
-            notify=info,
-        )
+        gated = _gate_run(target, kind, baseline, fail_on, confidence, no_stats, options, confirm, output)
     result = gated.result
-
-    from roofline.render import gate as render
-
-    if fmt == "json":
-        print_text(result.to_json())
-    elif fmt == "markdown":
-        print_text(render.markdown(result))
-    else:
-        print_text(render.GateRenderer().render(result))
-    # after the verdict: a file that cannot be written (disk full) is one line, exit 2, and no baseline update
-    from roofline.report.outputs import write
-
-    if markdown_file is not None and written[2] is not None:
-        write(written[2], render.markdown(result), option="--markdown", shown=markdown_file)
-    if junit is not None and written[1] is not None:
-        duration = time.perf_counter() - started
-        write(written[1], render.junit(result, duration_s=duration), option="--junit", shown=junit)
+    _show(result, fmt)
+    _write(result, written, markdown_file, junit, started)
     if gated.unwritten is not None:
         raise gated.unwritten
     if update_baseline:
@@ -247,3 +203,98 @@ def gate(
             info(f"Baseline {gated.baseline_path} not updated: the gate did not pass (--force updates it anyway).")
     if result.exit_code:
         raise typer.Exit(result.exit_code)
+
+
+def _format(fmt: str, as_json: bool) -> str:
+    """--format (table, markdown, json), json with --json."""
+    from roofline.errors import UsageError
+
+    fmt = "json" if as_json else fmt.lower()
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def _check_kind(kind: str, *, confirm: int, warm: bool | None, max_time: float | None, **given: Any) -> None:
+    """Options that do not apply to this kind of INPUT are errors (``given``: the others, by parameter name)."""
+    bench_only = {"--warm/--cold": warm, "--max-time": max_time}
+    model_only = {
+        "--entry": given["entry"],
+        "--dtype": given["dtype"],
+        "--mode": given["mode"],
+        "--warmup": given["warmup"],
+        "--iters": given["iters"],
+        "--roofs": given["roofs"],
+        "script arguments": given["script_args"],
+    }
+    measuring = {
+        "--output": given["output"],
+        "--device": given["device"],
+        "--sheet": given["sheet"],
+        "--spec": given["spec"],
+        "--confirm": confirm if confirm != 1 else None,
+        "--timeout": given["timeout"],
+    }
+    if kind == "report":
+        _reject(kind, {**measuring, **bench_only, **model_only})
+    elif kind == "suite":
+        _reject(kind, model_only)
+    else:
+        _reject(kind, bench_only)
+
+
+def _gate_run(
+    target: str,
+    kind: Any,
+    baseline: Path | None,
+    fail_on: list[str] | None,
+    confidence: float | None,
+    no_stats: bool,
+    options: Any,
+    confirm: int,
+    output: Path | None,
+) -> Any:
+    """The gate: the report read, or the suite or model measured (its progress shown), judged on the baseline."""
+    from roofline.cli.output import bench_progress, command_line, diagnose_status
+    from roofline.gate import run as gate_run
+
+    return gate_run.run(
+        target,
+        kind=kind,
+        baseline=baseline,
+        fail_on=fail_on or [],
+        confidence=confidence,
+        stats=not no_stats,
+        options=options,
+        confirm=confirm,
+        output=output,
+        command=command_line(),
+        progress=lambda measured: bench_progress() if measured == "suite" else diagnose_status(),
+        notify=info,
+    )
+
+
+def _show(result: Any, fmt: str) -> None:
+    from roofline.render import gate as render
+
+    if fmt == "json":
+        print_text(result.to_json())
+    elif fmt == "markdown":
+        print_text(render.markdown(result))
+    else:
+        print_text(render.GateRenderer().render(result))
+
+
+def _write(
+    result: Any, written: list[Path | None], markdown_file: Path | None, junit: Path | None, started: float
+) -> None:
+    """--markdown and --junit, after the verdict: a file that cannot be written (disk full) is one line, exit 2, and
+    no baseline update."""
+    from roofline.render import gate as render
+    from roofline.report.outputs import write
+
+    if markdown_file is not None and written[2] is not None:
+        write(written[2], render.markdown(result), option="--markdown", shown=markdown_file)
+    if junit is not None and written[1] is not None:
+        duration = time.perf_counter() - started
+        write(written[1], render.junit(result, duration_s=duration), option="--junit", shown=junit)

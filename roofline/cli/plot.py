@@ -26,6 +26,21 @@ def parse_size(text: str) -> tuple[int, int]:
     return width, height
 
 
+VERIFIED_OPTION = typer.Option(
+    False,
+    "--verified",
+    help="Diagnose reports written with --verify: an arrow from each op a verified finding covers to its "
+    "point with that finding's technique (its time in the verified run; where none is stored, an estimate: the "
+    "op's time / the measured whole-model gain, dashed).",
+)
+CALIBRATION_OPTION = typer.Option(
+    None,
+    "--calibration",
+    help="A `roofline calibrate` JSON whose measured roofs to draw (default: the newest cached one per device).",
+    metavar="FILE",
+)
+
+
 def plot(
     reports: list[Path] = typer.Argument(
         ..., help="Report JSON file(s) from analyze, bench or diagnose; several are overlaid.", metavar="REPORT.json"
@@ -46,19 +61,8 @@ def plot(
     ),
     top: int = typer.Option(10, "--top", help="Label the N points with the largest share of the time."),
     per_call: bool = typer.Option(False, "--per-call", help="Diagnose reports: one point per op call."),
-    verified: bool = typer.Option(
-        False,
-        "--verified",
-        help="Diagnose reports written with --verify: an arrow from each op a verified finding covers to its "
-        "point with that finding's technique (its time in the verified run; where none is stored, an estimate: the "
-        "op's time / the measured whole-model gain, dashed).",
-    ),
-    calibration: Path | None = typer.Option(
-        None,
-        "--calibration",
-        help="A `roofline calibrate` JSON whose measured roofs to draw (default: the newest cached one per device).",
-        metavar="FILE",
-    ),
+    verified: bool = VERIFIED_OPTION,
+    calibration: Path | None = CALIBRATION_OPTION,
     size: str = typer.Option(DEFAULT_SIZE, "--size", help="Width x height in pixels (png at 100 dpi)."),
     spec: list[Path] | None = spec_option(),
     force: bool = out.force_option(),

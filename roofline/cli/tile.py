@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -65,9 +66,8 @@ def tile(
     spec: list[Path] | None = spec_option(),
     as_json: bool = json_option(),
 ) -> None:
-    from roofline.costs.tile import Problem, TileSpec, place_tile
+    from roofline.costs.tile import TileSpec, place_tile
     from roofline.errors import UsageError
-    from roofline.roofs import default_device_names, sheet_devices
 
     sizes = {
         option: _size(text, option)
@@ -90,27 +90,8 @@ def tile(
         warps=warps,
         other_regs=other_regs,
     )
-    m_, n_, seq_, heads_, batch_ = (sizes[o] for o in ("-m", "-n", "--seq", "--heads", "--batch"))
-    assert heads_ is not None and batch_ is not None
-    problem = None
-    if shape.kind == "gemm":
-        if seq_ is not None or heads_ != 1:
-            raise UsageError("--seq and --heads apply to --kind attention: a gemm problem is -m and -n")
-        if (m_ is None) != (n_ is None):
-            raise UsageError("give both -m and -n for the waves of a gemm problem (or neither)")
-        if m_ is not None:
-            problem = Problem(m=m_, n=n_, batch=batch_)
-    else:
-        if m_ is not None or n_ is not None:
-            raise UsageError("-m and -n apply to --kind gemm: an attention problem is --seq, --heads, --batch")
-        if seq_ is not None:
-            problem = Problem(m=seq_, batch=batch_, heads=heads_)
-    names = [device] if device else default_device_names()
-    if len(names) != 1 or "," in names[0]:
-        raise UsageError("--device: analyze tile takes one device")
-    if names[0].strip().lower() == "cpu":
-        raise UsageError("--device cpu: analyze tile needs a GPU spec sheet's per-SM facts")
-    (placed_on,) = sheet_devices(names, spec_files=spec or [], roofs="spec")
+    problem = _problem(shape.kind, sizes)
+    placed_on = _device(device, spec)
     result = place_tile(shape, placed_on, problem)
     if result.smem_bytes > result.smem_limit_per_block_bytes:
         # NB: no launch could hold it: bad input (exit 2), not a result; registers and threads stay a result
@@ -130,3 +111,36 @@ def tile(
 
 
 tile.__doc__ = EXAMPLE
+
+
+def _problem(kind: str, sizes: dict[str, int | None]) -> Any:
+    """The problem whose waves are printed (roofline.costs.tile.Problem), or None; options of the other kind are
+    errors."""
+    from roofline.costs.tile import Problem
+    from roofline.errors import UsageError
+
+    m_, n_, seq_, heads_, batch_ = (sizes[o] for o in ("-m", "-n", "--seq", "--heads", "--batch"))
+    assert heads_ is not None and batch_ is not None
+    if kind == "gemm":
+        if seq_ is not None or heads_ != 1:
+            raise UsageError("--seq and --heads apply to --kind attention: a gemm problem is -m and -n")
+        if (m_ is None) != (n_ is None):
+            raise UsageError("give both -m and -n for the waves of a gemm problem (or neither)")
+        return None if m_ is None else Problem(m=m_, n=n_, batch=batch_)
+    if m_ is not None or n_ is not None:
+        raise UsageError("-m and -n apply to --kind gemm: an attention problem is --seq, --heads, --batch")
+    return None if seq_ is None else Problem(m=seq_, batch=batch_, heads=heads_)
+
+
+def _device(device: str | None, spec: list[Path] | None) -> Any:
+    """The one GPU (a spec sheet's per-SM facts) the tile is placed on."""
+    from roofline.errors import UsageError
+    from roofline.roofs import default_device_names, sheet_devices
+
+    names = [device] if device else default_device_names()
+    if len(names) != 1 or "," in names[0]:
+        raise UsageError("--device: analyze tile takes one device")
+    if names[0].strip().lower() == "cpu":
+        raise UsageError("--device cpu: analyze tile needs a GPU spec sheet's per-SM facts")
+    (placed_on,) = sheet_devices(names, spec_files=spec or [], roofs="spec")
+    return placed_on

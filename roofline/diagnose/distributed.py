@@ -1,9 +1,10 @@
 """`roofline diagnose` inside a torchrun launch: every rank counts and times its ops with the usual pipeline, its
 collectives are taken apart and timed from the profiler's trace, and rank 0 merges the ranks into one report.
 
-The hooks are small: the pipeline runs unchanged with two of its stages wrapped (:func:`rank_stages`): counting
-(the collectives split from the compute ops: roofline.diagnose.collectives.split_records) and timing (the profile
-keeps its Chrome trace, read for the collectives' work and the compute intervals, and the join sees compute only).
+The hooks are small: the pipeline runs unchanged with its timer wrapped (:func:`rank_boundaries`) and its model
+file loaded under :func:`tolerant_init`: counting (the collectives split from the compute ops:
+roofline.diagnose.collectives.split_records) and timing (the profile keeps its Chrome trace, read for the
+collectives' work and the compute intervals, and the join sees compute only).
 
 The process group: initialised here from torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR...)
 when the model file did not; while the file loads, its own ``init_process_group`` is skipped when the group
@@ -24,7 +25,17 @@ from typing import Any
 
 from roofline.costs.collectives import CommRoof
 from roofline.diagnose import collectives as coll
-from roofline.diagnose.pipeline import DEFAULT_ITERS, DEFAULT_WARMUP, DiagnoseResult, Stages, diagnose, finding_dict
+from roofline.diagnose.pipeline import (
+    DEFAULT_ITERS,
+    DEFAULT_WARMUP,
+    Boundaries,
+    DiagnoseOptions,
+    DiagnoseResult,
+    Timer,
+    finding_dict,
+    model_file,
+    run,
+)
 from roofline.errors import CalibrationError, DeviceError, UsageError
 from roofline.findings.model import ModelFinding
 
@@ -165,21 +176,21 @@ class RankState:
             self.barrier()
 
 
-def rank_stages(base: Stages, state: RankState) -> Stages:
-    """The pipeline's stages with counting and timing wrapped: the collectives split from the compute ops, the
-    profile's trace read for the collectives."""
+class RankTimer:
+    """The pipeline's timer (``base``) on one rank: counting splits the collectives from the compute ops, the
+    profile keeps its trace, read for the collectives."""
 
-    def load(*args: Any, **kwargs: Any) -> Any:
-        with tolerant_init():
-            return base.load(*args, **kwargs)
+    def __init__(self, base: Timer, state: RankState) -> None:
+        self.base, self.state = base, state
 
-    def count(*args: Any, **kwargs: Any) -> Any:
-        records = base.count(*args, **kwargs)
-        compute, state.calls = coll.split_records(records, state.world_size)
+    def count(self, model: Any, inputs: Any, kwargs: Any, *, mode: str) -> Any:
+        records = self.base.count(model, inputs, kwargs, mode=mode)
+        compute, self.state.calls = coll.split_records(records, self.state.world_size)
         return compute
 
-    def time(*args: Any, **kwargs: Any) -> Any:
+    def time(self, *args: Any, **kwargs: Any) -> Any:
         keep = bool(kwargs.pop("keep_trace", False))
+        state = self.state
 
         def profile(step: Any, iters: int, device: str) -> tuple[list[dict[str, Any]], float]:
             from roofline.diagnose.profile import torch_profile
@@ -195,9 +206,12 @@ def rank_stages(base: Stages, state: RankState) -> Stages:
                 events = [e for e in events if e.get("kind") != "trace"]
             return events, seconds
 
-        return base.time(*args, profile=profile, **kwargs)
+        return self.base.time(*args, profile=profile, **kwargs)
 
-    return dataclasses.replace(base, load=load, count=count, time=time)
+
+def rank_boundaries(base: Boundaries, state: RankState) -> Boundaries:
+    """The pipeline's boundaries with counting and timing wrapped (:class:`RankTimer`)."""
+    return dataclasses.replace(base, timer=RankTimer(base.timer, state))
 
 
 # ------------------------------------------------------------------------------------------------ the roof
@@ -427,27 +441,35 @@ def ranked_with_communication(
 
 def diagnose_rank(
     path: str | Path,
+    options: DiagnoseOptions,
     *,
     launch: Launch,
-    device: str | None = None,
     backend: str | None = None,
-    stages: Stages | None = None,
-    **options: Any,
+    boundaries: Boundaries | None = None,
 ) -> DistributedResult:
-    """Diagnose this rank of a torchrun launch (``options``: the pipeline's, as `roofline diagnose` passes them)
-    and, on rank 0, merge every rank's result."""
+    """Diagnose this rank of a torchrun launch (``options``: the pipeline's, as `roofline diagnose` passes them;
+    its device: --device) and, on rank 0, merge every rank's result."""
     import torch
     import torch.distributed as dist
 
-    torch_device = rank_device(device, launch, torch)
+    torch_device = rank_device(options.device, launch, torch)
     group = init_group(launch, torch_device, backend)
     state = RankState(group.world_size, barrier=_barrier(group, torch_device))
     # NB: every rank runs the same number of warm-up and profiled iterations: counts sized from each rank's own
     # clock could differ, and ranks that issue different numbers of collectives hang (or pair the wrong calls)
-    for name, fixed in (("warmup", DEFAULT_WARMUP), ("iters", DEFAULT_ITERS)):
-        if options.get(name) is None:
-            options[name] = fixed
-    result = diagnose(path, device=torch_device, stages=rank_stages(stages or Stages(), state), **options)
+    options = dataclasses.replace(
+        options,
+        device=torch_device,
+        warmup=DEFAULT_WARMUP if options.warmup is None else options.warmup,
+        iters=DEFAULT_ITERS if options.iters is None else options.iters,
+    )
+    file = model_file(path, options)
+
+    def load(device: str) -> Any:
+        with tolerant_init():
+            return file(device)
+
+    result = run(load, Path(path), options, boundaries=rank_boundaries(boundaries or Boundaries(), state))
     kind = "cuda" if torch_device.startswith("cuda") else "cpu"
     name = torch.cuda.get_device_name(torch.device(torch_device)) if kind == "cuda" else "cpu"
     roof, roof_note = comm_roof(kind, name, group.backend, group.world_size, result.device.name)
@@ -471,15 +493,16 @@ __all__ = [
     "Group",
     "Launch",
     "RankState",
+    "RankTimer",
     "check_backend",
     "comm_roof",
     "diagnose_rank",
     "init_group",
     "launch_from_env",
     "merge",
+    "rank_boundaries",
     "rank_entries",
     "rank_findings",
-    "rank_stages",
     "rank_summary",
     "ranked_with_communication",
     "run_findings",

@@ -1,12 +1,16 @@
 """`roofline diagnose` as one function: load -> count -> time -> place -> diagnose -> report value. No printing.
 
-:func:`run` is the one diagnosis; :func:`diagnose` gives it a model file (the CLI, the gate), :func:`diagnose_model`
-a model in memory (``roofline.diagnose(model, inputs)``); :func:`conclude` (place and diagnose) also ends a
-profiled region of a loop (roofline.diagnose.region).
+:func:`run` is the one diagnosis, written as the plain calls it makes; :func:`diagnose` gives it a model file (the
+CLI, the gate), :func:`diagnose_model` a model in memory (``roofline.diagnose(model, inputs)``); :func:`conclude`
+(place and diagnose) also ends a profiled region of a loop (roofline.diagnose.region). What a run is asked for is
+one value, :class:`DiagnoseOptions`.
 
-Each stage is injectable (:class:`Stages`), so tests replace the torch-touching ones (timing, the device's roofs)
-with fakes. The device and its roofs are resolved by roofline.roofs, as for `roofline bench`: a GPU's spec sheet
-(its cached calibration replaces the measured roofs, --roofs auto), the CPU's measured roofs (roofline calibrate).
+Where the diagnosis touches the machine it goes through :class:`Boundaries`, the one thing tests replace: the
+device's facts (:class:`DeviceFacts`: torch's import, which device, CUDA's start, the roofs), the timer
+(:class:`Profiler`: the counting and timing passes, and the profiled run's trace through its ``profile`` hook) and
+the clock diagnose's own seconds are read on. The device and its roofs are resolved by roofline.roofs, as for
+`roofline bench`: a GPU's spec sheet (its cached calibration replaces the measured roofs, --roofs auto), the CPU's
+measured roofs (roofline calibrate).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
-from typing import Any
+from typing import Any, Protocol
 
 from roofline import roofs as roof_resolver
 from roofline.device import Device
@@ -35,102 +39,133 @@ from roofline.report.schema import Report, new_report
 
 Progress = Callable[[str], None]  # told the stage that starts: 'loading model.py', 'counting ops', ...
 
-
-def _load(path: Any, **kwargs: Any) -> Any:
-    from roofline.diagnose.loader import load_model
-
-    return load_model(path, **kwargs)
+#: what --verify and --counters run where the timing pass was sized automatically (its former fixed counts)
+DEFAULT_WARMUP, DEFAULT_ITERS = 3, 10
 
 
-def _count(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], *, mode: str = "inference") -> list[OpRecord]:
-    from roofline.diagnose.count import count_ops
-
-    return count_ops(model, inputs, kwargs, mode=mode)
+# ------------------------------------------------------------------------------------------------ the options
 
 
-def _time(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], records: Sequence[OpRecord], **kw: Any):
-    from roofline.diagnose.profile import time_model
+@dataclass(frozen=True)
+class DiagnoseOptions:
+    """What one diagnosis is asked for: the CLI's options (`roofline diagnose --help`), one value."""
 
-    return time_model(model, inputs, kwargs, records, **kw)
+    entry: str | None = None  # --entry: a function of the file returning (model, inputs)
+    argv: tuple[str, ...] = ()  # the script's arguments after --
+    device: str | None = None  # cpu | cuda | cuda:N (None: cuda when torch sees a GPU)
+    dtype: str | None = None  # fp32 | bf16 | fp16 (None: as written)
+    mode: str = "inference"  # inference | training
+    warmup: int | None = None  # None: auto (sized from a time budget)
+    iters: int | None = None  # None: auto
+    sheet: str | None = None  # --sheet: the GPU's spec sheet
+    spec_files: tuple[Path, ...] = ()  # --spec: extra sheets
+    roofs: str = "auto"  # auto | spec | measured
+    verify: bool = False  # --verify: each finding's technique applied and measured
+    counters: bool = False  # --counters: one iteration under Nsight Compute
+    keep_trace: bool = False  # --export-trace: the profiled run's trace kept in Timing.trace
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "argv", tuple(self.argv))
+        object.__setattr__(self, "spec_files", tuple(Path(p) for p in self.spec_files))
 
-def _verify(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], findings: Sequence[Any], **kw: Any):
-    from roofline.diagnose.verify import verify
-
-    return verify(model, inputs, kwargs, findings, **kw)
-
-
-def _counters(path: Any, **kw: Any) -> list[Any]:
-    from roofline.diagnose.counters import collect
-
-    return collect(path, **kw)
-
-
-def _import_torch() -> None:
-    """torch imported (timed as its own stage); without torch, nothing: the loader says which extra to install."""
-    with contextlib.suppress(ImportError):
-        import torch  # noqa: F401
-
-
-def _cuda_init(torch_device: str) -> None:
-    """CUDA initialised on ``torch_device`` and its context created (timed as part of the fixed floor); nothing on
-    the CPU or where torch sees no GPU (what fails here fails again, explained, when the model moves there)."""
-    if not torch_device.startswith("cuda"):
-        return
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.init()
-            torch.cuda.synchronize(torch.device(torch_device))
-    except Exception:
-        pass
+    def check(self) -> None:
+        """UsageError (one line) for an option no run can take."""
+        roof_resolver.check_roofs(self.roofs)
+        if self.iters is not None and self.iters < 1:
+            raise UsageError(f"--iters {self.iters}: at least 1")
+        if self.warmup is not None and self.warmup < 0:
+            raise UsageError(f"--warmup {self.warmup}: at least 0")
+        if self.mode not in ("inference", "training"):
+            raise UsageError(f"--mode {self.mode!r}: use inference or training")
 
 
-def _resolve(device: str | None) -> str:
-    return roof_resolver.torch_device(device)  # looked up per call (tests patch roofline.roofs)
+# ------------------------------------------------------------------------------------------------ the boundaries
 
 
-def _roofs(torch_device: str, **options: Any) -> tuple[Device, list[str]]:
-    return roof_resolver.device_roofs(torch_device, **options)
+class DeviceFacts:
+    """The device a run uses and its roofs, read from this machine (tests subclass it with fixed facts)."""
+
+    def import_torch(self) -> None:
+        """torch imported (timed as its own stage); without torch, nothing: the loader says which extra to
+        install."""
+        with contextlib.suppress(ImportError):
+            import torch  # noqa: F401
+
+    def resolve(self, device: str | None) -> str:
+        """--device -> 'cpu' | 'cuda' | 'cuda:N'."""
+        return roof_resolver.torch_device(device)  # looked up per call (tests patch roofline.roofs)
+
+    def cuda_init(self, torch_device: str) -> None:
+        """CUDA initialised on ``torch_device`` and its context created (timed as part of the fixed floor);
+        nothing on the CPU or where torch sees no GPU (what fails here fails again, explained, when the model
+        moves there)."""
+        if not torch_device.startswith("cuda"):
+            return
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.init()
+                torch.cuda.synchronize(torch.device(torch_device))
+        except Exception:
+            pass
+
+    def roofs(self, torch_device: str, options: DiagnoseOptions) -> tuple[Device, list[str]]:
+        """The roofs of ``torch_device`` as --sheet, --spec and --roofs ask, and notes saying where from."""
+        return roof_resolver.device_roofs(
+            torch_device, sheet=options.sheet, spec_files=list(options.spec_files), roofs=options.roofs
+        )
+
+    def trace_roofs(self, kind: str, gpu_names: Sequence[str], options: DiagnoseOptions) -> tuple[Device, list[str]]:
+        """The roofs of a trace's device: a GPU trace's spec sheet (by the GPU names it records, or --sheet), as
+        --roofs asks; a CPU trace: this machine's CPU (measured), as a live CPU run."""
+        if kind == "cpu":
+            return self.roofs("cpu", options)
+        spec = roof_resolver.gpu_sheet(list(gpu_names), options.sheet, list(options.spec_files))
+        assert spec is not None
+        return roof_resolver.with_roofs(roof_resolver.device_from_sheet(spec), options.roofs)
 
 
-def _trace_roofs(
-    kind: str,
-    gpu_names: Sequence[str],
-    *,
-    sheet: str | None = None,
-    spec_files: Sequence[Path] = (),
-    roofs: str = "auto",
-) -> tuple[Device, list[str]]:
-    """The roofs of a trace's device: a GPU trace's spec sheet (by the GPU names it records, or --sheet), as
-    --roofs asks; a CPU trace: this machine's CPU (measured), as a live CPU run."""
-    if kind == "cpu":
-        return roof_resolver.device_roofs("cpu", sheet=sheet, spec_files=spec_files, roofs=roofs)
-    spec = roof_resolver.gpu_sheet(list(gpu_names), sheet, spec_files)
-    assert spec is not None
-    return roof_resolver.with_roofs(roof_resolver.device_from_sheet(spec), roofs)
+class Timer(Protocol):
+    """What counts and times a model's ops (:class:`Profiler`; a test's double, a rank's wrapper)."""
+
+    def count(self, model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], *, mode: str) -> list[OpRecord]: ...
+
+    def time(
+        self, model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], records: Sequence[OpRecord], **options: Any
+    ) -> Timing: ...
 
 
-@dataclass
-class Stages:
-    """The stages `diagnose` runs; each replaceable (tests inject fakes)."""
+@dataclass(frozen=True)
+class Profiler:
+    """The timer: the counting pass (every aten op's shapes, FLOPs and bytes) and the timing pass (torch.profiler).
+    ``profile``: how the profiled iterations are recorded (roofline.diagnose.profile.ProfileFn; None: the trace
+    of torch.profiler, roofline.diagnose.profile.torch_profile)."""
 
-    resolve: Callable[[str | None], str] = _resolve  # --device -> 'cpu' | 'cuda' | 'cuda:N'
-    load: Callable[..., Any] = _load  # (path, entry=, device=, dtype=, argv=, mode=) -> LoadedModel
-    roofs: Callable[..., tuple[Device, list[str]]] = _roofs  # (torch_device, sheet=, spec_files=, roofs=)
-    count: Callable[..., list[OpRecord]] = _count  # (model, inputs, kwargs, mode=) -> [OpRecord]
-    time: Callable[..., Timing] = _time  # (model, inputs, kwargs, records, device=, mode=, warmup=, iters=)
-    rules: Sequence[Producer] = RULES  # the model stage's producers (roofline.findings.rules)
-    # (model, inputs, kwargs, findings, device=, warmup=, iters=, combined_gain=, progress=) -> [VerifiedFinding]
-    verify: Callable[..., list[Any]] = _verify
-    # (path, device=, mode=, warmup=, dtype=, entry=, argv=) -> [KernelCounters] (--counters: one iteration under ncu)
-    counters: Callable[..., list[Any]] = _counters
-    # (kind, gpu_names, sheet=, spec_files=, roofs=) -> the roofs of a trace's device
-    trace_roofs: Callable[..., tuple[Device, list[str]]] = _trace_roofs
-    import_torch: Callable[[], None] = _import_torch
-    cuda_init: Callable[[str], None] = _cuda_init  # (torch_device): CUDA initialised, its context created
-    clock: Callable[[], float] = perf_counter  # the stages' seconds (diagnose.stages) are read on it
+    profile: Callable[..., Any] | None = None
+
+    def count(self, model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], *, mode: str) -> list[OpRecord]:
+        from roofline.diagnose.count import count_ops
+
+        return count_ops(model, inputs, kwargs, mode=mode)
+
+    def time(
+        self, model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], records: Sequence[OpRecord], **options: Any
+    ) -> Timing:
+        """``options``: device, mode, warmup, iters and roofline.diagnose.profile.time_model's others."""
+        from roofline.diagnose.profile import time_model
+
+        hook = {"profile": self.profile} if self.profile is not None else {}
+        return time_model(model, inputs, kwargs, records, **hook, **options)
+
+
+@dataclass(frozen=True)
+class Boundaries:
+    """Where a diagnosis touches the machine; tests replace these and nothing else."""
+
+    device: DeviceFacts = field(default_factory=DeviceFacts)
+    timer: Timer = field(default_factory=Profiler)
+    clock: Callable[[], float] = perf_counter  # diagnose's own seconds (DiagnoseResult.stages) are read on it
 
 
 @dataclass
@@ -160,7 +195,7 @@ class DiagnoseResult:
 
     def report(self, command: str = "") -> Report:
         """The versioned report: rows = op points; summary, aggregates, findings, uncounted and run facts."""
-        from roofline.report.machine import describe as describe_machine
+        from roofline.specs.detect import describe_machine
 
         report = new_report(command, "diagnose", [self.device], list(self.placed.points))
         return report.model_copy(
@@ -189,31 +224,30 @@ class DiagnoseResult:
 
 def diagnose_trace(
     path: str | Path,
+    options: DiagnoseOptions | None = None,
     *,
-    sheet: str | None = None,
-    spec_files: Sequence[Path] = (),
-    roofs: str = "auto",
-    stages: Stages | None = None,
+    boundaries: Boundaries | None = None,
     progress: Progress | None = None,
 ) -> DiagnoseResult:
     """`roofline diagnose --trace TRACE`: a torch.profiler (Kineto) trace recorded with record_shapes, diagnosed
     as a live run is: its ops rebuilt from their shapes and costed (roofline.diagnose.trace), timed by the
     trace's own kernels (GPU) or op times (CPU) through the same join, placed and diagnosed by the same code.
-    One step is diagnosed: the median of the trace's ProfilerStep#N steps. WorkloadError (one line, exit 2) for
-    a file that is not such a trace."""
+    One step is diagnosed: the median of the trace's ProfilerStep#N steps. ``options``: its sheet, spec_files and
+    roofs are read. WorkloadError (one line, exit 2) for a file that is not such a trace."""
     from roofline.diagnose.join import join, parse_events
     from roofline.diagnose.trace import load_trace, read_trace
 
-    stages = stages or Stages()
+    options = options or DiagnoseOptions()
+    facts = (boundaries or Boundaries()).device
     tell = progress or (lambda stage: None)
-    roof_resolver.check_roofs(roofs)
+    roof_resolver.check_roofs(options.roofs)
     path = Path(path)
     tell(f"reading {path.name}")
     raw = read_trace(path)
     tell("rebuilding every op's cost from its recorded shapes")
     run = load_trace(raw, f"--trace {path}")
     tell(f"reading the roofs of the trace's {'GPU' if run.device == 'cuda' else 'CPU'}")
-    dev, notes = stages.trace_roofs(run.device, run.gpu_names, sheet=sheet, spec_files=list(spec_files), roofs=roofs)
+    dev, notes = facts.trace_roofs(run.device, run.gpu_names, options)
     notes = list(notes)
     if run.device == "cpu":
         notes.append("a CPU trace: placed on this machine's CPU roofs (measured here), not the recording machine's")
@@ -228,10 +262,10 @@ def diagnose_trace(
         timing.gpu_idle_s = min(timing.gpu_idle_s, max(run.wall_s - timing.gpu_busy_s, 0.0))
     timing.trace = raw
     timing.notes = [*run.notes, *timing.notes]
-    placed, findings = conclude(run.records, timing, dev, stages.rules)
+    placed, findings = conclude(run.records, timing, dev)
     notes += [n for n in [*timing.notes, *placed.notes] if n not in notes]
     backward = any(r.phase == "backward" for r in run.records)
-    options = {
+    facts_shown = {
         "trace": str(path),
         "step": run.step,
         "steps": run.steps,
@@ -243,7 +277,7 @@ def diagnose_trace(
     return DiagnoseResult(
         path=path,
         convention="trace",
-        options=options,
+        options=facts_shown,
         device=dev,
         records=run.records,
         timing=timing,
@@ -287,23 +321,29 @@ def conclude(
 Loader = Callable[[str], Any]
 
 
+def model_file(path: str | Path, options: DiagnoseOptions) -> Loader:
+    """The loader of a model file: run as a script with ``options``' entry, dtype, argv and mode."""
+
+    def load(torch_device: str) -> Any:
+        from roofline.diagnose.loader import load_model
+
+        return load_model(
+            path,
+            entry=options.entry,
+            device=torch_device,
+            dtype=options.dtype,
+            argv=list(options.argv),
+            mode=options.mode,
+        )
+
+    return load
+
+
 def diagnose(
     path: str | Path,
+    options: DiagnoseOptions | None = None,
     *,
-    entry: str | None = None,
-    device: str | None = None,
-    dtype: str | None = None,
-    mode: str = "inference",
-    warmup: int | None = None,
-    iters: int | None = None,
-    sheet: str | None = None,
-    spec_files: Sequence[Path] = (),
-    roofs: str = "auto",
-    argv: Sequence[str] = (),
-    verify: bool = False,
-    counters: bool = False,
-    keep_trace: bool = False,
-    stages: Stages | None = None,
+    boundaries: Boundaries | None = None,
     progress: Progress | None = None,
 ) -> DiagnoseResult:
     """Load the model file, count its ops, time them, place them on the device's roofline and diagnose.
@@ -312,48 +352,18 @@ def diagnose(
     DeviceError (no GPU, out of memory), UserCodeError (the model raised, exited or closed a standard stream: the
     user's traceback, exit 1). Every stage that runs the user's code runs inside the user-code boundary
     (roofline.diagnose.execute.user_code). errors.TimedOut (--timeout) goes on up naming the stage that ran."""
-    stages = stages or Stages()
-
-    def load(torch_device: str) -> Any:
-        return stages.load(path, entry=entry, device=torch_device, dtype=dtype, argv=list(argv), mode=mode)
-
-    return run(
-        load,
-        Path(path),
-        entry=entry,
-        argv=argv,
-        device=device,
-        dtype=dtype,
-        mode=mode,
-        warmup=warmup,
-        iters=iters,
-        sheet=sheet,
-        spec_files=spec_files,
-        roofs=roofs,
-        verify=verify,
-        counters=counters,
-        keep_trace=keep_trace,
-        stages=stages,
-        progress=progress,
-    )
+    options = options or DiagnoseOptions()
+    return run(model_file(path, options), Path(path), options, boundaries=boundaries, progress=progress)
 
 
 def diagnose_model(
     model: Any,
     inputs: Any = (),
     kwargs: dict[str, Any] | None = None,
+    options: DiagnoseOptions | None = None,
     *,
     name: str | None = None,
-    device: str | None = None,
-    dtype: str | None = None,
-    mode: str = "inference",
-    warmup: int | None = None,
-    iters: int | None = None,
-    sheet: str | None = None,
-    spec_files: Sequence[Path] = (),
-    roofs: str = "auto",
-    verify: bool = False,
-    stages: Stages | None = None,
+    boundaries: Boundaries | None = None,
     progress: Progress | None = None,
 ) -> DiagnoseResult:
     """:func:`diagnose` on a model already in memory (the in-process API, ``roofline.diagnose(model, inputs)``):
@@ -361,10 +371,11 @@ def diagnose_model(
     positional arguments, a dict of keyword arguments or one value, as a model file's get_inputs(). The same
     stages as a model file from there on. NB: moving and casting an nn.Module (``device``, ``dtype``) and
     train()/eval() act on the caller's module, as nn.Module.to() does. ``name``: what the report calls it
-    (default: the model's class or function name)."""
+    (default: the model's class or function name). A model in memory has no file: ``options``' entry, argv,
+    counters and keep_trace are not read."""
     if not callable(model):
         raise UsageError(f"the model is a {type(model).__name__}, not an nn.Module or callable")
-
+    options = options or DiagnoseOptions()
     label = name or getattr(model, "__name__", None) or type(model).__name__
 
     def load(torch_device: str) -> Any:
@@ -375,249 +386,123 @@ def diagnose_model(
             inputs,
             kwargs=kwargs,
             device=torch_device,
-            dtype=dtype,
-            mode=mode,
+            dtype=options.dtype,
+            mode=options.mode,
             convention="in-process",
             path=Path(label),
         )
 
-    return run(
-        load,
-        Path(label),
-        device=device,
-        dtype=dtype,
-        mode=mode,
-        warmup=warmup,
-        iters=iters,
-        sheet=sheet,
-        spec_files=spec_files,
-        roofs=roofs,
-        verify=verify,
-        stages=stages,
-        progress=progress,
+    in_memory = DiagnoseOptions(
+        device=options.device,
+        dtype=options.dtype,
+        mode=options.mode,
+        warmup=options.warmup,
+        iters=options.iters,
+        sheet=options.sheet,
+        spec_files=options.spec_files,
+        roofs=options.roofs,
+        verify=options.verify,
     )
+    return run(load, Path(label), in_memory, boundaries=boundaries, progress=progress)
+
+
+class _Stopwatch:
+    """diagnose's own seconds, stage by stage (DiagnoseResult.stages), read on ``clock``; ``running``: the stage
+    that runs now (a --timeout names it); ``tell``: the progress display."""
+
+    def __init__(self, clock: Callable[[], float], progress: Progress | None) -> None:
+        self.clock = clock
+        self.tell: Progress = progress or (lambda stage: None)
+        self.seconds: dict[str, float] = {}
+        self.running = "importing torch"
+        self.mark = clock()
+
+    def start(self, what: str, shown: str = "", done: str = "") -> None:
+        """The stage ``what`` starts (``shown`` on the display, default ``what``); ``done``: the name under which
+        the seconds since the last mark are kept."""
+        if done:
+            self.took(done)
+        self.running = what
+        self.tell(shown or what)
+
+    def took(self, name: str) -> None:
+        now = self.clock()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self.mark
+        self.mark = now
 
 
 def run(
     load: Loader,
     path: Path,
+    options: DiagnoseOptions,
     *,
-    entry: str | None = None,
-    argv: Sequence[str] = (),
-    device: str | None = None,
-    dtype: str | None = None,
-    mode: str = "inference",
-    warmup: int | None = None,
-    iters: int | None = None,
-    sheet: str | None = None,
-    spec_files: Sequence[Path] = (),
-    roofs: str = "auto",
-    verify: bool = False,
-    counters: bool = False,
-    keep_trace: bool = False,
-    stages: Stages | None = None,
+    boundaries: Boundaries | None = None,
     progress: Progress | None = None,
 ) -> DiagnoseResult:
     """The one diagnosis behind :func:`diagnose` (a model file, the CLI) and :func:`diagnose_model` (in-process):
     check the options, resolve the device, ``load(torch_device)`` the model, then roofs, count, time, place,
-    diagnose and (``verify``) verify. ``path``: the model file, or the in-process model's name."""
-    stages = stages or Stages()
-    tell = progress or (lambda stage: None)
-    roof_resolver.check_roofs(roofs)
-    if iters is not None and iters < 1:
-        raise UsageError(f"--iters {iters}: at least 1")
-    if warmup is not None and warmup < 0:
-        raise UsageError(f"--warmup {warmup}: at least 0")
-    if mode not in ("inference", "training"):
-        raise UsageError(f"--mode {mode!r}: use inference or training")
-    running = ["importing torch"]  # what runs now: a --timeout names it
-    clock = stages.clock
-    seconds: dict[str, float] = {}  # diagnose's own time, stage by stage (DiagnoseResult.stages)
-    mark = [clock()]
-
-    def stage(what: str, shown: str, done: str = "") -> None:
-        """The stage ``what`` starts; ``done``: the name under which the seconds since the last mark are kept."""
-        if done:
-            took(done)
-        running[0] = what
-        tell(shown)
-
-    def took(name: str) -> None:
-        now = clock()
-        seconds[name] = seconds.get(name, 0.0) + now - mark[0]
-        mark[0] = now
-
+    diagnose and (``options.verify``) verify. ``path``: the model file, or the in-process model's name."""
+    options.check()
+    machine = boundaries or Boundaries()
+    watch = _Stopwatch(machine.clock, progress)
     try:
-        stages.import_torch()
-        took("torch_import")
-        running[0] = "resolving the device"
-        torch_device = stages.resolve(device)
-        stages.cuda_init(torch_device)
-        stage(f"loading {path.name}", f"loading {path.name}", done="cuda_init")
-        with user_code(errors=False):  # the user's file, its get_inputs(), constructor... (NB: our boundary)
-            loaded = load(torch_device)
-        stage(f"reading the roofs of {torch_device}", f"reading the roofs of {torch_device}", done="load")
-        dev, notes = stages.roofs(torch_device, sheet=sheet, spec_files=list(spec_files), roofs=roofs)
-        notes = list(notes)
-        stage("counting the model's ops", "counting ops (FLOPs and bytes of every aten op)", done="roofs")
-        try:
-            with user_code(errors=False):
-                records = list(stages.count(loaded.model, loaded.inputs, loaded.kwargs, mode=mode))
-        except RooflineError:
-            raise
-        except Exception as exc:
-            error = _out_of_memory(exc, f"counting the model's ops on {torch_device}")
-            if error is None:
-                raise
-            raise error from None
-        if not records:
-            raise WorkloadError(
-                f"{path.name}: the model ran no tensor operations: nothing to diagnose (does forward() use torch?)"
-            )
-        took("count")
-        what = "forward" if mode == "inference" else "forward and backward"
-        compiled = bool(getattr(loaded, "compiled", False))
-        auto = [name for name, given in (("warmup", warmup), ("iters", iters)) if given is None]
-        planned = (
-            f"{'auto' if warmup is None else warmup} warm-up + {'auto' if iters is None else iters} profiled iterations"
-        )
-        shown = f"timing ({planned})"
-        if compiled:
-            from roofline.diagnose.place import roofline_weight
-
-            shown = f"timing the compiled model (compiling, {planned})"
-            extra: dict[str, Any] = {"compiled": True, "weigh": roofline_weight(dev)}
-        else:
-            extra = {}
-        if keep_trace:  # --export-trace: the profiled run's Chrome trace, in Timing.trace
-            extra["keep_trace"] = True
-        if auto:  # sized from a first estimate; the counting pass's time bounds it from above (--warmup 0)
-            from roofline.diagnose.profile import Budget
-
-            extra["budget"] = Budget(upper_s=seconds["count"])
-        stage(f"timing the model's {what}", shown)
-        compile_failure = ""
-        try:
-            with user_code(errors=False):
-                timing = stages.time(
-                    loaded.model,
-                    loaded.inputs,
-                    loaded.kwargs,
-                    records,
-                    device=torch_device,
-                    mode=mode,
-                    warmup=warmup,
-                    iters=iters,
-                    **extra,
-                )
-        except Exception as exc:
-            from roofline.diagnose.dynamo import failure_line, is_compile_failure
-
-            if not compiled or not is_compile_failure(exc):
-                raise
-            # NB: torch.compile failed on the model: its error in one line, and the model diagnosed eagerly
-            compile_failure = f"torch.compile failed ({failure_line(exc)}): the model was diagnosed eagerly"
-            tell(f"timing the model eagerly ({compile_failure})")
-            from roofline.diagnose.loader import uncompiled
-
-            with user_code(errors=False), uncompiled(loaded.model) as original:
-                timing = stages.time(
-                    original, loaded.inputs, loaded.kwargs, records, device=torch_device, mode=mode,
-                    warmup=warmup, iters=iters, **({"budget": extra["budget"]} if "budget" in extra else {}),
-                )  # fmt: skip
-            timing.notes.insert(0, compile_failure)
-            compiled = False
-        _timing_stages(seconds, timing, took)
-        # what later passes (--verify, --counters) run: the counts given, else the timing pass's former defaults
-        warmup_run, iters_run = timing.warmup_calls if warmup is None else warmup, timing.iterations
-        warmup = DEFAULT_WARMUP if warmup is None else warmup
-        iters = DEFAULT_ITERS if iters is None else iters
-        stage("placing ops on the roofline and diagnosing", "placing ops on the roofline and diagnosing")
-        placed, findings = conclude(records, timing, dev, stages.rules)
-        took("place")
-        measured, counters_error = None, ""
-        if counters:
-            stage("profiling under Nsight Compute", "profiling one iteration under Nsight Compute (ncu)")
-            measured, counters_error = _with_counters(
-                stages,
-                getattr(loaded, "path", None) or path,
-                placed,
-                torch_device,
-                entry=entry,
-                dtype=dtype,
-                mode=mode,
-                warmup=warmup,
-                argv=list(argv),
-            )
-            if measured is not None:
-                counted = FindingContext(
-                    points=tuple(placed.points), iteration_s=placed.summary.iteration_s, counters=measured
-                )
-                local = [f for f in produce_all(counted, ("counters",)) if isinstance(f, ModelFinding)]
-                findings = rank([*findings, *local])
-            took("counters")
-        verified = None
-        interruption: KeyboardInterrupt | None = None
-        if verify:
-            from roofline.diagnose.place import roofline_weight
-
-            stage("verifying the findings' techniques", "verifying: applying each finding's technique")
-            both = _combined_dict(findings, placed.summary.iteration_s)
-            verified = []
-            try:
-                with user_code(errors=False):
-                    stages.verify(
-                        loaded.model,
-                        loaded.inputs,
-                        loaded.kwargs,
-                        findings,
-                        device=torch_device,
-                        warmup=warmup,
-                        iters=iters,
-                        combined_gain=(both or {}).get("gain"),
-                        progress=lambda shown: stage(shown, shown),
-                        compiled=compiled,
-                        points=placed.points,
-                        records=records,  # each matched technique profiled per op, as the diagnosis times
-                        op_timer=stages.time,
-                        weigh=roofline_weight(dev),
-                        sink=verified,
-                    )
-            except KeyboardInterrupt as exc:  # NB: Ctrl-C, SIGTERM, --timeout: the report keeps what was verified
-                if isinstance(exc, TimedOut):
-                    exc.stage = exc.stage or running[0]
-                interruption = exc
-            took("verify")
+        return _diagnosis(load, path, options, machine, watch)
     except TimedOut as exc:
-        exc.stage = exc.stage or running[0]
+        exc.stage = exc.stage or watch.running
         raise
+
+
+def _diagnosis(
+    load: Loader, path: Path, options: DiagnoseOptions, machine: Boundaries, watch: _Stopwatch
+) -> DiagnoseResult:
+    """:func:`run`'s stages in order, each timed on ``watch``."""
+    facts = machine.device
+    facts.import_torch()
+    watch.took("torch_import")
+    watch.running = "resolving the device"
+    torch_device = facts.resolve(options.device)
+    facts.cuda_init(torch_device)
+    watch.start(f"loading {path.name}", done="cuda_init")
+    with user_code(errors=False):  # the user's file, its get_inputs(), constructor... (NB: our boundary)
+        loaded = load(torch_device)
+    watch.start(f"reading the roofs of {torch_device}", done="load")
+    dev, notes = facts.roofs(torch_device, options)
+    notes = list(notes)
+    watch.start("counting the model's ops", "counting ops (FLOPs and bytes of every aten op)", done="roofs")
+    records = _count(machine.timer, loaded, path, torch_device, options.mode)
+    watch.took("count")
+    timed = _time(machine.timer, loaded, records, dev, torch_device, options, watch)
+    timing = timed.timing
+    _timing_stages(watch, timing)
+    # what later passes (--verify, --counters) run: the counts given, else the timing pass's former defaults
+    ran = {"warmup": timing.warmup_calls if options.warmup is None else options.warmup, "iters": timing.iterations}
+    later = _later_counts(options)
+    watch.start("placing ops on the roofline and diagnosing")
+    placed, findings = conclude(records, timing, dev)
+    watch.took("place")
+    measured, counters_error = None, ""
+    if options.counters:
+        watch.start("profiling under Nsight Compute", "profiling one iteration under Nsight Compute (ncu)")
+        where = Path(getattr(loaded, "path", None) or path)
+        measured, counters_error = _with_counters(where, placed, torch_device, later)
+        if measured is not None:
+            counted = FindingContext(
+                points=tuple(placed.points), iteration_s=placed.summary.iteration_s, counters=measured
+            )
+            local = [f for f in produce_all(counted, ("counters",)) if isinstance(f, ModelFinding)]
+            findings = rank([*findings, *local])
+        watch.took("counters")
+    verified, interruption = None, None
+    if options.verify:
+        watch.start("verifying the findings' techniques", "verifying: applying each finding's technique")
+        verified, interruption = _verify(machine.timer, loaded, records, findings, placed, dev, torch_device, later,
+                                         compiled=timed.compiled, watch=watch)  # fmt: skip
+        watch.took("verify")
     notes += [n for n in [*timing.notes, *placed.notes] if n not in notes]
-    options = {
-        "entry": entry,
-        "device": torch_device,
-        "dtype": dtype,
-        "mode": mode,
-        "warmup": warmup_run,
-        "iters": iters_run,
-        **({"auto": auto} if auto else {}),
-        "argv": list(argv),
-        "compiled": compiled,
-        **({"compile_s": timing.compile_s} if getattr(timing, "compiled", False) else {}),
-        **(
-            {
-                "graphs": timing.graphs,
-                "graph_breaks": [{"reason": reason, "count": count} for reason, count in timing.graph_breaks],
-                "recompiles": list(timing.recompiles),
-            }
-            if getattr(timing, "compiled", False)
-            else {}
-        ),
-        **({"compile_failure": compile_failure} if compile_failure else {}),
-    }
     return DiagnoseResult(
         path=Path(getattr(loaded, "path", None) or path),
         convention=getattr(loaded, "convention", ""),
-        options=options,
+        options=_run_facts(options, torch_device, timed, **ran),
         device=dev,
         records=records,
         timing=timing,
@@ -628,47 +513,217 @@ def run(
         interruption=interruption,
         counters=measured,
         counters_error=counters_error,
-        stages=seconds,
+        stages=watch.seconds,
     )
 
 
-#: what --verify and --counters run where the timing pass was sized automatically (its former fixed counts)
-DEFAULT_WARMUP, DEFAULT_ITERS = 3, 10
+def _later_counts(options: DiagnoseOptions) -> DiagnoseOptions:
+    """``options`` with the counts --verify and --counters run: those given, else the former fixed ones."""
+    from dataclasses import replace
+
+    return replace(
+        options,
+        warmup=DEFAULT_WARMUP if options.warmup is None else options.warmup,
+        iters=DEFAULT_ITERS if options.iters is None else options.iters,
+    )
 
 
-def _timing_stages(seconds: dict[str, float], timing: Timing, took: Callable[[str], None]) -> None:
+def _count(timer: Timer, loaded: Any, path: Path, torch_device: str, mode: str) -> list[OpRecord]:
+    """The counting pass, inside the user-code boundary; out of memory said as such; no ops: a WorkloadError."""
+    try:
+        with user_code(errors=False):
+            records = list(timer.count(loaded.model, loaded.inputs, loaded.kwargs, mode=mode))
+    except RooflineError:
+        raise
+    except Exception as exc:
+        error = _out_of_memory(exc, f"counting the model's ops on {torch_device}")
+        if error is None:
+            raise
+        raise error from None
+    if not records:
+        raise WorkloadError(
+            f"{path.name}: the model ran no tensor operations: nothing to diagnose (does forward() use torch?)"
+        )
+    return records
+
+
+@dataclass
+class _Timed:
+    """The timing pass's result: the timing, whether the model ran compiled, why compiling failed ('' if not)."""
+
+    timing: Timing
+    compiled: bool
+    compile_failure: str = ""
+
+
+def _time(
+    timer: Timer,
+    loaded: Any,
+    records: list[OpRecord],
+    dev: Device,
+    torch_device: str,
+    options: DiagnoseOptions,
+    watch: _Stopwatch,
+) -> _Timed:
+    """The timing pass (auto counts sized from the counting pass's time); a compiled model that torch.compile
+    fails on is timed eagerly, its error in one line."""
+    what = "forward" if options.mode == "inference" else "forward and backward"
+    compiled = bool(getattr(loaded, "compiled", False))
+    warmup, iters = options.warmup, options.iters
+    planned = (
+        f"{'auto' if warmup is None else warmup} warm-up + {'auto' if iters is None else iters} profiled iterations"
+    )
+    shown = f"timing the compiled model (compiling, {planned})" if compiled else f"timing ({planned})"
+    extra: dict[str, Any] = {}
+    if compiled:
+        from roofline.diagnose.place import roofline_weight
+
+        extra.update(compiled=True, weigh=roofline_weight(dev))
+    if options.keep_trace:  # --export-trace: the profiled run's Chrome trace, in Timing.trace
+        extra["keep_trace"] = True
+    budget: dict[str, Any] = {}
+    if warmup is None or iters is None:  # sized from a first estimate; the counting pass bounds it (--warmup 0)
+        from roofline.diagnose.profile import Budget
+
+        budget["budget"] = Budget(upper_s=watch.seconds["count"])
+    watch.start(f"timing the model's {what}", shown)
+    counts = {"device": torch_device, "mode": options.mode, "warmup": warmup, "iters": iters}
+    try:
+        with user_code(errors=False):
+            timing = timer.time(loaded.model, loaded.inputs, loaded.kwargs, records, **counts, **extra, **budget)
+        return _Timed(timing, compiled)
+    except Exception as exc:
+        from roofline.diagnose.dynamo import failure_line, is_compile_failure
+
+        if not compiled or not is_compile_failure(exc):
+            raise
+        # NB: torch.compile failed on the model: its error in one line, and the model diagnosed eagerly
+        failure = f"torch.compile failed ({failure_line(exc)}): the model was diagnosed eagerly"
+    watch.tell(f"timing the model eagerly ({failure})")
+    from roofline.diagnose.loader import uncompiled
+
+    with user_code(errors=False), uncompiled(loaded.model) as original:
+        timing = timer.time(original, loaded.inputs, loaded.kwargs, records, **counts, **budget)
+    timing.notes.insert(0, failure)
+    return _Timed(timing, False, failure)
+
+
+def _timing_stages(watch: _Stopwatch, timing: Timing) -> None:
     """The timing stage's seconds: its parts where it says them (Timing.stage_s: warm-up, timed, profiled,
     events), else as one 'time' stage."""
     parts = {name: float(value) for name, value in (getattr(timing, "stage_s", None) or {}).items()}
-    took("time")
+    watch.took("time")
     if parts:
+        seconds = watch.seconds
         total = seconds.pop("time")
         seconds.update(parts)
         seconds["events"] = seconds.get("events", 0.0) + max(total - sum(parts.values()), 0.0)
 
 
-def _with_counters(stages: Stages, path: Any, placed: Placed, torch_device: str, **options: Any) -> tuple[Any, str]:
-    """(the counters attached to the ops, '') or (None, why not: one line naming the fix)."""
+def _with_counters(path: Path, placed: Placed, torch_device: str, options: DiagnoseOptions) -> tuple[Any, str]:
+    """--counters: (the counters attached to the ops, '') or (None, why not: one line naming the fix)."""
+    from roofline.diagnose.counters import collect
     from roofline.findings.counters import attach
     from roofline.measure.ncu import CountersUnavailable
 
     if not torch_device.startswith("cuda"):
         return None, "--counters: Nsight Compute counts GPU kernels; this run is on the CPU: no counters"
     try:
-        kernels = stages.counters(Path(path), device=torch_device, **options)
+        kernels = collect(path, device=torch_device, entry=options.entry, dtype=options.dtype, mode=options.mode,
+                          warmup=options.warmup, argv=list(options.argv))  # fmt: skip
     except CountersUnavailable as exc:
         return None, f"--counters: {exc}; the diagnosis is shown without counters"
     return attach(placed.points, kernels, "ncu (diagnose --counters)"), ""
 
 
+def _verify(
+    timer: Timer,
+    loaded: Any,
+    records: list[OpRecord],
+    findings: list[ModelFinding],
+    placed: Placed,
+    dev: Device,
+    torch_device: str,
+    options: DiagnoseOptions,
+    *,
+    compiled: bool,
+    watch: _Stopwatch,
+) -> tuple[list[Any], KeyboardInterrupt | None]:
+    """--verify: each finding's technique applied to the model and measured (roofline.diagnose.verify); what
+    stopped it (Ctrl-C, SIGTERM, --timeout) is returned beside what was verified before it."""
+    from roofline.diagnose.place import roofline_weight
+    from roofline.diagnose.verify import verify
+
+    both = _combined_dict(findings, placed.summary.iteration_s)
+    verified: list[Any] = []
+    try:
+        with user_code(errors=False):
+            verify(
+                loaded.model,
+                loaded.inputs,
+                loaded.kwargs,
+                findings,
+                device=torch_device,
+                warmup=options.warmup,
+                iters=options.iters,
+                combined_gain=(both or {}).get("gain"),
+                progress=watch.start,
+                compiled=compiled,
+                points=placed.points,
+                records=records,  # each matched technique profiled per op, as the diagnosis times
+                op_timer=timer.time,
+                weigh=roofline_weight(dev),
+                sink=verified,
+            )
+    except KeyboardInterrupt as exc:  # NB: Ctrl-C, SIGTERM, --timeout: the report keeps what was verified
+        if isinstance(exc, TimedOut):
+            exc.stage = exc.stage or watch.running
+        return verified, exc
+    return verified, None
+
+
+def _run_facts(
+    options: DiagnoseOptions, torch_device: str, timed: _Timed, *, warmup: int, iters: int
+) -> dict[str, Any]:
+    """The run's facts the report keeps (its 'diagnose' section): the options as run, the compiler's."""
+    timing = timed.timing
+    auto = [name for name, given in (("warmup", options.warmup), ("iters", options.iters)) if given is None]
+    facts: dict[str, Any] = {
+        "entry": options.entry,
+        "device": torch_device,
+        "dtype": options.dtype,
+        "mode": options.mode,
+        "warmup": warmup,
+        "iters": iters,
+        **({"auto": auto} if auto else {}),
+        "argv": list(options.argv),
+        "compiled": timed.compiled,
+    }
+    if getattr(timing, "compiled", False):
+        facts["compile_s"] = timing.compile_s
+        facts["graphs"] = timing.graphs
+        facts["graph_breaks"] = [{"reason": reason, "count": count} for reason, count in timing.graph_breaks]
+        facts["recompiles"] = list(timing.recompiles)
+    if timed.compile_failure:
+        facts["compile_failure"] = timed.compile_failure
+    return facts
+
+
 __all__ = [
+    "DEFAULT_ITERS",
+    "DEFAULT_WARMUP",
+    "Boundaries",
+    "DeviceFacts",
+    "DiagnoseOptions",
     "DiagnoseResult",
     "Loader",
-    "Stages",
+    "Profiler",
+    "Timer",
     "conclude",
     "diagnose",
     "diagnose_model",
     "diagnose_trace",
     "finding_dict",
+    "model_file",
     "run",
 ]

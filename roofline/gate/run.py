@@ -121,9 +121,9 @@ def measure_model(
 ) -> Report:
     """Run `roofline diagnose` on a model file (options: entry, device, dtype, mode, warmup, iters, sheet,
     spec_files, roofs, argv) and return its report."""
-    from roofline.diagnose.pipeline import diagnose
+    from roofline.diagnose.pipeline import DiagnoseOptions, diagnose
 
-    return diagnose(path, progress=progress, **options).report(command)
+    return diagnose(path, DiagnoseOptions(**options), progress=progress).report(command)
 
 
 def measure(

@@ -1,17 +1,25 @@
-"""Console rendering of `roofline diagnose`: device and roofs, summary, top ops and modules, findings."""
+"""Console rendering of a diagnose report (`roofline diagnose`, `roofline report REPORT.json --format console`):
+device and roofs, summary, top ops and modules, findings, verified techniques, counters. It reads the report, the
+one document every output is made from."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
 from rich import box
 
+from roofline.errors import ReportError
+from roofline.findings.counters import Counters
+from roofline.findings.model import ModelFinding
 from roofline.ironlaw import LAUNCH_FACTOR, intensity
 from roofline.render.analyze import BOUND_STYLE
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.render.escape import console_text as escape
-from roofline.report.verified import ALL, ALL_LABEL, format_gain
+from roofline.report.rows import Aggregates, IterationSummary, UncountedOp
+from roofline.report.verified import ALL, ALL_LABEL, VerifiedView, format_gain, report_verified
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 # the evidence bound classes (roofline.findings.bounds) beside the iron law's
@@ -56,34 +64,110 @@ def _op(name: str) -> str:
     return name.removeprefix("aten::")
 
 
+@dataclass(frozen=True)
+class _Device:
+    """What the header shows of the report's device (roofline.report.schema.DeviceInfo)."""
+
+    name: str
+    display_name: str
+    roof_source: str
+    dram_bandwidth: float
+    launch_floor_s: float
+
+
+@dataclass(frozen=True)
+class DiagnoseView:
+    """A diagnose report (roofline.report.schema.Report, source 'diagnose') as the console view reads it: its
+    sections typed. Nothing here is computed again: every value is the report's."""
+
+    about: dict[str, Any]  # the report's 'diagnose' section: model, convention, the options as run, notes
+    device: _Device
+    roofs: list[tuple[str, float, float]]  # (label, peak FLOP/s, ridge FLOP/B) of the rows
+    summary: IterationSummary
+    aggregates: Aggregates
+    findings: list[ModelFinding]
+    combined: dict[str, Any] | None
+    verified: tuple[VerifiedView, ...] | None
+    uncounted: list[UncountedOp]
+    counters: Counters | None
+
+    @classmethod
+    def of(cls, report: Any) -> DiagnoseView:
+        info = report.devices[0]
+        device = _Device(
+            info.name, info.display_name, info.roof_source, info.dram_bandwidth_bytes_per_s, info.launch_floor_s
+        )
+        roofs = [
+            (row["roof"], row["peak_flops_per_s"], row.get("ridge") or 0.0)
+            for row in report.rows
+            if row.get("roof") and row.get("peak_flops_per_s") is not None
+        ]
+        extra = report.model_extra or {}
+        counters = extra.get("counters")
+        try:
+            return cls(
+                about=dict(extra.get("diagnose") or {}),
+                device=device,
+                roofs=roofs,
+                summary=IterationSummary.model_validate(extra.get("summary")),
+                aggregates=Aggregates.model_validate(extra.get("aggregates") or {}),
+                findings=[_finding(f) for f in extra.get("findings") or ()],
+                combined=extra.get("combined"),
+                verified=report_verified(report),
+                uncounted=[UncountedOp.model_validate(u) for u in extra.get("uncounted") or ()],
+                counters=None if counters is None else Counters.model_validate(counters),
+            )
+        except ValidationError as exc:
+            from roofline.yamlio import describe_validation_error
+
+            raise ReportError(f"not a complete diagnose report: {describe_validation_error(exc)}") from None
+
+
+def has_console_view(report: Any) -> bool:
+    """Whether ``report`` is a diagnose report with the sections the console view shows (its summary)."""
+    extra = report.model_extra or {}
+    return report.source == "diagnose" and bool(report.devices) and isinstance(extra.get("summary"), dict)
+
+
+def _finding(stored: dict[str, Any]) -> ModelFinding:
+    """A stored finding (its fields, and the gain and saving the report adds) as the finding it was."""
+    return ModelFinding.model_validate({k: v for k, v in stored.items() if k in ModelFinding.model_fields})
+
+
 class DiagnoseRenderer(Renderer):
-    """A DiagnoseResult (roofline.diagnose.pipeline) for the console."""
+    """A diagnose report (roofline.report.schema.Report) for the console: the live run's view and `roofline
+    report REPORT.json`'s are one, read from the document."""
 
     def __init__(self, *, top: int = 10, color: bool | None = None) -> None:
         self.top = top
         self.color = color
 
-    def render(self, result: Any) -> str:
-        parts: list[Any] = [*self._header(result), *self._summary(result)]
-        placed = result.placed
-        if placed.aggregates.ops:
-            parts.append(self._ops_table(placed.aggregates.ops[: self.top], placed.summary))
-        if placed.aggregates.modules:
-            parts.append(self._modules_table(placed.aggregates.modules[: self.top]))
-        parts += self._findings(result.findings)
-        parts += self._combined(result.combined_dict() if hasattr(result, "combined_dict") else None)
-        if getattr(result, "verified", None) is not None:
-            parts += self._verified(result.verified)
-        parts += self._footer(result)
-        return to_text(*parts, color=self.color)
+    def render(self, report: Any) -> str:
+        d = DiagnoseView.of(report)
+        parts: list[Any] = [*self._header(d), *self._summary(d.summary)]
+        if d.aggregates.ops:
+            parts.append(self._ops_table(d.aggregates.ops[: self.top], d.summary))
+        if d.aggregates.modules:
+            parts.append(self._modules_table(d.aggregates.modules[: self.top]))
+        parts += self._findings(d.findings)
+        parts += self._combined(d.combined)
+        if d.verified is not None:
+            parts += self._verified(d.verified)
+        parts += self._footer(d)
+        text = to_text(*parts, color=self.color)
+        if d.counters is not None:  # --counters: Nsight Compute's measured bytes, and the locality findings
+            from roofline.findings.rules.counters import RULE
+            from roofline.render.counters import CountersRenderer
+
+            local = [f for f in d.findings if f.rule == RULE]
+            text += CountersRenderer(top=self.top, color=self.color).render(d.counters, local)
+        return text
 
     # ---------------------------------------------------------------------------------------- parts
 
-    def _header(self, result: Any) -> list[str]:
-        d = result.device
-        o = result.options
-        roofs = [(p.roof, p.peak_flops_per_s, p.ridge or 0.0) for p in result.placed.points if p.roof]
-        convention = f" ({result.convention})" if result.convention else ""
+    def _header(self, d: DiagnoseView) -> list[str]:
+        o = d.about
+        convention = f" ({o['convention']})" if o.get("convention") else ""
         dtype = o.get("dtype") or "dtype as written"
         args = f" · args: {' '.join(o['argv'])}" if o.get("argv") else ""
         run = (
@@ -94,12 +178,11 @@ class DiagnoseRenderer(Renderer):
             step = f"step {o['step']}, the median of {o.get('steps')}" if o.get("step") else "the whole trace"
             run = f"a torch.profiler trace · {o.get('mode', 'inference')} · {step}"
         return [
-            f"[bold]{escape(str(result.path))}[/]{escape(convention)} · {escape(run)}",
-            *device_header(d, roofs),
+            f"[bold]{escape(str(o.get('model', '')))}[/]{escape(convention)} · {escape(run)}",
+            *device_header(d.device, d.roofs),
         ]
 
-    def _summary(self, result: Any) -> list[str]:
-        s = result.placed.summary
+    def _summary(self, s: IterationSummary) -> list[str]:
         kind = "device" if s.device_kind == "cuda" else "CPU"
         if s.wall_s > 0 and s.op_time_s <= s.wall_s:
             ops = f"op {kind} time {format_time(s.op_time_s)}, {_percent(s.op_time_s / s.wall_s)} of it"
@@ -194,7 +277,7 @@ class DiagnoseRenderer(Renderer):
             table.add_row(escape(a.key), escape(a.module_type), str(a.count), *self._cells(a))
         return table
 
-    def _findings(self, findings: Sequence[Any]) -> list[str]:
+    def _findings(self, findings: Sequence[ModelFinding]) -> list[str]:
         if not findings:
             return [
                 "\n[bold]Findings[/]: no group of identical ops takes 5% of the iteration and no rule fired: the "
@@ -225,7 +308,7 @@ class DiagnoseRenderer(Renderer):
         ]
 
     @staticmethod
-    def _verified(verified: Sequence[Any]) -> list[Any]:
+    def _verified(verified: Sequence[VerifiedView]) -> list[Any]:
         """--verify: each finding's technique, the roofline's bound, the measured gain, whether outputs match."""
         from rich.table import Table
 
@@ -255,9 +338,9 @@ class DiagnoseRenderer(Renderer):
             )
         return [table]
 
-    def _footer(self, result: Any) -> list[str]:
+    def _footer(self, d: DiagnoseView) -> list[str]:
         lines: list[str] = []
-        uncounted = result.placed.uncounted
+        uncounted = d.uncounted
         if uncounted:
             lines.append("\n[bold]Uncounted ops[/] (no cost formula: their FLOPs and bytes are not in the totals)")
             for u in uncounted[: self.top]:
@@ -270,15 +353,16 @@ class DiagnoseRenderer(Renderer):
                 lines.append(f"  [dim]... {len(uncounted) - self.top} more in the report[/]")
         lines.append(
             "[dim]\ntime = measured "
-            + ("device (kernel)" if result.placed.summary.device_kind == "cuda" else "self CPU")
+            + ("device (kernel)" if d.summary.device_kind == "cuda" else "self CPU")
             + " time per iteration; intensity = counted FLOPs / compulsory bytes; attainable = FLOPs / roofline time "
             f"(min(roof, intensity x DRAM) for one op); eff. = roofline time / measured time; bound = what limits it, "
             f"from the evidence: compute/memory = achieved near that roof, launch/host = within {LAUNCH_FACTOR:g}x "
             "the launch floor, parallelism = the GPU not filled (grid, waves, occupancy), latency = neither roof "
             "near with the GPU filled, layout = time in layout-conversion kernels (docs/diagnose.md)[/]"
         )
-        if result.notes:
-            lines.append("[dim]Notes: " + escape("; ".join(result.notes)) + "[/]")
+        notes = d.about.get("notes") or []
+        if notes:
+            lines.append("[dim]Notes: " + escape("; ".join(notes)) + "[/]")
         return lines
 
 
@@ -327,4 +411,4 @@ def stage_lines(stages: dict[str, float], total_s: float) -> list[str]:
     return lines
 
 
-__all__ = ["DiagnoseRenderer", "stage_lines", "stages_line"]
+__all__ = ["DiagnoseRenderer", "DiagnoseView", "has_console_view", "stage_lines", "stages_line"]

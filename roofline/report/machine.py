@@ -38,15 +38,6 @@ class MachineInfo(Machine):
     platform: str | None = None
 
 
-def describe(torch_device: str | None, sheet: str | None = None) -> dict[str, Any]:
-    """roofline.specs.detect.describe_machine. NB: pending merge: roofline/diagnose/pipeline.py (H4) imports it from
-    here; the lead points it (and the tests that patch roofline.report.machine.describe) at describe_machine and
-    removes this."""
-    from roofline.specs.detect import describe_machine
-
-    return describe_machine(torch_device, sheet)
-
-
 def _median(values: list[float]) -> float | None:
     from roofline.samples import median
 
