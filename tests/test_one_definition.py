@@ -314,7 +314,7 @@ def test_every_renderer_shows_the_bench_rows_stored_values(tmp_path):
 
 
 def test_every_renderer_shows_the_diagnose_rows_stored_values(tmp_path, monkeypatch):
-    monkeypatch.setattr("roofline.specs.detect.describe_machine", lambda *args, **kwargs: {"kind": "cuda", "name": "GPU"})
+    monkeypatch.setattr("roofline.specs.detect.describe_machine", lambda *a, **k: {"kind": "cuda", "name": "GPU"})
     result = diagnose_result()
     placed = result.placed
     points = placed.points

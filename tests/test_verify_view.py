@@ -136,7 +136,7 @@ def result(findings=FINDINGS, verified=VERIFIED) -> DiagnoseResult:
 
 @pytest.fixture(autouse=True)
 def _no_machine(monkeypatch):
-    monkeypatch.setattr("roofline.specs.detect.describe_machine", lambda *args, **kwargs: {"kind": "cuda", "name": "GPU"})
+    monkeypatch.setattr("roofline.specs.detect.describe_machine", lambda *a, **k: {"kind": "cuda", "name": "GPU"})
 
 
 def written(tmp_path: Path, diagnosed: DiagnoseResult, name: str = "verified") -> object:
