@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # NB: roofline from this checkout, installed or not
 MODELS = Path(__file__).resolve().parent / "models"
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-WARMUP, REPEATS, BATCHES = 5, 20, 5
+WARMUP, REPEATS, BATCHES, BATCH_S, MAX_CALLS = 5, 20, 5, 5e-3, 200
 
 
 def env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -101,7 +101,18 @@ def plain_worker(sizes: list[int], out: Path) -> None:
             for _ in range(WARMUP):
                 call()
 
-            def batch(run) -> float:  # nccl-tests: a barrier, REPEATS calls between two events, elapsed / REPEATS
+            # nccl-tests -n: REPEATS calls a batch at least, enough for a batch of BATCH_S (the slowest rank's count)
+            torch.cuda.synchronize()
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            begin.record()
+            for _ in range(REPEATS):
+                call()
+            end.record()
+            end.synchronize()
+            estimate = slowest(begin.elapsed_time(end) * 1e-3 / REPEATS)
+            count = int(min(MAX_CALLS, max(REPEATS, -(-BATCH_S // estimate)))) if estimate > 0 else REPEATS
+
+            def batch(run, count=count) -> float:  # nccl-tests: a barrier, count calls between two events, / count
                 torch.cuda.synchronize()
                 dist.barrier()
                 torch.cuda.synchronize()
@@ -110,10 +121,10 @@ def plain_worker(sizes: list[int], out: Path) -> None:
                 run()
                 end.record()
                 end.synchronize()
-                return slowest(begin.elapsed_time(end) * 1e-3 / REPEATS)
+                return slowest(begin.elapsed_time(end) * 1e-3 / count)
 
-            def eager(call=call) -> None:
-                for _ in range(REPEATS):
+            def eager(call=call, count=count) -> None:
+                for _ in range(count):
                     call()
 
             back_to_back = statistics.median(batch(eager) for _ in range(BATCHES))

@@ -34,7 +34,7 @@ from roofline.diagnose.collectives import (
     waits,
     without_communication,
 )
-from roofline.findings.collectives import communication_findings, wait_findings
+from roofline.findings.rules.collectives import communication_findings, wait_findings
 from roofline.report.collectives_chart import collectives_chart
 from roofline.report.records import OpRecord
 

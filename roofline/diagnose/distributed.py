@@ -344,38 +344,46 @@ def rank_entries(
     return entries, notes
 
 
+def _collectives_stage(facts: dict[str, Any]) -> list[ModelFinding]:
+    """The findings' collectives stage (roofline.findings.rules.collectives) on ``facts``."""
+    from roofline.findings.context import FindingContext
+    from roofline.findings.rules import produce_all
+
+    found = produce_all(FindingContext(distributed=facts), ("collectives",))
+    return [f for f in found if isinstance(f, ModelFinding)]
+
+
+def _scale(entry: dict[str, Any]) -> float:
+    """The uninstrumented step over the profiled one: the communication was measured under the profiler, its share
+    of the profiled iteration is applied to the uninstrumented one."""
+    profiled = float(entry.get("profiled_iteration_s") or 0.0)
+    return float(entry["iteration_s"]) / profiled if profiled > 0 else 1.0
+
+
 def rank_findings(entry: dict[str, Any], roof: CommRoof | None) -> list[ModelFinding]:
     """The communication findings of one rank's entry (rank_entries), on its uninstrumented step."""
-    from roofline.findings.collectives import communication_findings
-
-    # NB: the communication was measured under the profiler: its share of the profiled iteration, applied to the
-    # uninstrumented one
-    step = float(entry["iteration_s"])
-    profiled = float(entry.get("profiled_iteration_s") or 0.0)
-    scale = step / profiled if profiled > 0 else 1.0
-    return communication_findings(
-        step,
-        min(float(entry["exposed_s"]) * scale, step),
-        float(entry["communication_s"]) * scale,
-        entry["collectives"],
-        latency_s=None if roof is None else roof.latency_s,
-        bus_bytes_per_s=None if roof is None else roof.bus_bytes_per_s,
-        rank=entry["rank"],
+    step, scale = float(entry["iteration_s"]), _scale(entry)
+    return _collectives_stage(
+        {
+            "step_s": step,
+            "exposed_s": min(float(entry["exposed_s"]) * scale, step),
+            "communication_s": float(entry["communication_s"]) * scale,
+            "rows": entry["collectives"],
+            "latency_s": None if roof is None else roof.latency_s,
+            "bus_bytes_per_s": None if roof is None else roof.bus_bytes_per_s,
+            "rank": entry["rank"],
+        }
     )
 
 
 def run_findings(entries: Sequence[dict[str, Any]], skew: dict[str, Any] | None) -> list[ModelFinding]:
     """The run's findings across the ranks: their waits for each other, and the stragglers."""
-    from roofline.findings.collectives import communication_findings, wait_findings
-
     waits = {}
     for entry in entries:
-        step = float(entry["iteration_s"])
-        profiled = float(entry.get("profiled_iteration_s") or 0.0)
-        scale = step / profiled if profiled > 0 else 1.0  # NB: measured under the profiler, as rank_findings
+        step, scale = float(entry["iteration_s"]), _scale(entry)
         exposed = min(float(entry.get("exposed_wait_s") or 0.0) * scale, step)
         waits[int(entry["rank"])] = (step, exposed, float(entry.get("wait_s") or 0.0) * scale)
-    return [*wait_findings(waits), *communication_findings(0.0, 0.0, 0.0, [], skew=skew)]
+    return _collectives_stage({"waits": waits, "skew": skew})
 
 
 def merge(summaries: Sequence[dict[str, Any]], group: Group, roof: CommRoof | None, roof_note: str) -> dict[str, Any]:

@@ -2,15 +2,15 @@
 process group (``roofline calibrate --collectives``), and the cached document that holds them.
 
 The sweep needs an initialised process group (torchrun, or ``roofline calibrate --collectives --nproc N``). It
-follows nccl-tests' method: at each size a warm-up (5 calls), a barrier, ``iters`` (20) calls back to back between
-two CUDA events, the time of a call the elapsed time / ``iters``, the slowest rank's (a collective ends when its
-last rank does), the median of 5 such batches; the algorithm and bus bandwidths are nccl-tests'
-(:mod:`roofline.costs.collectives`). On a GPU the same calls are also replayed from a CUDA graph (nccl-tests'
-``-G``), which takes the host's launch of each call out of the time: what the link and NCCL can do. A point keeps
-the shorter of the two (both are stored); above a few MiB they agree, below it the graph's is shorter by the host's
-launch time per call. The roof of a kind is fitted under its points (``fit_roof``): the best bus bandwidth measured
-and the shortest call; a roof above the spec sheet's link peak per direction (``link``) is an error
-(CalibrationError), not a ceiling.
+follows nccl-tests' method: at each size a warm-up (5 calls), a barrier, ``iters`` calls back to back between two
+CUDA events (at least 20, and enough for a batch of 5 ms: nccl-tests' ``-n``), the time of a call the elapsed time
+/ ``iters``, the slowest rank's (a collective ends when its last rank does), the median of 5 such batches; the
+algorithm and bus bandwidths are nccl-tests' (:mod:`roofline.costs.collectives`). On a GPU the same calls are also
+replayed from a CUDA graph (nccl-tests' ``-G``), which takes the host's launch of each call out of the time: what
+the link and NCCL can do. A point keeps the shorter of the two (both are stored); above a few MiB they agree,
+below it the graph's is shorter by the host's launch time per call. The roof of a kind is fitted under its points
+(``fit_roof``): the best bus bandwidth measured and the shortest call; a roof above the spec sheet's link peak per
+direction (``link``) is an error (CalibrationError), not a ceiling.
 
 The document is versioned JSON beside the calibrations (``ROOFLINE_CACHE_DIR``), one per (device, backend, world
 size); reading is tolerant (unknown keys ignored), a foreign schema or version is a CalibrationError. torch is
@@ -20,6 +20,7 @@ imported inside the measuring functions only.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -46,6 +47,8 @@ KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 GPU_SIZES = (*(8 * KIB * 4**i for i in range(9)), GIB)
 CPU_SIZES = tuple(4 * KIB * 4**i for i in range(6))
 KINDS = ("all_reduce", "all_gather")
+#: a timed batch lasts at least this long (more calls for short ones, at most MAX_ITERS)
+BATCH_S, MAX_ITERS = 5e-3, 200
 
 
 class _Model(BaseModel):
@@ -262,17 +265,21 @@ def sweep(
 
         for _ in range(warmup):
             call()
+        # NB: nccl-tests' -n: at least ``iters`` calls a batch, more for short calls (a batch of at least
+        # BATCH_S), so that the host's jitter is a small part of it; every rank the same count (the slowest's)
+        first = _slowest(_timed(call, iters, device, dist, group), device, dist, group) / iters
+        count = min(MAX_ITERS, max(iters, math.ceil(BATCH_S / first))) if first > 0 else iters
         eager = _median(
-            [_slowest(_timed(call, iters, device, dist, group), device, dist, group) for _ in range(repeats)]
+            [_slowest(_timed(call, count, device, dist, group), device, dist, group) for _ in range(repeats)]
         )
         graph = None
         if use_graphs:
-            graph, why = _graph_timed(call, iters, repeats, device, dist, group)
+            graph, why = _graph_timed(call, count, repeats, device, dist, group)
             if why:
                 notes.append(f"CUDA graphs: {why}; the sweep times calls launched from the host only")
                 use_graphs = False
         points.append(
-            point(kind, numel * 4, eager / iters, n, iters, graph_time_s=None if graph is None else graph / iters)
+            point(kind, numel * 4, eager / count, n, count, graph_time_s=None if graph is None else graph / count)
         )
     if progress is not None:
         progress("done", len(steps), len(steps))

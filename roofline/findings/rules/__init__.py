@@ -10,7 +10,9 @@
 - :mod:`~roofline.findings.rules.layout`: NCHW convolutions, strided inputs;
 - :mod:`~roofline.findings.rules.occupancy`: the GPU not filled;
 - :mod:`~roofline.findings.rules.coverage`: the not-explained and near-roof verdicts on what the rules leave;
-- :mod:`~roofline.findings.rules.counters`: the Nsight Compute counters' excess DRAM traffic.
+- :mod:`~roofline.findings.rules.counters`: the Nsight Compute counters' excess DRAM traffic;
+- :mod:`~roofline.findings.rules.collectives`: a distributed step's exposed communication, the ranks' waits, small
+  messages, stragglers.
 
 :func:`produce_all` is the one entry point: a :class:`~roofline.findings.context.FindingContext` in, the findings
 of the chosen stages out, ranked.
@@ -24,7 +26,17 @@ from roofline.findings.base import Finding
 from roofline.findings.context import FindingContext
 from roofline.findings.model import ModelContext, ModelFinding
 from roofline.findings.registry import STAGES, Producer, producers, run
-from roofline.findings.rules import analytic, counters, coverage, fusion, launch, layout, matmul, occupancy  # noqa: F401  (registers them)
+from roofline.findings.rules import (  # noqa: F401  (registers them)
+    analytic,
+    collectives,
+    counters,
+    coverage,
+    fusion,
+    launch,
+    layout,
+    matmul,
+    occupancy,
+)
 
 #: the model rules' producers, in order (the model stage); pipeline.conclude runs these unless given others
 RULES: tuple[Producer, ...] = producers(("model",))

@@ -6,7 +6,7 @@ from roofline.findings.registry import rules_table, verify_table
 
 
 def main() -> None:
-    print(rules_table(("model", "coverage")))
+    print(rules_table(("model", "coverage", "collectives")))
     print()
     print(verify_table())
 

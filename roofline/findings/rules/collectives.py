@@ -1,5 +1,5 @@
-"""Findings about a distributed step's communication: exposed communication, waits for other ranks, small
-messages, stragglers.
+"""Collectives family: findings about a distributed step's communication: exposed communication, waits for other
+ranks, small messages, stragglers (the collectives stage; roofline.diagnose.distributed gives the facts).
 
 Each finding's gain is a bound, as everywhere (roofline.findings.base): the best time assumes the technique hides
 or removes all that it could, never an estimate of what it will. The time of a collective is its transfer (the
@@ -25,8 +25,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from roofline.findings.base import Finding
 from roofline.findings.base import rank as rank_findings
+from roofline.findings.context import FindingContext
 from roofline.findings.model import ModelFinding
+from roofline.findings.registry import Rule, register
+from roofline.properties import Property
 from roofline.units import format_bytes, format_time
 
 #: exposed communication (or wait) below this share of the step is not worth a finding
@@ -51,6 +55,56 @@ ADVICE = {
         "messages, fewer bytes (bf16/fp8, compression) or use another parallelism"
     ),
 }
+
+
+COMMUNICATION_EXPOSED = Rule(
+    id="communication-exposed",
+    family="collectives",
+    bottleneck="communication",
+    properties=(Property.LOCALITY, Property.REDUNDANCY),
+    fires="a rank's collectives' transfer with no compute beside it >= 5% of its step (`EXPOSED_SHARE`)",
+    technique=(
+        "overlap the collectives with compute (DDP: `bucket_cap_mb`, `gradient_as_bucket_view`; FSDP: "
+        "`forward_prefetch`, `backward_prefetch`, `reshard_after_forward`), fewer and larger messages, fewer bytes"
+    ),
+    bound="the step with that communication hidden behind compute, never below all of its collectives on the roof",
+    code_change="a DDP/FSDP setting or overlap in the training script",
+)
+COMMUNICATION_WAIT = Rule(
+    id="communication-wait",
+    family="collectives",
+    bottleneck="imbalance",
+    properties=(Property.SYMMETRY,),
+    fires="the ranks' waits for the last rank in their collectives (no compute beside) >= 5% of the step",
+    technique="balance the ranks (the same work, no extra work on one, data loaded ahead); CUDA graphs if host-bound",
+    bound="the step at the ranks' mean busy time (step less exposed wait)",
+    code_change="the ranks' work balanced in the training script",
+)
+SMALL_MESSAGES = Rule(
+    id="small-messages",
+    family="collectives",
+    bottleneck="latency",
+    properties=(Property.ASSOCIATIVITY,),
+    fires="two or more calls of a kind an iteration below the roof's knee (latency x bus bandwidth)",
+    technique="fewer and larger messages: larger DDP buckets, coalesced collectives, one flat buffer",
+    bound="the calls merged into one message on the roof: max(latency, their bus bytes / bus bandwidth)",
+    code_change="larger buckets or coalesced collectives in the training script",
+)
+STRAGGLER = Rule(
+    id="straggler",
+    family="collectives",
+    bottleneck="imbalance",
+    properties=(Property.SYMMETRY,),
+    fires="a rank's iteration above 1.1x the median rank's (`STRAGGLER_RATIO`)",
+    technique="balance the ranks' work (equal shapes, data loading; no other job on the slow rank's device)",
+    bound="the step at the median rank's time",
+    code_change="the ranks' work balanced",
+)
+
+
+def _finding(rule: Rule, **fields: Any) -> ModelFinding:
+    return ModelFinding(rule=rule.id, bottleneck=rule.bottleneck, properties=[p.value for p in rule.properties],
+                        **fields)  # fmt: skip
 
 
 def framework(rows: Sequence[dict[str, Any]]) -> str:
@@ -91,10 +145,8 @@ def communication_findings(
             else ""
         )
         out.append(
-            ModelFinding(
-                rule="communication-exposed",
-                bottleneck="communication",
-                properties=["locality", "redundancy"],
+            _finding(
+                COMMUNICATION_EXPOSED,
                 technique=ADVICE[framework(rows)],
                 evidence=(
                     f"{format_time(exposed_s)} of {format_time(communication_s)} communication is exposed "
@@ -124,10 +176,8 @@ def communication_findings(
                 continue
             size = sum(r["bytes"] * r["calls"] for r in small)
             out.append(
-                ModelFinding(
-                    rule="small-messages",
-                    bottleneck="latency",
-                    properties=["associativity"],
+                _finding(
+                    SMALL_MESSAGES,
                     technique=(
                         f"fewer and larger {kind} messages: larger buckets (DDP bucket_cap_mb), coalesced "
                         "collectives, one flat buffer"
@@ -147,10 +197,8 @@ def communication_findings(
     if skew and skew.get("stragglers"):
         slowest, middle = float(skew["slowest_s"]), float(skew["median_s"])
         out.append(
-            ModelFinding(
-                rule="straggler",
-                bottleneck="imbalance",
-                properties=["symmetry"],
+            _finding(
+                STRAGGLER,
                 technique=(
                     "balance the ranks' work (equal batch shapes, sequence lengths, data loading; no other job on "
                     "the slow rank's device): the others wait for it in every collective"
@@ -185,10 +233,8 @@ def wait_findings(ranks: dict[int, tuple[float, float, float]]) -> list[ModelFin
     last = max(busy, key=lambda r: (busy[r], -r))
     waits = ", ".join(f"rank {r} {format_time(e)}" for r, (_, e, _) in sorted(ranks.items()) if r != last)
     return [
-        ModelFinding(
-            rule="communication-wait",
-            bottleneck="imbalance",
-            properties=["symmetry"],
+        _finding(
+            COMMUNICATION_WAIT,
             technique=(
                 "balance the ranks: the same shapes and work on every rank, no extra work on one (logging, "
                 "checkpointing, evaluation, a slower data loader, another process on its GPU or CPU cores), data "
@@ -209,4 +255,41 @@ def wait_findings(ranks: dict[int, tuple[float, float, float]]) -> list[ModelFin
     ]
 
 
-__all__ = ["ADVICE", "EXPOSED_SHARE", "communication_findings", "framework", "wait_findings"]
+@register("collectives", COMMUNICATION_EXPOSED, COMMUNICATION_WAIT, SMALL_MESSAGES, STRAGGLER)
+def produce(ctx: FindingContext) -> list[Finding]:
+    """The collectives stage: ``ctx.distributed`` holds one rank's step (``step_s``, ``exposed_s``,
+    ``communication_s``, ``rows``, ``latency_s``, ``bus_bytes_per_s``, ``rank``) or the run's (``waits``: rank ->
+    (step, exposed wait, wait); ``skew``)."""
+    facts = ctx.distributed
+    if not facts:
+        return []
+    found: list[Finding] = []
+    if "rows" in facts:
+        found += communication_findings(
+            float(facts.get("step_s") or 0.0),
+            float(facts.get("exposed_s") or 0.0),
+            float(facts.get("communication_s") or 0.0),
+            facts["rows"],
+            latency_s=facts.get("latency_s"),
+            bus_bytes_per_s=facts.get("bus_bytes_per_s"),
+            rank=facts.get("rank"),
+        )
+    if "waits" in facts:
+        found += wait_findings(facts["waits"])
+    if facts.get("skew"):
+        found += communication_findings(0.0, 0.0, 0.0, [], skew=facts["skew"])
+    return found
+
+
+__all__ = [
+    "ADVICE",
+    "COMMUNICATION_EXPOSED",
+    "COMMUNICATION_WAIT",
+    "EXPOSED_SHARE",
+    "SMALL_MESSAGES",
+    "STRAGGLER",
+    "communication_findings",
+    "framework",
+    "produce",
+    "wait_findings",
+]
