@@ -8,7 +8,7 @@ r"""GPU checks of distributed diagnosis (issue 24), on a machine of 2 or more GP
    fitted under them (checked against the spec sheet's link peak);
 2. in the same run, a reference written here, independent of roofline's code (this file as its own torchrun
    worker): nccl-tests' method (5 warm-up calls, a barrier, 20 calls back to back between two CUDA events, time per
-   call = elapsed / 20, the slowest rank's, the median of 5 such batches; and the same 20 calls replayed from a CUDA
+   call = elapsed / 20, the slowest rank's, the median of 9 such batches; and the same 20 calls replayed from a CUDA
    graph, nccl-tests' -G; the shorter of the two, as calibrate keeps), and the per-call timing of the first round
    (each call between its own events after a barrier, the median of 20, the slowest rank's), which includes each
    call's launch and the ranks' skew;
@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # NB: roofline from this checkout, installed or not
 MODELS = Path(__file__).resolve().parent / "models"
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-WARMUP, REPEATS, BATCHES, BATCH_S, MAX_CALLS = 5, 20, 5, 5e-3, 200
+WARMUP, REPEATS, BATCHES = 5, 20, 9
 
 
 def env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -101,16 +101,7 @@ def plain_worker(sizes: list[int], out: Path) -> None:
             for _ in range(WARMUP):
                 call()
 
-            # nccl-tests -n: REPEATS calls a batch at least, enough for a batch of BATCH_S (the slowest rank's count)
-            torch.cuda.synchronize()
-            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            begin.record()
-            for _ in range(REPEATS):
-                call()
-            end.record()
-            end.synchronize()
-            estimate = slowest(begin.elapsed_time(end) * 1e-3 / REPEATS)
-            count = int(min(MAX_CALLS, max(REPEATS, -(-BATCH_S // estimate)))) if estimate > 0 else REPEATS
+            count = REPEATS  # nccl-tests' -n default
 
             def batch(run, count=count) -> float:  # nccl-tests: a barrier, count calls between two events, / count
                 torch.cuda.synchronize()

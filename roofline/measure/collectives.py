@@ -3,8 +3,8 @@ process group (``roofline calibrate --collectives``), and the cached document th
 
 The sweep needs an initialised process group (torchrun, or ``roofline calibrate --collectives --nproc N``). It
 follows nccl-tests' method: at each size a warm-up (5 calls), a barrier, ``iters`` calls back to back between two
-CUDA events (at least 20, and enough for a batch of 5 ms: nccl-tests' ``-n``), the time of a call the elapsed time
-/ ``iters``, the slowest rank's (a collective ends when its last rank does), the median of 5 such batches; the
+CUDA events (20: nccl-tests' ``-n`` default), the time of a call the elapsed time / ``iters``, the slowest rank's
+(a collective ends when its last rank does), the median of 9 such batches; the
 algorithm and bus bandwidths are nccl-tests' (:mod:`roofline.costs.collectives`). On a GPU the same calls are also
 replayed from a CUDA graph (nccl-tests' ``-G``), which takes the host's launch of each call out of the time: what
 the link and NCCL can do. A point keeps the shorter of the two (both are stored); above a few MiB they agree,
@@ -20,7 +20,6 @@ imported inside the measuring functions only.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import time
@@ -47,8 +46,6 @@ KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 GPU_SIZES = (*(8 * KIB * 4**i for i in range(9)), GIB)
 CPU_SIZES = tuple(4 * KIB * 4**i for i in range(6))
 KINDS = ("all_reduce", "all_gather")
-#: a timed batch lasts at least this long (more calls for short ones, at most MAX_ITERS)
-BATCH_S, MAX_ITERS = 5e-3, 200
 
 
 class _Model(BaseModel):
@@ -225,7 +222,7 @@ def sweep(
     kinds: Sequence[str] = KINDS,
     warmup: int = 5,
     iters: int = 20,
-    repeats: int = 5,
+    repeats: int = 9,
     graphs: bool | None = None,
     group: Any = None,
     progress: Callable[[str, int, int], None] | None = None,
@@ -265,10 +262,7 @@ def sweep(
 
         for _ in range(warmup):
             call()
-        # NB: nccl-tests' -n: at least ``iters`` calls a batch, more for short calls (a batch of at least
-        # BATCH_S), so that the host's jitter is a small part of it; every rank the same count (the slowest's)
-        first = _slowest(_timed(call, iters, device, dist, group), device, dist, group) / iters
-        count = min(MAX_ITERS, max(iters, math.ceil(BATCH_S / first))) if first > 0 else iters
+        count = iters
         eager = _median(
             [_slowest(_timed(call, count, device, dist, group), device, dist, group) for _ in range(repeats)]
         )
