@@ -130,7 +130,7 @@ def _collectives_plot(section: dict[str, Any]) -> None:
     path = requested_plot()
     if path is None:
         return
-    from roofline.render.collectives_chart import chart_bytes
+    from roofline.render.collectives_figure import chart_bytes
 
     fmt = CHART_FORMATS.get(path.suffix.lower(), "png")
     target = path.with_name(f"{path.stem}-collectives{path.suffix or '.png'}")

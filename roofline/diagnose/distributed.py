@@ -317,8 +317,9 @@ def rank_entries(
     early = sum(1 for w in matched.get(ordered[0]["rank"], []) if w.early) if ordered else 0
     if early:
         notes.append(
-            f"{early} call(s) took their last rank less than their message at the communication roof: its peers had "
-            "sent most of it before it arrived (NCCL's buffers); their transfer is counted at the roof's time"
+            f"{early} call(s) took their last rank less than the communication roof allows (its latency, or their "
+            "bytes at its bus bandwidth): that rank found part of the message already sent by its peers (NCCL's "
+            "buffers); their transfer is counted at the roof's time"
         )
     entries = []
     for s in ordered:

@@ -1,6 +1,6 @@
 """What a chart of collectives shows, from a merged report's stored values: each collective's bus bandwidth against
 its bus bytes (the message x nccl-tests' factor), under the communication roof's ceiling curve
-bus bytes / (latency + bus bytes / bus bandwidth). Pure: roofline.render.collectives_chart draws it."""
+bus bytes / max(latency, bus bytes / bus bandwidth). Pure: roofline.render.collectives_figure draws it."""
 
 from __future__ import annotations
 
