@@ -439,10 +439,28 @@ def test_findings_ranked_by_saving_and_small_ones_dropped():
     ops.append((mm(4, 8192, 8192, 8192), 2 * 8192**3 / 800e12 / 0.9, 1))  # compute-bound: saving up to 2x
     ops += [(elementwise(5 + i, 64), 5e-6, 1) for i in range(3)]  # a tiny chain: < 1% of the time
     found = diagnose(ctx_of(ops))
-    assert [f.rule for f in found] == ["compute-bound", "elementwise-chain"]
-    assert found[0].saving_s >= found[1].saving_s
+    # the chain's technique keeps the model's math and needs no code change (torch.compile): it leads although
+    # 2:4 sparsity (the model's math changed) could save more; that one is last, labelled
+    assert [f.rule for f in found] == ["elementwise-chain", "compute-bound"]
+    assert found[1].saving_s >= found[0].saving_s
+    assert [f.change for f in found] == ["none", "math"]
+    assert found[1].technique.endswith("(changes the model's math: check the accuracy)")
+    assert "changes the model's math" not in found[0].technique
     assert all(f.share >= model.MIN_FINDING_SHARE for f in found)
     assert diagnose(ctx_of([(elementwise(0, 64), 5e-6, 1)])) == []
+
+
+def test_within_a_kind_of_change_the_larger_saving_leads():
+    from roofline.findings.base import rank
+    from roofline.report.rows import Finding
+
+    def f(rule, change, time_s, best_s):
+        return Finding(rule=rule, bottleneck="memory", properties=[], technique="t", evidence="e", time_s=time_s,
+                       best_time_s=best_s, change=change)  # fmt: skip
+
+    found = [f("a", "math", 1.0, 0.1), f("b", "code", 1.0, 0.5), f("c", "none", 1.0, 0.9), f("d", "code", 1.0, 0.2),
+             f("e", "none", 1.0, 0.6), f("old", "", 1.0, 0.3)]  # fmt: skip
+    assert [x.rule for x in rank(found)] == ["e", "c", "d", "old", "b", "a"]
 
 
 def test_no_launch_bound_finding_when_the_gpu_keeps_up():

@@ -62,12 +62,18 @@ def at_floor(time_now: float, floor: float) -> tuple[float | None, float | None]
 F = TypeVar("F", bound=Finding)
 
 
+#: the order of what a technique changes (Finding.change): the model's math kept and no code change first, code
+#: changes next, changes to the model's math last; an unknown change ranks with the code changes
+CHANGE_ORDER = {"none": 0, "": 1, "code": 1, "math": 2}
+
+
 def rank(findings: Iterable[F]) -> list[F]:
-    """Largest possible saving first; savings equal to two significant digits keep the given order (the rules'
+    """By what the technique changes (:data:`CHANGE_ORDER`: no code change, a code change, the model's math), then
+    the largest possible saving first; savings equal to two significant digits keep the given order (the rules'
     order of preference)."""
     listed = list(findings)
     order = {id(f): i for i, f in enumerate(listed)}
-    return sorted(listed, key=lambda f: (-float(f"{f.saving_s:.2g}"), order[id(f)]))
+    return sorted(listed, key=lambda f: (CHANGE_ORDER.get(f.change, 1), -float(f"{f.saving_s:.2g}"), order[id(f)]))
 
 
 class Waves(NamedTuple):
@@ -135,6 +141,7 @@ def trimmed_waves(m: int, n: int, batch: int, units: int) -> Waves | None:
 
 
 __all__ = [
+    "CHANGE_ORDER",
     "TILE_M",
     "TILE_N",
     "Finding",

@@ -103,6 +103,16 @@ class Rule:
     verify: Verify | None = None  # the mechanical technique --verify applies
     code_change: str = ""  # why --verify leaves it: the code change it needs
     docs_with: str = ""  # the rule whose docs row it shares ('' its own row)
+    changes_math: bool = False  # the technique changes the model's numbers (sparsity, a lower precision, low rank)
+
+    @property
+    def change(self) -> str:
+        """What the technique changes, the findings' first ranking key: 'math' (the model's numbers), 'none' (a
+        mechanical technique --verify applies: the math kept, no code change), 'code' (a code change keeping the
+        math)."""
+        if self.changes_math:
+            return "math"
+        return "none" if self.verify is not None else "code"
 
     @property
     def property_text(self) -> str:
@@ -136,6 +146,7 @@ RULES: dict[tuple[str, str], Rule] = {}
 PRODUCERS: list[Producer] = []
 
 C = TypeVar("C", bound=Callable[..., Any])
+F = TypeVar("F", bound=Finding)
 
 
 def _add(stage: str, rules: Sequence[Rule], produce: Produce, check: Callable[..., Any]) -> None:
@@ -222,12 +233,28 @@ def run(ctx: FindingContext, chosen: Sequence[Producer]) -> list[Finding]:
         if not members:
             continue
         seen = replace(ctx, earlier=(*ctx.earlier, *found))
-        new = [f for p in members for f in p.produce(seen)]
+        new = [stamped(f, stage) for p in members for f in p.produce(seen)]
         least = MIN_SHARE.get(stage)
         if least is not None:
             new = [f for f in new if getattr(f, "share", 1.0) >= least]
         found = rank([*found, *new])
     return found
+
+
+#: said after the technique of a finding whose technique changes the model's math
+MATH_LABEL = " (changes the model's math: check the accuracy)"
+
+
+def stamped(finding: F, stage: str) -> F:
+    """``finding`` with what its rule's technique changes (Finding.change: the first ranking key), and the label
+    of a technique that changes the model's math."""
+    rule = RULES.get((stage, finding.rule))
+    if rule is None or finding.change:
+        return finding
+    technique = finding.technique
+    if rule.change == "math" and not technique.endswith(MATH_LABEL):
+        technique += MATH_LABEL
+    return finding.model_copy(update={"change": rule.change, "technique": technique})
 
 
 # ------------------------------------------------------------------------------------------- docs tables
@@ -274,6 +301,7 @@ def verify_table(stages: Sequence[str] = DIAGNOSE_STAGES) -> str:
 __all__ = [
     "DIAGNOSE_STAGES",
     "FAMILIES",
+    "MATH_LABEL",
     "MIN_SHARE",
     "PRODUCERS",
     "RULES",
@@ -291,5 +319,6 @@ __all__ = [
     "rules",
     "rules_table",
     "run",
+    "stamped",
     "verify_table",
 ]

@@ -51,6 +51,10 @@ class Finding(BaseModel):
     # the roofline time (launch floors included where launches remain) of the ops the finding covers, after its
     # technique: best_time_s is never below it (None: unknown; reports written before it read fine)
     floor_s: float | None = None
+    # what the technique changes (the rule's, roofline.findings.registry): 'none' (applied without a code change,
+    # the model's math kept: compile, CUDA graphs, a layout), 'code' (a code change keeping the math), 'math' (the
+    # model's numbers change: sparsity, a lower precision, low rank); '' unknown (reports written before it)
+    change: str = ""
 
     @property
     def gain(self) -> float | None:

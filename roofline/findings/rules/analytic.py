@@ -39,8 +39,15 @@ COMPUTE_BOUND = Rule(
     family="analytic",
     bottleneck="compute",
     properties=(Property.SPARSITY, Property.SEPARABILITY, Property.SYMMETRY),
+    changes_math=True,
 )
-LOWER_PRECISION = Rule(id="lower-precision", family="analytic", bottleneck="compute", properties=(Property.REDUNDANCY,))
+LOWER_PRECISION = Rule(
+    id="lower-precision",
+    family="analytic",
+    bottleneck="compute",
+    properties=(Property.REDUNDANCY,),
+    changes_math=True,
+)
 
 
 def _finding(ctx: AnalyticContext, rule: Rule, technique: str, evidence: str, best: float | None) -> Finding:

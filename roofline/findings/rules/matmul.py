@@ -105,6 +105,7 @@ COMPUTE_BOUND = Rule(
     technique="2:4 sparsity, MoE, low-rank, weight sharing / FFT",
     bound="2:4 sparsity doubles the tensor roof (NVIDIA Ampere and later); none known elsewhere",
     code_change="fewer FLOPs or a faster unit: the op is at its roof",
+    changes_math=True,
 )
 
 
