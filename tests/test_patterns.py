@@ -236,10 +236,10 @@ def test_nchw_bf16_convolutions_want_channels_last():
     assert f.rule == "conv-layout" and f.properties == ["locality"] and "channels_last" in f.technique
     p = ctx.points[0]
     assert f.best_time_s == pytest.approx(p.roof_time_s + p.launch_floor_s)
-    assert layout.conv_layout(ctx_of([conv(0, "channels_last")], GPU)) is None
-    assert layout.conv_layout(ctx_of([conv(0, "contiguous", dtype="fp32")], GPU)) is None  # cuDNN: NCHW is fine
+    assert layout.conv_layout(ctx_of([conv(0, "channels_last")], GPU)) == []
+    assert layout.conv_layout(ctx_of([conv(0, "contiguous", dtype="fp32")], GPU)) == []  # cuDNN: NCHW is fine
     unknown = (replace(conv(0, "contiguous")[0], input_layouts=()), 2e-3, 3)  # older reports: no layouts
-    assert layout.conv_layout(ctx_of([unknown], GPU)) is None
+    assert layout.conv_layout(ctx_of([unknown], GPU)) == []
 
 
 def test_permute_copies_around_a_convolution_are_layout_conversions():
@@ -250,6 +250,46 @@ def test_permute_copies_around_a_convolution_are_layout_conversions():
     ctx = ctx_of([(copy, 1e-3, 1), (r, t, k)], GPU)
     f = only(layout.conv_layout(ctx))
     assert f.ops == [0, 1] and "permute + contiguous copy" in f.evidence
+
+
+def _norm_after_conv(op, module_type, *, relu=False):
+    x = (32, 128, 56, 56)
+    r, t, k = conv(0, "contiguous")
+    ops = [(r, t, k)]
+    source = 0
+    if relu:
+        act = vec(1, "aten::relu", [x], [x], [0], flops=_numel(x), dtype="bf16")
+        ops.append((act, 2e-4, 1))
+        source = 1
+    norm = vec(2, op, [x, (128,), (128,)], [x], [source, None, None], flops=8 * _numel(x), dtype="bf16",
+               module="norm", module_type=module_type)  # fmt: skip
+    ops.append((norm, 1e-3, 1))
+    return ops
+
+
+@pytest.mark.parametrize(
+    "op, module_type, relu",
+    [("aten::native_group_norm", "GroupNorm", False), ("aten::native_batch_norm", "InstanceNorm2d", True)],
+)
+def test_a_norm_slow_in_nhwc_after_the_convolution_asks_for_compile_with_the_layout(op, module_type, relu):
+    ctx = ctx_of(_norm_after_conv(op, module_type, relu=relu), GPU)
+    (f,) = layout.conv_layout(ctx)
+    assert f.rule == "conv-layout-norm" and "torch.compile" in f.technique and "slows the norm" in f.technique
+    assert "runs slower in NHWC" in f.evidence
+    conv_p, norm_p = ctx.by_index[0], ctx.by_index[2]
+    assert 2 in f.ops and 0 in f.ops
+    # the convolution at its roof with its launch, the norm fused at its roofline time
+    assert f.best_time_s == pytest.approx(conv_p.roof_time_s + conv_p.launch_floor_s + norm_p.roof_time_s)
+    from roofline.diagnose.verify import technique_for
+
+    assert technique_for("conv-layout-norm", "cuda") == ("channels_last+compile", "")
+    assert technique_for("conv-layout-norm", "cuda", compiled=True) == ("channels_last+compile", "")
+
+
+def test_a_batch_norm_after_the_convolution_keeps_plain_channels_last():
+    ctx = ctx_of(_norm_after_conv("aten::native_batch_norm", "BatchNorm2d"), GPU)
+    (f,) = layout.conv_layout(ctx)
+    assert f.rule == "conv-layout" and "torch.compile" not in f.technique
 
 
 # ------------------------------------------------------------------------------------------- counting

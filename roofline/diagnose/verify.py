@@ -272,7 +272,7 @@ def technique_for(rule: str, device: str, *, compiled: bool = False) -> tuple[st
     if compiled:
         if name == "compile":
             return "", "not verified: the model is compiled already (its fused kernels are what was measured)"
-        if name != "reduce-overhead":
+        if name != "reduce-overhead" and "compile" not in name.split("+"):
             name += "+compile"
     return name, ""
 

@@ -65,6 +65,15 @@ F = TypeVar("F", bound=Finding)
 #: the order of what a technique changes (Finding.change): the model's math kept and no code change first, code
 #: changes next, changes to the model's math last; an unknown change ranks with the code changes
 CHANGE_ORDER = {"none": 0, "": 1, "code": 1, "math": 2}
+#: said after the technique of a finding whose technique changes the model's math
+MATH_LABEL = " (changes the model's math: check the accuracy)"
+
+
+def labelled(technique: str, change: str) -> str:
+    """``technique`` with the label of a change to the model's math (once)."""
+    if change == "math" and not technique.endswith(MATH_LABEL):
+        return technique + MATH_LABEL
+    return technique
 
 
 def rank(findings: Iterable[F]) -> list[F]:
@@ -142,12 +151,14 @@ def trimmed_waves(m: int, n: int, batch: int, units: int) -> Waves | None:
 
 __all__ = [
     "CHANGE_ORDER",
+    "MATH_LABEL",
     "TILE_M",
     "TILE_N",
     "Finding",
     "Waves",
     "at_floor",
     "bounded",
+    "labelled",
     "rank",
     "scaled_time",
     "trimmed_waves",

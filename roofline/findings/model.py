@@ -25,7 +25,7 @@ from pydantic import Field
 
 from roofline.device import Device
 from roofline.findings import patterns
-from roofline.findings.base import Finding
+from roofline.findings.base import Finding, labelled
 from roofline.findings.patterns import MAX_PERIOD, MIN_STEPS, Carried, Dataflow, Fusion
 from roofline.findings.shapes import gemm_dims
 from roofline.findings.shapes import op_name as _name
@@ -367,6 +367,9 @@ class Declared(Protocol):
     @property
     def properties(self) -> tuple[Property, ...]: ...
 
+    @property
+    def change(self) -> str: ...
+
 
 def model_finding(
     ctx: ModelContext,
@@ -387,7 +390,8 @@ def model_finding(
         rule=rule.id,
         bottleneck=bottleneck or dominant_bound(points),
         properties=[p.value for p in rule.properties],
-        technique=technique,
+        technique=labelled(technique, rule.change),
+        change=rule.change,
         evidence=evidence,
         time_s=time_s,
         best_time_s=best,

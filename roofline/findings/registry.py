@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from roofline.findings.base import Finding, rank
+from roofline.findings.base import MATH_LABEL, Finding, labelled, rank
 from roofline.findings.context import FindingContext
 from roofline.findings.model import MIN_FINDING_SHARE
 from roofline.properties import Property
@@ -52,6 +52,7 @@ TECHNIQUE_DOCS: dict[str, str] = {
     "compile": "`torch.compile(model)`",
     "reduce-overhead": '`torch.compile(model, mode="reduce-overhead")` (CUDA graphs)',
     "channels_last": "the model and its 4-D inputs in `torch.channels_last`",
+    "channels_last+compile": "the model and its 4-D inputs in `torch.channels_last`, then `torch.compile(model)`",
     "tf32": (
         "`torch.backends.cuda.matmul.allow_tf32` and `torch.backends.cudnn.allow_tf32` set only around each call, "
         "always restored"
@@ -241,20 +242,13 @@ def run(ctx: FindingContext, chosen: Sequence[Producer]) -> list[Finding]:
     return found
 
 
-#: said after the technique of a finding whose technique changes the model's math
-MATH_LABEL = " (changes the model's math: check the accuracy)"
-
-
 def stamped(finding: F, stage: str) -> F:
-    """``finding`` with what its rule's technique changes (Finding.change: the first ranking key), and the label
-    of a technique that changes the model's math."""
+    """``finding`` with what its rule's technique changes (Finding.change: the first ranking key) and the label of
+    a change to the model's math, where the rule's check did not set them."""
     rule = RULES.get((stage, finding.rule))
     if rule is None or finding.change:
         return finding
-    technique = finding.technique
-    if rule.change == "math" and not technique.endswith(MATH_LABEL):
-        technique += MATH_LABEL
-    return finding.model_copy(update={"change": rule.change, "technique": technique})
+    return finding.model_copy(update={"change": rule.change, "technique": labelled(finding.technique, rule.change)})
 
 
 # ------------------------------------------------------------------------------------------- docs tables

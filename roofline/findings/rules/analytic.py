@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from roofline.findings.analytic import AnalyticContext
-from roofline.findings.base import TILE_M, TILE_N, Finding, at_floor, trimmed_waves, wave_times
+from roofline.findings.base import TILE_M, TILE_N, Finding, at_floor, labelled, trimmed_waves, wave_times
 from roofline.findings.registry import Rule, analytic_rule
 from roofline.properties import Property
 from roofline.units import format_bytes, format_time
@@ -58,7 +58,8 @@ def _finding(ctx: AnalyticContext, rule: Rule, technique: str, evidence: str, be
         rule=rule.id,
         bottleneck=ctx.placement.bound,
         properties=[p.value for p in rule.properties],
-        technique=technique,
+        technique=labelled(technique, rule.change),
+        change=rule.change,
         evidence=evidence,
         time_s=ctx.placement.time_s,
         best_time_s=best,

@@ -104,7 +104,7 @@ STRAGGLER = Rule(
 
 def _finding(rule: Rule, **fields: Any) -> ModelFinding:
     return ModelFinding(rule=rule.id, bottleneck=rule.bottleneck, properties=[p.value for p in rule.properties],
-                        **fields)  # fmt: skip
+                        change=rule.change, **fields)  # fmt: skip
 
 
 def framework(rows: Sequence[dict[str, Any]]) -> str:

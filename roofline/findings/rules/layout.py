@@ -2,6 +2,8 @@
 
 - ``conv-layout``: convolutions reading NCHW where the library's fast kernels want NHWC (cuDNN with fp16/bf16
   tensor cores, oneDNN on the CPU), or with permute + contiguous copies around them (patterns.conv_layouts);
+- ``conv-layout-norm``: the same convolutions followed by a group or instance norm, which runs slower in NHWC: the
+  layout together with torch.compile (Inductor generates the norm for NHWC and fuses it), not the layout alone;
 - ``non-contiguous``: memory-bound element-wise ops on strided inputs far below the DRAM bandwidth.
 
 They leave out ops whose roofline time is below one launch floor (overhead-bound: the launch rule's).
@@ -27,6 +29,12 @@ from roofline.report.rows import OpPoint
 from roofline.units import format_rate, format_time
 
 NHWC_DTYPES = frozenset({"bf16", "fp16"})  # dtypes whose cuDNN convolutions run NHWC on tensor cores
+#: norms whose eager kernels run slower in NHWC than in NCHW (their reductions are per (sample, group/channel) over
+#: the spatial dims, contiguous only in NCHW): seen by module type or op
+NHWC_SLOW_NORM_MODULES = frozenset({"GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"})
+NHWC_SLOW_NORM_OPS = frozenset({"native_group_norm", "group_norm", "instance_norm"})
+#: how many element-wise ops may stand between a convolution and such a norm (an activation, a bias add)
+NORM_DEPTH = 2
 
 
 CONV_LAYOUT = Rule(
@@ -45,6 +53,24 @@ CONV_LAYOUT = Rule(
 )
 
 
+CONV_LAYOUT_NORM = Rule(
+    id="conv-layout-norm",
+    family="layout",
+    bottleneck="layout when layout-conversion kernels hold time, else that of its ops",
+    properties=(Property.LOCALITY,),
+    fires=(
+        "the convolutions of `conv-layout`, where a group or instance norm reads their output (directly or after "
+        "at most 2 element-wise ops): the norm runs slower in NHWC"
+    ),
+    technique=(
+        "`channels_last` together with `torch.compile` (the norm generated for NHWC and fused), not the layout "
+        "alone; or keep NCHW for this block"
+    ),
+    bound="the convolutions' own roofline time (the copies go) and the norms' roofline time, fused",
+    verify=Verify("channels_last+compile"),
+)
+
+
 NON_CONTIGUOUS = Rule(
     id="non-contiguous",
     family="layout",
@@ -57,16 +83,34 @@ NON_CONTIGUOUS = Rule(
 )
 
 
-@model_rule(CONV_LAYOUT)
-def conv_layout(ctx: ModelContext) -> ModelFinding | None:
+def slow_norm_after(p: OpPoint, flow: patterns.Dataflow) -> OpPoint | None:
+    """A group or instance norm reading ``p``'s output, directly or after at most NORM_DEPTH element-wise ops."""
+    frontier = list(flow.consumers.get(p.index, []))
+    for _ in range(NORM_DEPTH + 1):
+        following: list[int] = []
+        for index in frontier:
+            q = flow.by_index.get(index)
+            if q is None:
+                continue
+            if q.module_type in NHWC_SLOW_NORM_MODULES or _name(q.op) in NHWC_SLOW_NORM_OPS:
+                return q
+            if q.math == "vector" and not patterns.is_conv(q):
+                following += flow.consumers.get(q.index, [])
+        frontier = following
+    return None
+
+
+@model_rule(CONV_LAYOUT, CONV_LAYOUT_NORM)
+def conv_layout(ctx: ModelContext) -> list[ModelFinding]:
     """Convolutions reading NCHW inputs where the library's fast kernels want NHWC (cuDNN with fp16/bf16 tensor
-    cores; oneDNN on the CPU), or with permute + contiguous copies around them."""
+    cores; oneDNN on the CPU), or with permute + contiguous copies around them: one finding for those whose
+    output no slow-in-NHWC norm reads (``conv-layout``), one for those it does (``conv-layout-norm``: the layout
+    with torch.compile)."""
     gpu = ctx.summary.device_kind == "cuda"
     flow = ctx.dataflow()
-    convs: list[OpPoint] = []
-    copies: list[OpPoint] = []
-    layout_s = 0.0
-    example = None
+    plain: list[tuple[patterns.ConvLayout, OpPoint]] = []
+    normed: list[tuple[patterns.ConvLayout, OpPoint]] = []
+    norms: list[OpPoint] = []
     for c in patterns.conv_layouts(ctx.points, flow):
         p = ctx.by_index[c.conv]
         if tiny(p, ctx.device) or (gpu and p.dtype not in NHWC_DTYPES):
@@ -75,15 +119,37 @@ def conv_layout(ctx: ModelContext) -> ModelFinding | None:
         slow = p.efficiency is not None and p.efficiency < FAR_BELOW
         if conv_layout_s <= 0 and not slow and not c.copies:
             continue
-        convs.append(p)
-        layout_s += conv_layout_s
+        norm = slow_norm_after(p, flow)
+        if norm is None:
+            plain.append((c, p))
+        else:
+            normed.append((c, p))
+            if norm not in norms:
+                norms.append(norm)
+    found = [_conv_finding(ctx, CONV_LAYOUT, plain, [], gpu)] if plain else []
+    if normed:
+        found.append(_conv_finding(ctx, CONV_LAYOUT_NORM, normed, norms, gpu))
+    return [f for f in found if f is not None]
+
+
+def _conv_finding(
+    ctx: ModelContext,
+    rule: Rule,
+    chosen: list[tuple[patterns.ConvLayout, OpPoint]],
+    norms: list[OpPoint],
+    gpu: bool,
+) -> ModelFinding | None:
+    convs = [p for _, p in chosen]
+    copies: list[OpPoint] = []
+    layout_s = 0.0
+    for c, p in chosen:
+        layout_s += float(getattr(p, "layout_time_s", 0.0) or 0.0)
         copies += [ctx.by_index[i] for i in c.copies if ctx.by_index[i] not in copies]
-        example = example or c
-    if not convs or example is None:
-        return None
-    pts = convs + copies
+    example = chosen[0][0]
+    pts = convs + copies + norms
     time_now = sum(p.time_s for p in pts)
-    best = sum(p.roof_time_s + p.launch_floor_s for p in convs)  # the copies go
+    # the copies go; a norm (conv-layout-norm) is fused: its roofline time, no launch of its own
+    best = sum(p.roof_time_s + p.launch_floor_s for p in convs) + sum(p.roof_time_s for p in norms)
     roof = sum(p.roof_time_s for p in convs)
     conv_time = sum(p.time_s for p in convs)
     shape = "x".join(str(d) for d in example.shape)
@@ -104,9 +170,20 @@ def conv_layout(ctx: ModelContext) -> ModelFinding | None:
         "channels_last memory format: model.to(memory_format=torch.channels_last) and "
         "x.to(memory_format=torch.channels_last), no permute/contiguous copies around the convolutions"
     )
+    if norms:
+        kinds = sorted({"group" if "group" in (n.module_type + n.op).lower() else "instance" for n in norms})
+        evidence += (
+            f"; a {' and '.join(kinds)} norm reads their output ({len(norms)}: "
+            f"{format_time(sum(n.time_s for n in norms))}), which runs slower in NHWC"
+        )
+        technique = (
+            "channels_last together with torch.compile: model.to(memory_format=torch.channels_last), the input "
+            "in channels_last, then torch.compile(model) (Inductor generates the norm for NHWC and fuses it); "
+            "channels_last alone slows the norm; or keep NCHW for this block"
+        )
     return model_finding(
         ctx,
-        CONV_LAYOUT,
+        rule,
         technique,
         evidence,
         time_now,
@@ -159,4 +236,12 @@ def non_contiguous(ctx: ModelContext) -> ModelFinding | None:
     )
 
 
-__all__ = ["CONV_LAYOUT", "NHWC_DTYPES", "NON_CONTIGUOUS", "conv_layout", "non_contiguous"]
+__all__ = [
+    "CONV_LAYOUT",
+    "CONV_LAYOUT_NORM",
+    "NHWC_DTYPES",
+    "NON_CONTIGUOUS",
+    "conv_layout",
+    "non_contiguous",
+    "slow_norm_after",
+]
