@@ -278,3 +278,49 @@ def test_a_matmul_off_the_tile_grid_is_judged_by_its_shape_not_latency():
     # below the ridge (a GEMV-like matmul): not judged by its shape
     gemv = rec(2, "aten::mm", [(1, 4096), (4096, n)], [(1, n)], 2 * 4096 * n, 2 * 4096 * n)
     assert point(gemv, 1e-3, kernel_facts=(facts,)).limiter not in ("layout", "compute")
+
+
+# ------------------------------------------------------------------------------------------------ tensor cores
+
+
+# the held-out case: a bf16 convolution of 3 input channels on cuDNN's CUDA-core fallback (an H100: SM 81%, DRAM 5%)
+CONV3 = rec(2, "aten::convolution", [(32, 3, 224, 224), (64, 3, 7, 7)], [(32, 64, 218, 218)],
+            2 * 32 * 64 * 218 * 218 * 3 * 49, (32 * 3 * 224 * 224 + 64 * 3 * 49 + 32 * 64 * 218 * 218) * 2)  # fmt: skip
+FALLBACK = "void implicit_convolveNd_sgemm<__nv_bfloat16, 2, 1024, 5, 5, 3, 3, 3, 1, false, false, true>(int, ...)"
+
+
+def test_tensor_cores_not_engaged_is_compute_on_the_cuda_cores():
+    # 28.6 GFLOP: 36 us on the 800 TFLOP/s tensor roof; measured 900 us (4%): 31.8 TFLOP/s, 64% of the fp32
+    # CUDA-core roof (50 TFLOP/s; the test GPU lists no bf16 CUDA-core rate)
+    facts = kernel(FALLBACK, 900e-6, grid=[65536, 1, 1], block=[256, 1, 1], occupancy=1.0, active_blocks_per_sm=8)
+    p = point(CONV3, 900e-6, kernel_facts=(facts,))
+    assert bounds.cuda_core_fallback(p) == FALLBACK
+    assert p.limiter == "compute" and "tensor cores not engaged" in p.limiter_evidence
+    assert "input channels 3 not a multiple of 8" in p.limiter_evidence
+    assert "64% of the fp32 CUDA-core roof" in p.limiter_evidence  # measured against the CUDA cores' rate too
+    # a tensor-core kernel, or an fp32 op, is no fallback
+    tc = kernel("sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nchw", 450e-6, grid=[65536, 1, 1])
+    assert bounds.cuda_core_fallback(point(CONV3, 450e-6, kernel_facts=(tc,))) is None
+    fp32 = rec(3, "aten::convolution", CONV3.input_shapes, CONV3.output_shapes, CONV3.flops, CONV3.bytes * 2,
+               dtype="fp32")  # fmt: skip
+    assert bounds.cuda_core_fallback(point(fp32, 450e-6, kernel_facts=(facts,))) is None
+    # aligned dims: the cause is the algorithm chosen
+    mm = rec(4, "aten::mm", [(4096, 4096), (4096, 4096)], [(4096, 4096)], 2 * 4096**3, 3 * 4096**2 * 2)
+    q = point(mm, 5e-3, kernel_facts=(kernel("gemv2T_kernel_val", 5e-3, grid=[4096, 1, 1]),))
+    assert "the algorithm chosen" in bounds.tensor_core_cause(q)
+
+
+def test_tensor_cores_idle_finding_bounds_at_the_tensor_roof():
+    from roofline.findings.rules.matmul import tensor_cores_idle
+
+    facts = kernel(FALLBACK, 450e-6, grid=[65536, 1, 1], block=[256, 1, 1], occupancy=1.0)
+    timing = Timing(device="cuda", iterations=1, wall_s=500e-6,
+                    ops=[OpTiming(2, 450e-6, 1, kernel_facts=(facts,))])  # fmt: skip
+    placed = place([CONV3], timing, GPU)
+    ctx = ModelContext.of(placed.points, GPU, timing, placed=placed)
+    f = tensor_cores_idle(ctx)
+    assert f is not None and f.rule == "tensor-cores-idle" and f.change == "code"
+    assert "(here: 3 input channels -> 8)" in f.technique and "input channels 3" in f.evidence
+    p = placed.points[0]
+    assert f.best_time_s == pytest.approx(p.roof_time_s + p.launch_floor_s)
+    assert any(g.rule == "tensor-cores-idle" for g in diagnose(ctx))

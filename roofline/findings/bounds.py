@@ -21,6 +21,10 @@ The classes, in the order they are decided (thresholds are the module constants;
   tile grid whose rows are not 16-byte aligned (roofline.findings.shapes.misaligned): its kernel loads narrowly;
 - compute (awkward shapes): the same with the rows aligned: a dim of at least roofline.findings.shapes.ALIGN that
   is not a multiple of it (the awkward-shapes finding's test): partial tiles;
+- compute (tensor cores not engaged, GPU): a 16-bit GEMM or convolution whose dominant kernel is a CUDA-core
+  fallback (:func:`cuda_core_fallback`: implicit_convolveNd_sgemm, a gemv, torch's slow convolutions), neither roof
+  near: it is measured against the CUDA-core roof of its dtype, with the cause (channels or dims not multiples of
+  8, the layout) in the evidence;
 - compute (instruction issue): neither near, the GPU filled, and the dominant kernel of a family that spends its
   issue slots on index arithmetic (:func:`is_instruction_bound_kernel`);
 - parallelism (CPU): neither near and torch runs ops on fewer threads than the cores the process may use;
@@ -71,6 +75,46 @@ LAYOUT_MARKERS = (
 INSTRUCTION_BOUND_MARKERS = ("at::native::elementwise_kernel<", "conv_depthwise2d", "SoftMaxForward")
 # ... unless the kernel is a GEMM or convolution that merely carries such a word in its template arguments
 NOT_LAYOUT_MARKERS = ("gemm", "conv", "fprop", "dgrad", "wgrad", "xmma", "mma")
+
+
+# Kernels that run a GEMM or a convolution on the CUDA cores (no tensor-core instructions): cuDNN's implicit-GEMM
+# fallback (`implicit_convolveNd_sgemm`, seen on an H100 for a bf16 convolution of 3 input channels: SM 81%, DRAM
+# 5%, 3-5% of the tensor roof), cuBLAS's fp32 sgemm and gemv kernels, torch's own slow convolutions; lower-cased.
+CUDA_CORE_MARKERS = ("implicit_convolve", "sgemm", "gemv", "gemmsn", "gemmk1", "dot_kernel", "slow_conv", "naive_conv")
+# ... unless the name says tensor cores (mma instructions, cuBLAS/CUTLASS tensor-op and Hopper kernels)
+TENSOR_CORE_MARKERS = ("mma", "tensorop", "s1688", "h1688", "s16816", "h16816", "h884", "xmma", "nvjet", "wgmma")
+#: the element widths (bits) whose GEMMs and convolutions tensor cores take only with dims that are multiples of 8
+TENSOR_CORE_ALIGN = 8
+
+
+def cuda_core_fallback(point: OpPoint) -> str | None:
+    """The name of the dominant kernel of a 16-bit GEMM or convolution that runs on the CUDA cores (a fallback
+    without tensor cores; :data:`CUDA_CORE_MARKERS`), None otherwise."""
+    if point.math != "tensor" or bits_of(point.dtype) != 16 or not point.kernel_facts:
+        return None
+    kernel = max(point.kernel_facts, key=lambda k: k.time_s)
+    lowered = kernel.name.lower()
+    if any(m in lowered for m in TENSOR_CORE_MARKERS) or not any(m in lowered for m in CUDA_CORE_MARKERS):
+        return None
+    return kernel.name
+
+
+def tensor_core_cause(point: OpPoint) -> str:
+    """Why a 16-bit GEMM or convolution missed the tensor cores, from its shapes: channels (a convolution) or K/N
+    (a matmul) not multiples of 8, else the algorithm cuDNN/cuBLAS chose."""
+    shapes = [list(s) for s in point.input_shapes]
+    name = point.op.split("::")[-1]
+    odd: list[str] = []
+    if "conv" in name and len(shapes) >= 2 and len(shapes[0]) >= 3 and len(shapes[1]) >= 2:
+        cin, cout = shapes[0][1], shapes[1][0]
+        odd = [f"{label} {v}" for label, v in (("input channels", cin), ("output channels", cout)) if v % 8]
+    else:
+        dims = gemm_dims(point)
+        if dims is not None:
+            odd = [f"{label} {v}" for label, v in (("K", dims.k), ("N", dims.n)) if v % TENSOR_CORE_ALIGN]
+    if odd:
+        return f"{', '.join(odd)} not a multiple of {TENSOR_CORE_ALIGN}"
+    return "the algorithm chosen (dims aligned): try torch.backends.cudnn.benchmark = True or channels_last"
 
 
 def is_instruction_bound_kernel(name: str) -> bool:
@@ -225,6 +269,17 @@ def classify(
             f"neither roof near ({roofs}) ({busy}): latency or too few busy threads for this op's size (a "
             "dependency chain, instruction issue, a serial kernel); no kernel launch facts on the CPU"
         )
+    fallback = cuda_core_fallback(point)
+    if fallback is not None:
+        # NB: the CUDA cores' rate of the op's dtype; the fp32 one where the device lists none for it (CUDA cores
+        # run a 16-bit FMA at least at the fp32 rate)
+        key = (point.dtype, "vector") if (point.dtype, "vector") in device.compute else ("fp32", "vector")
+        vector = device.compute.get(key)
+        share = f"{_percent(point.flops / time_s / vector)} of the {key[0]} CUDA-core roof" if vector else ""
+        return "compute", (
+            f"tensor cores not engaged: its kernel {_kernel_text(fallback)} runs on the CUDA cores "
+            f"({tensor_core_cause(point)}); {roofs}{'; ' + share if share else ''}"
+        )
     facts = dominant_kernel(point)
     if facts is None:
         return "latency", (
@@ -296,6 +351,7 @@ def _short(name: str, limit: int = 48) -> str:
 
 
 __all__ = [
+    "CUDA_CORE_MARKERS",
     "HOST_FACTOR",
     "INSTRUCTION_BOUND_MARKERS",
     "LAYOUT_MARKERS",
@@ -303,11 +359,14 @@ __all__ = [
     "LOW_OCCUPANCY",
     "NEAR",
     "TAIL_IDLE",
+    "TENSOR_CORE_MARKERS",
     "classify",
+    "cuda_core_fallback",
     "describe",
     "dominant_kernel",
     "is_instruction_bound_kernel",
     "is_layout_kernel",
     "sm_count",
+    "tensor_core_cause",
     "under_filled",
 ]

@@ -5,7 +5,9 @@
 - ``cheaper-algorithm``: torch.diag(a) @ b (patterns.diag_matmuls);
 - ``fp32-matmul``: fp32 matmuls on a device with TF32 tensor cores;
 - ``compute-bound``: compute-bound matmuls near their roof;
-- ``awkward-shapes``: compute-bound matmuls far below their roof with dims off the tile grid or a partial wave.
+- ``awkward-shapes``: compute-bound matmuls far below their roof with dims off the tile grid or a partial wave;
+- ``tensor-cores-idle``: 16-bit matmuls and convolutions whose kernel runs on the CUDA cores (a fallback:
+  roofline.findings.bounds.cuda_core_fallback).
 
 They leave out ops whose roofline time is below one launch floor (overhead-bound: the launch rule's).
 """
@@ -16,6 +18,7 @@ import math
 
 from roofline.findings import patterns
 from roofline.findings.base import TILE_M, TILE_N, at_floor, bounded, trimmed_waves, wave_times
+from roofline.findings.bounds import cuda_core_fallback, tensor_core_cause
 from roofline.findings.model import (
     FAR_BELOW,
     ModelContext,
@@ -433,6 +436,50 @@ def awkward_shapes(ctx: ModelContext) -> ModelFinding | None:
         (best if best < time_now else None, floor),
         pts,
         bottleneck="compute",
+    )
+
+
+TENSOR_CORES_IDLE = Rule(
+    id="tensor-cores-idle",
+    family="matmul",
+    bottleneck="compute",
+    properties=(Property.LOCALITY,),
+    fires=(
+        "a 16-bit matmul or convolution whose dominant kernel runs on the CUDA cores (`implicit_convolveNd_sgemm`, "
+        "a gemv, torch's slow convolutions: `bounds.CUDA_CORE_MARKERS`), on a GPU"
+    ),
+    technique=(
+        "engage the tensor cores: channels (convolutions) or K and N (matmuls) padded to multiples of 8 with zeros "
+        "(the same math), channels_last, `torch.backends.cudnn.benchmark = True`"
+    ),
+    bound="the ops' roofline time on the tensor roof, plus their launch floors",
+    qualifier="the right unit",
+    code_change="pad the channels or dims to multiples of 8 in the model",
+)
+
+
+@model_rule(TENSOR_CORES_IDLE)
+def tensor_cores_idle(ctx: ModelContext) -> ModelFinding | None:
+    """16-bit matmuls and convolutions on a CUDA-core fallback kernel (bounds.cuda_core_fallback): the tensor roof
+    is what they could reach with the tensor cores engaged (the cause, from the shapes, in the evidence)."""
+    pts = [p for p in ctx.work() if p.timed and cuda_core_fallback(p) is not None and not tiny(p, ctx.device)]
+    if not pts:
+        return None
+    time_now = sum(p.time_s for p in pts)
+    best = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+    first = pts[0]
+    kernel = cuda_core_fallback(first) or ""
+    evidence = (
+        f"{len(pts)} {first.dtype} op{'s' if len(pts) > 1 else ''} ({_name(first.op)} in "
+        f"{first.module or '(model)'}) ran on the CUDA cores ({kernel.split('(')[0][:80]}): "
+        f"{tensor_core_cause(first)}; at {percent(ratio(best, time_now))} of the tensor roof"
+    )
+    technique = TENSOR_CORES_IDLE.technique
+    if "conv" in first.op and first.input_shapes and len(first.input_shapes[0]) > 1 and first.input_shapes[0][1] % 8:
+        cin = first.input_shapes[0][1]
+        technique += f" (here: {cin} input channels -> {-(-cin // 8) * 8})"
+    return model_finding(
+        ctx, TENSOR_CORES_IDLE, technique, evidence, time_now, at_floor(time_now, best), pts, bottleneck="compute"
     )
 
 
