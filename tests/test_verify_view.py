@@ -542,3 +542,43 @@ def test_plot_verified_names_measured_arrows_in_the_legend(cli, tmp_path):
     assert "2 arrow(s) from an op's measured point to its point in the verified run" in " ".join(done.err.split())
     text = out.read_text()
     assert "verified run (per-op profile)" in text and "op time ÷ its finding's" not in text
+
+
+# ------------------------------------------------------------------------------------------------ issue 27 item 6
+
+
+def test_the_gain_on_the_bounds_own_scope_and_a_slower_technique_demoted():
+    from types import SimpleNamespace
+
+    from roofline.diagnose.verify import VerifiedFinding, _with_op_times, rerank
+    from roofline.report.verified import VerifiedView, measured_text
+
+    chain = SimpleNamespace(rule="elementwise-chain", ops=[1, 2, 3])
+    base = VerifiedFinding(rule="elementwise-chain", technique="compile", bound_gain=18.2, measured_gain=1.96,
+                           outputs_match=True)  # fmt: skip
+    eager = {1: 3e-3, 2: 3e-3, 3: 3.2e-3, 4: 10e-3}  # the chain's ops: 9.2 ms of a 19.2 ms model
+    v = _with_op_times(base, chain, {1: 0.7e-3, 2: 0.6e-3, 3: 0.7e-3, 4: 10e-3}, "", eager)
+    assert v.scope_gain == pytest.approx(9.2 / 2.0)  # the chain itself ran 4.6x faster, the model 1.96x
+    assert v.gain == v.scope_gain and v.op_times_s == {1: 0.7e-3, 2: 0.6e-3, 3: 0.7e-3}
+    partial = _with_op_times(base, chain, {1: 0.7e-3}, "", eager)
+    assert partial.scope_gain is None and partial.gain == 1.96  # not every op timed: the model's gain
+    view = VerifiedView(rule="elementwise-chain", technique="compile", bound_gain=18.2, measured_gain=1.96,
+                        outputs_match=True, compile_s=None, eager_s=None, fixed_s=None, note="",
+                        scope_gain=4.6)  # fmt: skip
+    assert measured_text(view) == "4.6x its ops, 1.96x the model"
+    # the conv + instance norm case: channels_last measured 0.76x
+    layout = VerifiedFinding(rule="conv-layout", technique="channels_last", bound_gain=6.4, measured_gain=0.76,
+                             outputs_match=True)  # fmt: skip
+    assert layout.slower and not v.slower
+    slow_view = VerifiedView(rule="conv-layout", technique="channels_last", bound_gain=6.4, measured_gain=0.76,
+                             outputs_match=True, compile_s=None, eager_s=None, fixed_s=None, note="")  # fmt: skip
+    assert measured_text(slow_view) == "0.76x: don't"
+    findings = [SimpleNamespace(rule="conv-layout"), SimpleNamespace(rule="elementwise-chain")]
+    together = VerifiedFinding(rule="all", technique="channels_last+compile", measured_gain=2.1, outputs_match=True)
+    ranked, entries = rerank(findings, [layout, v, together])
+    assert [f.rule for f in ranked] == ["elementwise-chain", "conv-layout"]  # the slower one demoted
+    assert [e.rule for e in entries] == ["elementwise-chain", "conv-layout", "all"]  # still paired by position
+    # entries that do not line up are left alone; outputs that differ are not "slower"
+    assert rerank(findings, [v]) == (findings, [v])
+    differs = layout.model_copy(update={"outputs_match": False})
+    assert not differs.slower

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +80,21 @@ class VerifiedFinding(BaseModel):
     # iteration, as the diagnosis times an op (GPU: its kernels; CPU: its self time); only the ops the profiled pass
     # timed. None: not profiled (no records given, outputs differ, the pass failed, "all", older reports)
     op_times_s: dict[int, float] | None = None
+    # the gain on the bound's own scope: the finding's ops' eager time / their time with the technique (the
+    # per-op times; every op of the finding timed in both); None: not measured per op
+    scope_gain: float | None = None
+
+    @property
+    def gain(self) -> float | None:
+        """The measured gain the bound is compared with: on the finding's ops where measured per op (the bound's
+        scope), else the whole model's."""
+        return self.scope_gain if self.scope_gain is not None else self.measured_gain
+
+    @property
+    def slower(self) -> bool:
+        """Measured (outputs matching) and slower than eager: the technique is not to be done."""
+        gain = self.gain
+        return bool(self.outputs_match) and gain is not None and gain < 1.0
 
 
 # ------------------------------------------------------------------------------------------------ techniques
@@ -485,14 +500,37 @@ def _op_times(
 
 
 def _with_op_times(
-    verified: VerifiedFinding, finding: Any, times: dict[int, float] | None, why: str
+    verified: VerifiedFinding,
+    finding: Any,
+    times: dict[int, float] | None,
+    why: str,
+    eager: Mapping[int, float] | None = None,
 ) -> VerifiedFinding:
-    """``verified`` with the per-op times of the finding's ops (or the note on why there are none)."""
+    """``verified`` with the per-op times of the finding's ops (or the note on why there are none) and, where
+    ``eager`` (the diagnosis's op times) and the verified run timed every one of them, the gain on that scope."""
     if times is None:
         note = "; ".join(part for part in (verified.note, why) if part)
         return verified.model_copy(update={"note": note})
     ops = [i for i in getattr(finding, "ops", ()) or () if isinstance(i, int)]
-    return verified.model_copy(update={"op_times_s": {i: times[i] for i in ops if i in times}})
+    mine = {i: times[i] for i in ops if i in times}
+    scope = None
+    if eager and ops and all(i in mine and i in eager for i in ops):
+        before, after = sum(eager[i] for i in ops), sum(mine[i] for i in ops)
+        scope = before / after if before > 0 and after > 0 else None
+    return verified.model_copy(update={"op_times_s": mine, "scope_gain": scope})
+
+
+def rerank(findings: Sequence[Any], verified: Sequence[VerifiedFinding]) -> tuple[list[Any], list[VerifiedFinding]]:
+    """The findings (and their verified entries, one per finding in order, then "all") re-ranked by what was
+    measured: a finding whose technique measured slower goes last (demoted, its entry saying so); the others keep
+    their order. Entries that do not line up one to one with the findings are left as they are."""
+    per = [v for v in verified if v.rule != "all"]
+    rest = [v for v in verified if v.rule == "all"]
+    if len(per) != len(findings) or any(v.rule != f.rule for v, f in zip(per, findings, strict=True)):
+        return list(findings), list(verified)
+    pairs = list(zip(findings, per, strict=True))
+    kept = [p for p in pairs if not p[1].slower] + [p for p in pairs if p[1].slower]
+    return [f for f, _ in kept], [v for _, v in kept] + rest
 
 
 def combine_techniques(names: Sequence[str]) -> list[str]:
@@ -618,6 +656,9 @@ def verify(
 
     applied_names: list[str] = []
     all_targets: set[str] = set()
+    eager_times = {
+        int(p.index): float(t) for p in points if (t := getattr(p, "time_s", None)) and getattr(p, "timed", True)
+    }
     for finding in findings:
         rule = finding.rule
         name, why = technique_for(rule, device, compiled=compiled)
@@ -629,7 +670,7 @@ def verify(
         verified = _measured(rule, name, finding.gain, eager_s, run(name, targets, True))
         out.append(verified)  # NB: in the sink before the per-op pass (Ctrl-C there keeps the whole-model result)
         if verified.outputs_match and (name in pending or name in op_results):
-            out[-1] = _with_op_times(verified, finding, *op_times(name))
+            out[-1] = _with_op_times(verified, finding, *op_times(name), eager_times)
         if verified.outputs_match:
             applied_names.append(name)
             all_targets |= targets
@@ -658,6 +699,7 @@ __all__ = [
     "combine_techniques",
     "failure_note",
     "outputs_close",
+    "rerank",
     "technique_for",
     "tolerance",
     "verify",

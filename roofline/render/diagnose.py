@@ -19,7 +19,7 @@ from roofline.render.analyze import BOUND_STYLE
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.render.escape import console_text as escape
 from roofline.report.rows import Aggregates, IterationSummary, UncountedOp
-from roofline.report.verified import ALL, ALL_LABEL, VerifiedView, format_gain, report_verified
+from roofline.report.verified import ALL, ALL_LABEL, VerifiedView, format_gain, measured_text, report_verified
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 # the evidence bound classes (roofline.findings.bounds) beside the iron law's
@@ -331,7 +331,7 @@ class DiagnoseRenderer(Renderer):
                 escape(ALL_LABEL if v.rule == ALL else v.rule),
                 escape(v.technique or "-"),
                 format_gain(v.bound_gain),
-                format_gain(v.measured_gain),
+                measured_text(v),
                 match,
                 "-" if v.compile_s is None else format_time(v.compile_s),
                 escape(v.note),

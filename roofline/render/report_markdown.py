@@ -12,7 +12,7 @@ from roofline.render.base import Renderer
 from roofline.render.escape import markdown_code
 from roofline.render.escape import markdown_text as _cell
 from roofline.report.points import FindingView, Point, ReportDocument
-from roofline.report.verified import VerifiedView, bound_text, format_gain, match_text
+from roofline.report.verified import VerifiedView, bound_text, match_text, measured_text
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 DEFAULT_ROWS = 25
@@ -158,7 +158,7 @@ def verified_cells(v: VerifiedView) -> list[str]:
         f"{v.label}{where}",
         v.technique or "-",
         bound_text(v.bound_gain),
-        format_gain(v.measured_gain),
+        measured_text(v),
         match_text(v.outputs_match),
         seconds(v.compile_s),
         v.note,

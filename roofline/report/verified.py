@@ -31,6 +31,22 @@ def format_gain(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}x"
 
 
+def measured_text(v: VerifiedView) -> str:
+    """The measured gain as every table writes it: on the finding's ops where measured per op (the bound's scope),
+    with the whole model's beside it ('4.6x its ops, 1.96x the model'); a technique measured slower says so
+    ('0.76x: don't'); '-' when not measured."""
+    if v.measured_gain is None and v.scope_gain is None:
+        return "-"
+    gain = v.scope_gain if v.scope_gain is not None else v.measured_gain
+    if v.outputs_match and gain is not None and gain < 1.0:
+        where = " its ops" if v.scope_gain is not None else ""
+        return f"{format_gain(gain)}{where}: don't"
+    if v.scope_gain is not None:
+        model = f", {format_gain(v.measured_gain)} the model" if v.measured_gain is not None else ""
+        return f"{format_gain(v.scope_gain)} its ops{model}"
+    return format_gain(v.measured_gain)
+
+
 def bound_text(value: float | None) -> str:
     """The roofline's bound on the gain: 'at most 10.3x'; '-' when the finding has none."""
     return "-" if value is None else f"at most {format_gain(value)}"
@@ -59,6 +75,7 @@ class VerifiedView:
     # the verified run's time of the finding's ops, seconds per iteration, by OpPoint index; None: not stored
     # (a report written before per-op verification, or the per-op pass did not run); only positive times
     op_times_s: Mapping[int, float] | None = None
+    scope_gain: float | None = None  # the gain on the finding's ops (per-op times); None: not measured per op
 
     @property
     def together(self) -> bool:
@@ -110,6 +127,7 @@ def _view(data: Mapping[str, Any], finding: Mapping[str, Any] | None) -> Verifie
         where=str(finding.get("where") or "") if finding is not None else "",
         ops=tuple(i for i in ops if isinstance(i, int) and not isinstance(i, bool)) if isinstance(ops, list) else (),
         op_times_s=_op_times(data.get("op_times_s")),
+        scope_gain=positive_number(data.get("scope_gain")),
     )
 
 
@@ -206,6 +224,7 @@ __all__ = [
     "bound_text",
     "format_gain",
     "match_text",
+    "measured_text",
     "op_gains",
     "op_times",
     "report_verified",
