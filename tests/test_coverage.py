@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from diagnose_devices import CPU
+from diagnose_devices import CPU, rec
 from test_diagnose_rules import ctx_of, elementwise, mm
 
 from roofline.findings.model import ModelFinding
@@ -67,3 +67,29 @@ def test_cpu_next_step_is_not_nsight():
     roof = 2 * 512**3 / 1e11
     (f,) = coverage.cover(ctx_of([(mm(0, 512, 512, 512, dtype="fp32"), roof / 0.2, 1)], device=CPU), [])
     assert "Nsight" not in f.technique and "perf stat" in f.technique
+
+
+def test_an_unexplained_group_that_inductor_generates_is_a_compile_candidate():
+    # the held-out norms and scans: "not explained" where torch.compile was 1.8-2.5x faster
+    ops = [(elementwise(i, 1 << 20, op="aten::mish", binary=False, module=f"act.{i}"), 100e-6, 1) for i in range(4)]
+    ctx = ctx_of(ops)
+    (f,) = coverage.cover(ctx, [])
+    assert f.rule == "compile-candidate" and f.change == "none" and f.properties == ["locality"]
+    assert f.technique.startswith("not explained by a rule; try torch.compile")
+    roof = sum(p.roof_time_s + p.launch_floor_s for p in ctx.points)
+    assert f.best_time_s == pytest.approx(roof)  # the roofline's bound, as for not-explained
+    from roofline.diagnose.verify import technique_for
+
+    assert technique_for("compile-candidate", "cuda") == ("compile", "")
+    # a compiled model: compiling is no technique any more
+    compiled = ctx_of(ops)
+    object.__setattr__(compiled.timing, "compiled", True)
+    (g,) = coverage.cover(compiled, [])
+    assert g.rule == "not-explained"
+
+
+def test_an_unexplained_convolution_names_what_to_try():
+    conv = rec(0, "aten::convolution", [(32, 64, 56, 56), (64, 64, 3, 3)], [(32, 64, 56, 56)],
+               2 * 32 * 64 * 56 * 56 * 64 * 9, (2 * 32 * 64 * 56 * 56 + 64 * 64 * 9) * 2)  # fmt: skip
+    (f,) = coverage.cover(ctx_of([(conv, 5e-3, 1)]), [])
+    assert f.rule == "not-explained" and "cudnn.benchmark = True" in f.technique and f.change == "code"

@@ -81,6 +81,7 @@ def test_model_rules_keep_their_order_of_preference():
         "fp32_matmul",
         "compute_bound",
         "awkward_shapes",
+        "tensor_cores_idle",
         "conv_layout",
         "non_contiguous",
         "under_filled",

@@ -4,9 +4,12 @@ After the model rules (the registry's model stage, :mod:`roofline.findings.rules
 (the same op on the same input shapes in the same phase, wherever it is called) taking at least COVER_SHARE of the
 iteration is checked:
 
-- below NEAR_ROOF of its roofline and no finding covers it: a **not-explained** finding -- how much time, how far
-  below the roof, the evidence we have (the limiter and its numbers, achieved rates), and the next experiment (the
-  Nsight Compute sections that would tell);
+- below NEAR_ROOF of its roofline and no finding covers it: a **compile-candidate** finding where torch.compile
+  generates the ops' kernels itself (element-wise ops, reductions and scans, norms, pooling, gathers, copies:
+  GENERATED_FAMILIES): the mechanical thing to try, with the roofline's bound, that --verify measures; else a
+  **not-explained** finding -- how much time, how far below the roof, the evidence we have (the limiter and its
+  numbers, achieved rates), what to try for its kind of op (a convolution: cudnn.benchmark, channels_last) and the
+  next experiment (the Nsight Compute sections that would tell);
 - at or above NEAR_ROOF of its roofline and not covered: a **near-roof** finding naming the next property the
   texts give for that roof (memory: fewer bytes -- fuse with the neighbours, lower precision; compute: fewer
   FLOPs -- sparsity, low rank, a cheaper algorithm), with the bound of halving the binding term.
@@ -19,10 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from roofline.findings.base import Finding, at_floor, bounded
+from roofline.costs.aten.registry import FAMILY
+from roofline.findings.base import Finding, at_floor, bounded, labelled
 from roofline.findings.context import FindingContext
 from roofline.findings.model import ModelContext, ModelFinding
-from roofline.findings.registry import Rule, register
+from roofline.findings.registry import Rule, Verify, register
 from roofline.properties import Property
 from roofline.report.rows import OpPoint
 from roofline.units import format_rate, format_time
@@ -47,6 +51,22 @@ NOT_EXPLAINED = Rule(
     bound="the ops' roofline time plus their launch floors",
     code_change="no technique is known for these ops",
 )
+COMPILE_CANDIDATE = Rule(
+    id="compile-candidate",
+    family="coverage",
+    bottleneck="the limiter holding most of its ops' time",
+    properties=(Property.LOCALITY,),
+    fires=(
+        "the group of `not-explained`, of ops whose kernels torch.compile generates itself (element-wise, "
+        "reductions and scans, norms, pooling, gathers and copies: `GENERATED_FAMILIES`), on an eager model"
+    ),
+    technique=(
+        "`torch.compile`: Inductor generates these ops' kernels and fuses them with their neighbours (one pass "
+        "over the data, no launch each)"
+    ),
+    bound="the ops' roofline time plus their launch floors",
+    verify=Verify("compile"),
+)
 NEAR_ROOF_RULE = Rule(
     id="near-roof",
     family="coverage",
@@ -60,6 +80,17 @@ NEAR_ROOF_RULE = Rule(
     ),
     bound="half the binding term: half the bytes (fp32 -> bf16, bf16 -> fp8) or half the FLOPs (2:4 sparsity)",
     code_change="the ops are near their roof already",
+    changes_math=True,
+)
+
+#: op families (roofline.costs.aten's) whose kernels Inductor generates itself rather than calling a library
+GENERATED_FAMILIES = frozenset(
+    {"elementwise", "reduction", "scan", "norm", "pool", "pooling", "upsample", "gather", "scatter", "copy"}
+)
+#: what to try for a convolution no rule explains
+CONV_TRY = (
+    "torch.backends.cudnn.benchmark = True (cuDNN picks its fastest algorithm), channels_last (with torch.compile "
+    "where a norm follows)"
 )
 
 # NB: Nsight Compute sections (ncu --section NAME) that tell what limits a kernel, per limiter
@@ -139,13 +170,15 @@ def _verdict(
     points: Sequence[OpPoint],
     share: float,
     bound: tuple[float | None, float | None],
+    change: str,
 ) -> ModelFinding:
     """A coverage finding on a group of identical ops: their time, where they are, their indices."""
     return ModelFinding(
         rule=rule,
         bottleneck=bottleneck,
         properties=props,
-        technique=technique,
+        technique=labelled(technique, change),
+        change=change,
         evidence=evidence,
         time_s=sum(p.time_s for p in points),
         best_time_s=bound[0],
@@ -154,6 +187,11 @@ def _verdict(
         ops=sorted(p.index for p in points),
         share=share,
     )
+
+
+def generated(points: Sequence[OpPoint]) -> bool:
+    """Every op of the group is of a family whose kernels torch.compile generates (GENERATED_FAMILIES)."""
+    return all(FAMILY.get(p.op) in GENERATED_FAMILIES for p in points)
 
 
 def not_explained(ctx: ModelContext, points: Sequence[OpPoint], share: float, efficiency: float) -> ModelFinding:
@@ -167,10 +205,21 @@ def not_explained(ctx: ModelContext, points: Sequence[OpPoint], share: float, ef
     )
     if ctx.summary.device_kind == "cuda":
         section = NEXT_SECTIONS.get(limiter, NEXT_SECTIONS["latency"])
-        technique = f"not explained by a rule; next: Nsight Compute --section {section} on its kernels"
+        nxt = f"Nsight Compute --section {section} on its kernels"
     else:
-        technique = f"not explained by a rule; next: {CPU_NEXT}"
-    return _verdict(NOT_EXPLAINED.id, limiter, [], technique, text, points, share, bound)
+        nxt = CPU_NEXT
+    if generated(points) and not getattr(ctx.timing, "compiled", False):
+        technique = (
+            "not explained by a rule; try torch.compile: Inductor generates these ops' kernels and fuses them with "
+            f"their neighbours; if it does not help, next: {nxt}"
+        )
+        props = [p.value for p in COMPILE_CANDIDATE.properties]
+        return _verdict(COMPILE_CANDIDATE.id, limiter, props, technique, text, points, share, bound, "none")
+    if any(FAMILY.get(p.op) == "conv" for p in points):
+        technique = f"not explained by a rule; try {CONV_TRY}; next: {nxt}"
+    else:
+        technique = f"not explained by a rule; next: {nxt}"
+    return _verdict(NOT_EXPLAINED.id, limiter, [], technique, text, points, share, bound, "code")
 
 
 def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, efficiency: float) -> ModelFinding:
@@ -201,7 +250,7 @@ def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, effici
         f"({format_time(time_s)} vs {format_time(before - launch)}): near the {bottleneck} roof, only less "
         f"{'traffic' if bottleneck == 'memory' else 'arithmetic'} makes it faster"
     )
-    return _verdict(NEAR_ROOF_RULE.id, bottleneck, props, technique, evidence, points, share, bound)
+    return _verdict(NEAR_ROOF_RULE.id, bottleneck, props, technique, evidence, points, share, bound, "math")
 
 
 def cover(ctx: ModelContext, findings: Sequence[Finding]) -> list[ModelFinding]:
@@ -223,21 +272,25 @@ def cover(ctx: ModelContext, findings: Sequence[Finding]) -> list[ModelFinding]:
     return sorted(extra, key=lambda f: -f.time_s)
 
 
-@register("coverage", NOT_EXPLAINED, NEAR_ROOF_RULE)
+@register("coverage", NOT_EXPLAINED, COMPILE_CANDIDATE, NEAR_ROOF_RULE)
 def produce(ctx: FindingContext) -> list[Finding]:
     """The verdicts on the groups the earlier findings leave uncovered (nothing without a model)."""
     return [] if ctx.model is None else list(cover(ctx.model, ctx.earlier))
 
 
 __all__ = [
+    "COMPILE_CANDIDATE",
+    "CONV_TRY",
     "COVERED_SHARE",
     "COVER_SHARE",
     "CPU_NEXT",
+    "GENERATED_FAMILIES",
     "NEAR_ROOF",
     "NEAR_ROOF_RULE",
     "NEXT_SECTIONS",
     "NOT_EXPLAINED",
     "cover",
+    "generated",
     "groups",
     "near_roof",
     "not_explained",
