@@ -39,7 +39,21 @@ One module per op family; importing the package registers them all:
 from __future__ import annotations
 
 # Importing a family registers its formulas.
-from roofline.costs.aten import attention, conv, elementwise, index, matmul, movement, norms, reductions  # noqa: F401
+from roofline.costs.aten import (  # noqa: F401
+    attention,
+    conv,
+    distance,
+    elementwise,
+    embedding_bag,
+    fft,
+    index,
+    matmul,
+    movement,
+    norms,
+    pooling,
+    reductions,
+    sampling,
+)
 from roofline.costs.aten.attention import causal_pairs
 from roofline.costs.aten.call import (
     NO_FORMULA,
