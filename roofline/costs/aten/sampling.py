@@ -178,10 +178,11 @@ def _grid_sampler(call: Call) -> OpCost:
           "_grid_sampler_2d_cpu_fallback_backward")  # fmt: skip
 def _grid_sampler_backward(call: Call) -> OpCost:
     # NB: the coordinate work once per location (as the forward); grad_input (when output_mask asks for it):
-    # 2 FLOPs per tap per grad_output element (weight multiply + scatter-add; nearest 1 add); grad_grid: 2n per
-    # tap per grad_output element (a multiply-add per coordinate of the weight's derivative times the input
-    # value; nearest has no grid gradient: 0). Bytes: grad_output and grid read once, the input read only for
-    # grad_grid (grad_input needs its shape only), the gradients written once.
+    # 2 FLOPs per tap per grad_output element (weight multiply + scatter-add; nearest 1 add); grad_grid, which
+    # torch's kernels (CPU and CUDA) compute and return whatever the mask says: 2n per tap per grad_output
+    # element (a multiply-add per coordinate of the weight's derivative times the input value; nearest has no
+    # grid gradient: zeros written, 0 FLOPs). Bytes: grad_output and grid read once, the input read once
+    # except for nearest (grad_input needs only its shape), the gradients written once.
     mode = _grid_mode(call)
     nd, locations, channels = _grid_shape(call)
     mask = call.args.get("output_mask") or [True, True]
@@ -190,12 +191,12 @@ def _grid_sampler_backward(call: Call) -> OpCost:
     flops = locations * grid_coord_flops(mode, nd)
     if mask[0]:
         flops += outputs * (1 if mode == "nearest" else 2 * taps)
-    if mask[1] and mode != "nearest":
+    if mode != "nearest":
         flops += outputs * 2 * nd * taps
-    skip = () if mask[1] else ("input", "self")
+    skip = ("input", "self") if mode == "nearest" else ()
     return OpCost(flops, read_bytes(call, skip=skip) + write_bytes(call), compute_dtype(call), "vector",
-                  f"{call.base} ({mode}): grad_input {'on' if mask[0] else 'off'}, "
-                  f"grad_grid {'on' if mask[1] else 'off'}; gradients written once")  # fmt: skip
+                  f"{call.base} ({mode}): grad_input {'on' if mask[0] else 'off'}, grad_grid computed; "
+                  "gradients written once")  # fmt: skip
 
 
 @register("grid sampling", "affine_grid_generator", "cudnn_affine_grid_generator",
