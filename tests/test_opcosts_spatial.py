@@ -476,6 +476,11 @@ def test_cdist_matmul_path():
     out = torch.cdist(big1, big2)
     cost = op_cost(aten._cdist_forward.default, (big1, big2, 2.0, None), {}, out)
     assert cost.flops == 2 * (26 + 3) * 2 + 26 * 2 + 2 * 26 * 3 * 4 + 2 * 26 * 3
+    # a broadcast batch: x1 (1, 5, 3) against x2 (4, 7, 3) makes 4 x 5 x 7 pairs
+    x1 = torch.randn(1, 5, 3)
+    r = one(lambda a, b: torch.cdist(a, b), x1, torch.randn(4, 7, 3), op="aten::_cdist_forward")
+    assert r.flops == 4 * 5 * 7 * (3 * 3 + 1)
+    assert r.bytes == (15 + 84 + 140) * FP32
 
 
 def test_cdist_backward():

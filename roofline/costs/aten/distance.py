@@ -43,12 +43,12 @@ def backward_flops(p: float) -> tuple[int, int]:
     return 8, 4
 
 
-def euclidean_mm_flops(batch: int, r1: int, r2: int, m: int) -> int:
-    """FLOPs of torch's ``_euclidean_dist`` (the matmul path of cdist p=2): squared norms of both sides
-    (square + add per element), x1 * -2 (1 per element), the (r1 x (m+2)) @ ((m+2) x r2) matmul of the padded
-    operands (2 per multiply-add), clamp_min and sqrt per pair."""
-    norms = 2 * (r1 + r2) * m
-    return batch * (norms + r1 * m + 2 * r1 * r2 * (m + 2) + 2 * r1 * r2)
+def euclidean_mm_flops(n1: int, n2: int, pairs: int, m: int) -> int:
+    """FLOPs of torch's ``_euclidean_dist`` (the matmul path of cdist p=2) for x1, x2 of ``n1``, ``n2`` elements,
+    ``pairs`` distances and ``m`` dims: squared norms of both sides (square + add per element), x1 * -2 (1 per
+    element), the (r1 x (m+2)) @ ((m+2) x r2) matmul of the padded operands (2 per multiply-add, per pair),
+    clamp_min and sqrt per pair."""
+    return 2 * (n1 + n2) + n1 + 2 * pairs * (m + 2) + 2 * pairs
 
 
 def _uses_mm(p: float, mode: int, r1: int, r2: int) -> bool:
@@ -57,46 +57,46 @@ def _uses_mm(p: float, mode: int, r1: int, r2: int) -> bool:
     return p == 2 and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25)))
 
 
-def _batch(x1: Any, x2: Any) -> tuple[int, int, int, int]:
-    r1, m = int(x1.shape[-2]), int(x1.shape[-1])
-    r2 = int(x2.shape[-2])
-    batch = int(x1.numel()) // max(1, r1 * m) if x1.numel() else 0
-    return batch, r1, r2, m
+def _geometry(call: Call, result: Any) -> tuple[int, int, int, int]:
+    """(pairs, r1, r2, m) of a cdist call: ``result`` is the (batch..., r1, r2) distances or their gradient
+    (the batch dims broadcast, so the pairs are counted on it, not on x1)."""
+    x1, x2 = call.tensor("x1"), call.tensor("x2")
+    r1, m, r2 = int(x1.shape[-2]), int(x1.shape[-1]), int(x2.shape[-2])
+    return int(result.numel()), r1, r2, m
 
 
 @register("distance", "_euclidean_dist")
 def _euclidean_dist(call: Call) -> OpCost:
     # NB: euclidean_mm_flops (norms + padded matmul + clamp + sqrt); math tensor (the matmul dominates); x1 and
     # x2 read once, the distances written once (the padded operands are intermediates, not counted).
-    batch, r1, r2, m = _batch(call.tensor("x1"), call.tensor("x2"))
-    return matmul_cost(call, euclidean_mm_flops(batch, r1, r2, m), "cdist p=2 matmul path: norms + "
+    pairs, _, _, m = _geometry(call, call.out0)
+    n1, n2 = int(call.tensor("x1").numel()), int(call.tensor("x2").numel())
+    return matmul_cost(call, euclidean_mm_flops(n1, n2, pairs, m), "cdist p=2 matmul path: norms + "
                        "x1 @ x2^T padded to m+2 + sqrt per pair")  # fmt: skip
 
 
 @register("distance", "_cdist_forward")
 def _cdist_forward(call: Call) -> OpCost:
     # NB: the matmul path (torch's rule, _uses_mm) costs as _euclidean_dist; the direct kernel costs
-    # direct_flops per (pair, dim) and per pair over batch x r1 x r2 pairs, math vector. x1 and x2 read once,
-    # the distances written once.
-    batch, r1, r2, m = _batch(call.tensor("x1"), call.tensor("x2"))
+    # direct_flops per (pair, dim) and per pair over the batch x r1 x r2 pairs, math vector. x1 and x2 read
+    # once, the distances written once.
+    pairs, r1, r2, m = _geometry(call, call.out0)
     p = float(call.get("p", 2.0))
     mode = int(call.get("compute_mode", 0))
     if _uses_mm(p, mode, r1, r2):
         return _euclidean_dist(call)
     per_dim, per_pair = direct_flops(p)
-    pairs = batch * r1 * r2
     return OpCost(pairs * (per_dim * m + per_pair), io_bytes(call), compute_dtype(call), "vector",
                   f"{call.base} p={p:g}: {per_dim} FLOPs per pair and dim + {per_pair} per pair (direct)")  # fmt: skip
 
 
 @register("distance", "_cdist_backward")
 def _cdist_backward(call: Call) -> OpCost:
-    # NB: the gradient of x1 over all batch x r1 x r2 pairs: backward_flops per (pair, dim) and per pair; grad,
-    # x1, x2 and the saved distances read once, grad_x1 written once.
-    batch, r1, r2, m = _batch(call.tensor("x1"), call.tensor("x2"))
+    # NB: the gradient of x1 over all batch x r1 x r2 pairs (grad's elements): backward_flops per (pair, dim)
+    # and per pair; grad, x1, x2 and the saved distances read once, grad_x1 written once.
+    pairs, _, _, m = _geometry(call, call.tensor("grad"))
     p = float(call.get("p", 2.0))
     per_dim, per_pair = backward_flops(p)
-    pairs = batch * r1 * r2
     return OpCost(pairs * (per_dim * m + per_pair), io_bytes(call), compute_dtype(call), "vector",
                   f"{call.base} p={p:g}: {per_dim} FLOPs per pair and dim + {per_pair} per pair")  # fmt: skip
 
