@@ -33,13 +33,30 @@ One module per op family; importing the package registers them all:
 - :mod:`~roofline.costs.aten.movement` (views, allocations, copies, creations), :mod:`~roofline.costs.aten.elementwise`,
   :mod:`~roofline.costs.aten.reductions`, :mod:`~roofline.costs.aten.index` (gathers, scatters),
   :mod:`~roofline.costs.aten.norms` (norms, softmax), :mod:`~roofline.costs.aten.matmul`,
-  :mod:`~roofline.costs.aten.conv` and :mod:`~roofline.costs.aten.attention`: the formulas.
+  :mod:`~roofline.costs.aten.conv` and :mod:`~roofline.costs.aten.attention`: the formulas;
+- :mod:`~roofline.costs.aten.pooling`, :mod:`~roofline.costs.aten.sampling` (upsampling, grid sampling),
+  :mod:`~roofline.costs.aten.embedding_bag`, :mod:`~roofline.costs.aten.distance` (cdist, pdist) and
+  :mod:`~roofline.costs.aten.fft`: the spatial families.
 """
 
 from __future__ import annotations
 
 # Importing a family registers its formulas.
-from roofline.costs.aten import attention, conv, elementwise, index, matmul, movement, norms, reductions  # noqa: F401
+from roofline.costs.aten import (  # noqa: F401
+    attention,
+    conv,
+    distance,
+    elementwise,
+    embedding_bag,
+    fft,
+    index,
+    matmul,
+    movement,
+    norms,
+    pooling,
+    reductions,
+    sampling,
+)
 from roofline.costs.aten.attention import causal_pairs
 from roofline.costs.aten.call import (
     NO_FORMULA,
