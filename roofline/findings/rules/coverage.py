@@ -85,7 +85,7 @@ NEAR_ROOF_RULE = Rule(
 
 #: op families (roofline.costs.aten's) whose kernels Inductor generates itself rather than calling a library
 GENERATED_FAMILIES = frozenset(
-    {"elementwise", "reduction", "scan", "norm", "pool", "pooling", "upsample", "gather", "scatter", "copy"}
+    {"elementwise", "reduction", "norm", "pooling", "upsampling", "grid sampling", "gather", "scatter", "copy"}
 )
 #: what to try for a convolution no rule explains
 CONV_TRY = (
