@@ -708,3 +708,27 @@ def test_the_pipeline_passes_the_records_and_its_timing_stage_to_verify(tmp_path
     run(load, tmp_path / "m.py", DiagnoseOptions(device="cpu", warmup=0, iters=1, verify=True), boundaries=machine)
     assert seen["records"] == records and seen["op_timer"] is time_stage
     assert callable(seen["weigh"]) and seen["weigh"](records[0]) > 0  # the ops' roofline time on this device
+
+
+def test_verify_all_sweeps_every_technique_and_names_what_was_missed():
+    model, inputs = tiny_model()
+    # eager 4 ms; the chain's compile 1 ms; the sweep: channels_last 3.9 ms (no gain), channels_last+compile 1 ms,
+    # bf16-autocast 2 ms (missed: no finding named it)
+    out = verify(
+        model, inputs, {}, [finding("elementwise-chain", 8.0)], device="cpu", warmup=1, iters=5,
+        timer=Times(4e-3, 1e-3, 3.9e-3, 1e-3, 2e-3),
+        techniques={"compile": same, "channels_last": same, "bf16-autocast": same}, sweep=True,
+    )  # fmt: skip
+    assert [v.rule for v in out] == ["elementwise-chain", "sweep", "sweep", "sweep"]
+    by = {v.technique: v for v in out if v.rule == "sweep"}
+    assert list(by) == ["channels_last", "channels_last+compile", "bf16-autocast"]  # compile measured already
+    assert by["channels_last"].measured_gain == pytest.approx(4 / 3.9) and "missed" not in by["channels_last"].note
+    assert "missed by the diagnosis: 4x" in by["channels_last+compile"].note
+    assert "missed by the diagnosis: 2x" in by["bf16-autocast"].note
+    from roofline.diagnose.verify import sweep_techniques
+
+    assert sweep_techniques("cpu", False) == ["compile", "channels_last", "channels_last+compile", "bf16-autocast"]
+    assert "reduce-overhead" in sweep_techniques("cuda", False) and "tf32" in sweep_techniques("cuda", False)
+    assert sweep_techniques("cuda", True) == [
+        "reduce-overhead", "channels_last+compile", "tf32+compile", "bf16-autocast+compile"
+    ]  # fmt: skip

@@ -97,6 +97,13 @@ VERIFY_OPTION = typer.Option(
     "channels_last, TF32/bf16 autocast) to a fresh copy of the model, check its outputs and measure the gain "
     "(and, where the outputs match, its ops' times in one profiled pass).",
 )
+VERIFY_ALL_OPTION = typer.Option(
+    False,
+    "--verify-all",
+    help="--verify, and then every mechanical technique over the whole model (torch.compile, CUDA graphs, "
+    "channels_last, channels_last with compile, TF32, bf16 autocast): a gain no finding predicted is reported as "
+    "missed by the diagnosis.",
+)
 COUNTERS_OPTION = typer.Option(
     False,
     "--counters",
@@ -158,6 +165,7 @@ def diagnose(
     output: Path = OUTPUT_OPTION,
     plot: Path | None = plot_option(),
     verify: bool = VERIFY_OPTION,
+    verify_all: bool = VERIFY_ALL_OPTION,
     counters: bool = COUNTERS_OPTION,
     trace: Path | None = TRACE_OPTION,
     export_trace: Path | None = EXPORT_TRACE_OPTION,
@@ -183,8 +191,8 @@ def diagnose(
     """
     started = _process_age_s()  # before anything of diagnose runs: Python's start and our CLI's imports
     clock = time.perf_counter()
-    options = _options(entry, device, dtype, mode, warmup, iters, sheet, spec, roofs, script_args, verify, counters,
-                       export_trace)  # fmt: skip
+    options = _options(entry, device, dtype, mode, warmup, iters, sheet, spec, roofs, script_args,
+                       (verify or verify_all, verify_all), counters, export_trace)  # fmt: skip
     _check(model, trace, options, top)
     shown = _Shown(top, as_json, output, export_trace, _predict_targets(predict, as_json, spec), options)
     if nproc is not None or backend is not None or _launched():
@@ -237,7 +245,7 @@ def _options(
     spec: list[Path] | None,
     roofs: str,
     script_args: list[str] | None,
-    verify: bool,
+    verify: tuple[bool, bool],
     counters: bool,
     export_trace: Path | None,
 ) -> DiagnoseOptions:
@@ -255,7 +263,8 @@ def _options(
         sheet=sheet,
         spec_files=tuple(spec or ()),
         roofs=roofs,
-        verify=verify,
+        verify=verify[0],
+        verify_all=verify[1],
         counters=counters,
         keep_trace=export_trace is not None,
     )

@@ -61,6 +61,7 @@ class DiagnoseOptions:
     spec_files: tuple[Path, ...] = ()  # --spec: extra sheets
     roofs: str = "auto"  # auto | spec | measured
     verify: bool = False  # --verify: each finding's technique applied and measured
+    verify_all: bool = False  # --verify-all: and every mechanical technique over the whole model (with verify)
     counters: bool = False  # --counters: one iteration under Nsight Compute
     keep_trace: bool = False  # --export-trace: the profiled run's trace kept in Timing.trace
 
@@ -678,6 +679,7 @@ def _verify(
                 op_timer=timer.time,
                 weigh=roofline_weight(dev),
                 sink=verified,
+                sweep=options.verify_all,
             )
     except KeyboardInterrupt as exc:  # NB: Ctrl-C, SIGTERM, --timeout: the report keeps what was verified
         if isinstance(exc, TimedOut):

@@ -524,8 +524,8 @@ def rerank(findings: Sequence[Any], verified: Sequence[VerifiedFinding]) -> tupl
     """The findings (and their verified entries, one per finding in order, then "all") re-ranked by what was
     measured: a finding whose technique measured slower goes last (demoted, its entry saying so); the others keep
     their order. Entries that do not line up one to one with the findings are left as they are."""
-    per = [v for v in verified if v.rule != "all"]
-    rest = [v for v in verified if v.rule == "all"]
+    per = [v for v in verified if v.rule not in ("all", SWEEP_RULE)]
+    rest = [v for v in verified if v.rule in ("all", SWEEP_RULE)]
     if len(per) != len(findings) or any(v.rule != f.rule for v, f in zip(per, findings, strict=True)):
         return list(findings), list(verified)
     pairs = list(zip(findings, per, strict=True))
@@ -579,9 +579,12 @@ def verify(
     op_timer: OpTimer | None = None,
     weigh: Callable[[Any], float] | None = None,
     sink: list[VerifiedFinding] | None = None,
+    sweep: bool = False,
 ) -> list[VerifiedFinding]:
     """Each finding's technique applied to a fresh copy of ``model`` and timed against eager (see the module
-    docstring); "all" (every applicable technique together, bound: ``combined_gain``) when there are two or more.
+    docstring); "all" (every applicable technique together, bound: ``combined_gain``) when there are two or more;
+    ``sweep`` (--verify-all): then every mechanical technique of :data:`SWEEP` not measured yet, over the whole
+    model, one "sweep" entry each, a gain of at least MISSED_GAIN that no finding named said to be missed.
     A ``compiled`` model is its own baseline (timed as compiled); the techniques apply to its original computation
     and compile it again. ``points``: the diagnosed ops, whose modules the shape technique pads.
 
@@ -678,7 +681,38 @@ def verify(
     if len({name for name in applied_names}) >= 2:
         name = "+".join(together)
         out.append(_measured("all", name, combined_gain, eager_s, run(name, frozenset(all_targets), False)))
+    if sweep:
+        named = {technique_for(f.rule, device, compiled=compiled)[0] for f in findings}
+        for name in sweep_techniques(device, compiled):
+            if name in named or any(part not in table for part in name.split("+")):
+                continue  # NB: a finding's technique is in the table above already
+            result = _measured(SWEEP_RULE, name, None, eager_s, run(name, frozenset(), False))
+            gain = result.measured_gain
+            note = result.note
+            if gain is not None and gain >= MISSED_GAIN:
+                note = f"missed by the diagnosis: {format(gain, '.3g')}x over the whole model, no finding named it"
+            out.append(result.model_copy(update={"note": note}))
     return out
+
+
+#: the rule of a --verify-all entry: a mechanical technique over the whole model, named by no finding or by one
+SWEEP_RULE = "sweep"
+#: a sweep's gain at least this large that no finding named is "missed by the diagnosis"
+MISSED_GAIN = 1.1
+#: the mechanical techniques --verify-all sweeps, in order (CUDA-only ones on a GPU; compile not on a compiled model)
+SWEEP = ("compile", "reduce-overhead", "channels_last", "channels_last+compile", "tf32", "bf16-autocast")
+GPU_ONLY = frozenset({"reduce-overhead", "tf32"})
+
+
+def sweep_techniques(device: str, compiled: bool) -> list[str]:
+    """The techniques --verify-all measures on ``device`` (a compiled model: each compiled again, never 'compile'
+    alone)."""
+    gpu = device.startswith("cuda")
+    names = [n for n in SWEEP if gpu or not (set(n.split("+")) & GPU_ONLY)]
+    if compiled:
+        names = [n for n in names if n != "compile"]
+        names = [n if n == "reduce-overhead" or "compile" in n.split("+") else f"{n}+compile" for n in names]
+    return list(dict.fromkeys(names))
 
 
 def _time_model(*args: Any, **kwargs: Any) -> Any:
@@ -690,7 +724,10 @@ __all__ = [
     "FP32_RTOL",
     "LOW_PRECISION_ATOL",
     "LOW_PRECISION_RTOL",
+    "MISSED_GAIN",
     "NOT_MECHANICAL",
+    "SWEEP",
+    "SWEEP_RULE",
     "TECHNIQUES",
     "NotApplicable",
     "OpTimer",
@@ -700,6 +737,7 @@ __all__ = [
     "failure_note",
     "outputs_close",
     "rerank",
+    "sweep_techniques",
     "technique_for",
     "tolerance",
     "verify",

@@ -19,7 +19,7 @@ from roofline.render.analyze import BOUND_STYLE
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.render.escape import console_text as escape
 from roofline.report.rows import Aggregates, IterationSummary, UncountedOp
-from roofline.report.verified import ALL, ALL_LABEL, VerifiedView, format_gain, measured_text, report_verified
+from roofline.report.verified import VerifiedView, format_gain, measured_text, report_verified
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
 # the evidence bound classes (roofline.findings.bounds) beside the iron law's
@@ -328,7 +328,7 @@ class DiagnoseRenderer(Renderer):
         for v in verified:
             match = "-" if v.outputs_match is None else ("yes" if v.outputs_match else "[bold red]NO[/]")
             table.add_row(
-                escape(ALL_LABEL if v.rule == ALL else v.rule),
+                escape(v.label),
                 escape(v.technique or "-"),
                 format_gain(v.bound_gain),
                 measured_text(v),

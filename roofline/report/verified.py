@@ -24,6 +24,8 @@ from roofline.report.rows import finite_number, positive_number
 
 ALL = "all"  # the rule of the entry that applies every technique together
 ALL_LABEL = "all techniques together"
+SWEEP = "sweep"  # the rule of a --verify-all entry: a mechanical technique over the whole model
+SWEEP_LABEL = "whole model (--verify-all)"
 
 
 def format_gain(value: float | None) -> str:
@@ -83,7 +85,9 @@ class VerifiedView:
 
     @property
     def label(self) -> str:
-        """'elementwise-chain' (the finding's rule) or 'all techniques together'."""
+        """'elementwise-chain' (the finding's rule), 'all techniques together' or the sweep's label."""
+        if self.rule == SWEEP:
+            return SWEEP_LABEL
         return ALL_LABEL if self.together else self.rule
 
 
@@ -140,14 +144,14 @@ def report_verified(report: Any) -> tuple[VerifiedView, ...] | None:
     if not isinstance(stored, list):
         return None
     entries = [v for v in stored if isinstance(v, Mapping)]
-    per_finding = [v for v in entries if v.get("rule") != ALL]
+    per_finding = [v for v in entries if v.get("rule") not in (ALL, SWEEP)]
     findings = getattr(report, "findings", None)
     findings = [f for f in findings if isinstance(f, Mapping)] if isinstance(findings, list) else []
     paired = len(findings) == len(per_finding) and all(
         v.get("rule") == f.get("rule") for v, f in zip(per_finding, findings, strict=True)
     )
     pairs = iter(findings if paired else ())
-    return tuple(_view(v, None if v.get("rule") == ALL else next(pairs, None)) for v in entries)
+    return tuple(_view(v, None if v.get("rule") in (ALL, SWEEP) else next(pairs, None)) for v in entries)
 
 
 def op_gains(verified: Sequence[VerifiedView]) -> dict[int, VerifiedView]:
