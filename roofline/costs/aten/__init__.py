@@ -39,7 +39,20 @@ One module per op family; importing the package registers them all:
 from __future__ import annotations
 
 # Importing a family registers its formulas.
-from roofline.costs.aten import attention, conv, elementwise, index, matmul, movement, norms, reductions  # noqa: F401
+from roofline.costs.aten import (  # noqa: F401
+    attention,
+    conv,
+    elementwise,
+    index,
+    losses,
+    matmul,
+    movement,
+    norms,
+    reductions,
+    rnn,
+    sorting,
+    transformer,
+)
 from roofline.costs.aten.attention import causal_pairs
 from roofline.costs.aten.call import (
     NO_FORMULA,
