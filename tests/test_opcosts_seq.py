@@ -234,6 +234,12 @@ def test_native_multi_head_attention():
     # output 80 and the head-averaged weights (2, 5, 5) 50
     assert r.bytes == (80 + 192 + 24 + 64 + 8 + 80 + 50) * FP32
     assert (r.math, r.dtype) == ("tensor", "fp32")
+    r = only(records(lambda t: mha(t, t, t, need_weights=False)[0], q), "aten::_native_multi_head_attention")
+    assert r.flops == 3840 + 1600 + 500 + 1280  # no head average
+    assert r.bytes == (80 + 288 + 80) * FP32  # no weights written
+    mask = torch.zeros(5, 5, dtype=torch.bool)
+    r = only(records(lambda t: mha(t, t, t, attn_mask=mask)[0], q), "aten::_native_multi_head_attention")
+    assert r.flops == 3840 + 1600 + (5 + 1) * 2 * pairs + 1280 + average  # +1 per score for the mask
 
 
 @pytest.mark.parametrize(("activation", "norm_first", "act_flops"), [("relu", False, 1), ("gelu", True, 5)])
@@ -366,6 +372,17 @@ def test_ctc_loss_lattice():
     lengths = torch.tensor([6, 5]), torch.tensor([2, 2])
     r = only(records(lambda t: F.ctc_loss(t, targets, *lengths), log_probs.detach()), "aten::_ctc_loss")
     assert r.flops == 715  # lengths as tensors: read for the lattice
+
+
+def test_flatten_weight_and_queries():
+    weights = _cudnn_weights(4, 1, 1, H, IN)
+    total = sum(w.numel() for w in weights)
+    args = (weights, 4, IN, 2, H, 0, 1, False, False)
+    cost = op_cost(aten._cudnn_rnn_flatten_weight.default, args, {}, meta(total))
+    assert (cost.flops, cost.bytes) == (0, 2 * total * FP32)  # read once, the flat buffer written once
+    assert op_cost(aten._use_cudnn_rnn_flatten_weight.default, (), {}, True)[:2] == (0, 0)
+    check = op_cost(aten._use_cudnn_ctc_loss.default, (meta(6, 2, 5), meta(4), [6, 5], [2, 2], 0), {}, False)
+    assert (check.flops, check.bytes, check.math) == (0, 0, "none")
 
 
 def test_cudnn_ctc_loss_hand_built():

@@ -260,3 +260,18 @@ def _fused_gru_cell_backward(call: Call) -> OpCost:
     units = int(call.tensor("grad_hy").numel())
     per_unit = CELL_BACKWARD_FLOPS["gru"] + (6 if call.args.get("has_bias") else 0)
     return _cell_cost(call, units * per_unit, per_unit, units, "gate backward")
+
+
+@register("rnn", "_cudnn_rnn_flatten_weight")
+def _flatten_weight(call: Call) -> OpCost:
+    # NB: copies the weight list into one flat buffer (flatten_parameters): each weight read once, the buffer
+    # written once; 0 FLOPs.
+    out = call.out0
+    return OpCost(0, io_bytes(call), dtype_name(out.dtype) if out is not None else "", "vector",
+                  "flatten: the weights read once, the flat buffer written once")  # fmt: skip
+
+
+@register("rnn", "_use_cudnn_rnn_flatten_weight")
+def _rnn_query(call: Call) -> OpCost:
+    # NB: a host-side query (returns a bool): no kernel, no bytes.
+    return OpCost(0, 0, "", "none", "query: no data moved")
