@@ -518,3 +518,16 @@ def test_cells_fully_counted():
         for mode in ("inference", "training"):
             recs = count_ops(cell, (torch.randn(3, 4, requires_grad=True),), {}, mode=mode)
             assert not uncovered(recs), [r.op for r in uncovered(recs)]
+
+
+@pytest.mark.parametrize(
+    ("pad", "op"), [(nn.ReflectionPad1d(1), "reflection_pad1d"), (nn.ReplicationPad2d(1), "replication_pad2d")]
+)
+def test_pad_backward(pad, op):
+    x = torch.randn(1, 2, 3, 3)[..., 0, :] if op.endswith("1d") else torch.randn(1, 2, 3, 3)
+    scale = torch.randn(pad(x).shape)  # a dense gradient reaches the pad (the summed loss's alone is a broadcast)
+    recs = records(lambda t: pad(t) * scale, x.requires_grad_(), mode="training")
+    r = only(recs, f"aten::{op}_backward")
+    padded = math.prod(only(recs, f"aten::{op}").output_shapes[0])  # (1, 2, 5) or (1, 2, 5, 5)
+    assert r.flops == padded  # one add per grad_output element
+    assert r.bytes == (padded + x.numel()) * FP32  # grad_output read, grad_input written; self not read

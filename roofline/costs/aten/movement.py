@@ -126,3 +126,16 @@ def _overwrite(call: Call) -> OpCost:
     if call.base not in ("fill_", "zero_"):
         note += " (random bit generation not counted)"
     return OpCost(0, io_bytes(call, skip=("self",)), compute_dtype(call), "vector", note)
+
+
+# NB: the backward of a reflection/replication pad accumulates every grad_output element into the zeroed
+# grad_input (the border's reflected/replicated positions receive several): one add per grad_output element;
+# grad_output read once, grad_input written once, self passed for its shape only (not read).
+PAD_BACKWARDS = tuple(f"{kind}_pad{n}d_backward" for kind in ("reflection", "replication") for n in (1, 2, 3))
+
+
+@register("copy", *PAD_BACKWARDS)
+def _pad_backward(call: Call) -> OpCost:
+    grad = call.tensor("grad_output")
+    return OpCost(int(grad.numel()), io_bytes(call, skip=("self",)), compute_dtype(call), "vector",
+                  f"{call.base}: one add per grad_output element; grad_output read, grad_input written")  # fmt: skip
