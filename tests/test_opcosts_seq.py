@@ -385,6 +385,20 @@ def test_flatten_weight_and_queries():
     assert (check.flops, check.bytes, check.math) == (0, 0, "none")
 
 
+def test_value_dependent_counts_on_meta_use_their_bounds():
+    # a rebuilt trace has meta tensors (no values): the multilabel targets at C per sample, the CTC lattice at
+    # T x (2 x the longest target + 1) per sequence, from log_alpha's shape
+    x, target = meta(N, C), meta(N, C, dtype=torch.int64)
+    out = (meta(()), meta(N, C))
+    cost = op_cost(aten.multilabel_margin_loss_forward.default, (x, target, 1), {}, out)
+    assert cost.flops == 4 * N * C * C
+    log_probs, targets = meta(6, 2, 5), meta(2, 2, dtype=torch.int64)
+    lengths = meta(2, dtype=torch.int64), meta(2, dtype=torch.int64)
+    out = (meta(2), meta(2, 6, 5))  # log_alpha (batch, T, 2 * 2 + 1)
+    cost = op_cost(aten._ctc_loss.Tensor, (log_probs, targets, *lengths), {}, out)
+    assert cost.flops == 13 * 2 * 6 * 5
+
+
 def test_cudnn_ctc_loss_hand_built():
     log_probs = meta(6, 2, 5)
     targets = torch.tensor([1, 2, 3, 3], dtype=torch.int32)
