@@ -343,6 +343,9 @@ def _param_keys(model: Any) -> set[tuple[str, int]]:
 
 
 def tensor_shape(t: Any) -> tuple[int, ...]:
+    if getattr(t, "is_nested", False):  # NB: a nested (jagged) tensor has no single shape: a ragged dim is -1
+        sizes = t._nested_tensor_size().tolist()
+        return (len(sizes), *(int(col[0]) if len(set(col)) == 1 else -1 for col in zip(*sizes, strict=True)))
     return tuple(map(int, t.shape))
 
 

@@ -50,12 +50,16 @@ from roofline.costs.aten import (  # noqa: F401
     embedding_bag,
     fft,
     index,
+    losses,
     matmul,
     movement,
     norms,
     pooling,
     reductions,
+    rnn,
     sampling,
+    sorting,
+    transformer,
 )
 from roofline.costs.aten.attention import causal_pairs
 from roofline.costs.aten.call import (

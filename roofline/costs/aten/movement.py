@@ -21,7 +21,14 @@ VIEWS = (
 )  # fmt: skip
 
 
-@register("view", *VIEWS)
+# NB: unsafe_split / unsafe_split_with_sizes / unsafe_chunk are split without the autograd view tracking: views.
+# The in-place view ops (transpose_, t_, squeeze_, unsqueeze_, as_strided_, detach_, swapaxes_, swapdims_)
+# rewrite the tensor's sizes and strides (metadata on the host): no kernel, no bytes.
+UNSAFE_VIEWS = ("unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk")
+IN_PLACE_VIEWS = ("transpose_", "t_", "squeeze_", "unsqueeze_", "as_strided_", "detach_", "swapaxes_", "swapdims_")
+
+
+@register("view", *VIEWS, *UNSAFE_VIEWS, *IN_PLACE_VIEWS)
 def _view(call: Call) -> OpCost:
     return OpCost(0, 0, compute_dtype(call), "none", "view: no data moved")
 
@@ -61,7 +68,9 @@ def _same_storage(a: Any, b: Any) -> bool:
 # ---------------------------------------------------------------------------------------------- copies
 
 # NB: pure data movement: 0 FLOPs, each input read once and the output written once, on the vector (memory)
-# units. A dtype conversion (_to_copy) reads at the source dtype and writes at the target dtype. A copy of a
+# units. The *_copy ops (view_copy, split_with_sizes_copy, ...) are the out-of-place twins of views: they copy.
+# as_strided_scatter copies self and writes src into the strided window: self and src read, the output written.
+# A dtype conversion (_to_copy) reads at the source dtype and writes at the target dtype. A copy of a
 # transposed tensor is where the record's non_contiguous flag matters.
 COPIES = (
     "_to_copy", "clone", "cat", "stack", "hstack", "vstack", "concat", "concatenate", "repeat", "flip", "roll",
@@ -69,7 +78,7 @@ COPIES = (
     "replication_pad2d", "replication_pad3d", "_copy_from", "_copy_from_and_resize", "lift_fresh_copy",
     "narrow_copy", "slice_backward", "select_backward", "tril", "triu", "_local_scalar_dense", "view_copy",
     "permute_copy", "transpose_copy", "t_copy", "expand_copy", "slice_copy", "select_copy", "unsqueeze_copy",
-    "squeeze_copy", "alias_copy", "detach_copy", "split_copy", "unbind_copy",
+    "squeeze_copy", "alias_copy", "detach_copy", "split_copy", "split_with_sizes_copy", "unbind_copy", "_reshape_copy",
     "as_strided_copy", "diagonal_copy", "unfold_copy", "unfold_backward", "slice_scatter", "select_scatter",
     "diagonal_scatter", "as_strided_scatter", "masked_select", "im2col", "col2im", "pixel_shuffle",
     "pixel_unshuffle", "channel_shuffle", "_pad_enum", "to_dense", "resolve_conj", "resolve_neg",
@@ -117,3 +126,16 @@ def _overwrite(call: Call) -> OpCost:
     if call.base not in ("fill_", "zero_"):
         note += " (random bit generation not counted)"
     return OpCost(0, io_bytes(call, skip=("self",)), compute_dtype(call), "vector", note)
+
+
+# NB: the backward of a reflection/replication pad accumulates every grad_output element into the zeroed
+# grad_input (the border's reflected/replicated positions receive several): one add per grad_output element;
+# grad_output read once, grad_input written once, self passed for its shape only (not read).
+PAD_BACKWARDS = tuple(f"{kind}_pad{n}d_backward" for kind in ("reflection", "replication") for n in (1, 2, 3))
+
+
+@register("copy", *PAD_BACKWARDS)
+def _pad_backward(call: Call) -> OpCost:
+    grad = call.tensor("grad_output")
+    return OpCost(int(grad.numel()), io_bytes(call, skip=("self",)), compute_dtype(call), "vector",
+                  f"{call.base}: one add per grad_output element; grad_output read, grad_input written")  # fmt: skip
