@@ -361,3 +361,31 @@ def test_docs_table_lists_every_covered_op():
     covered = {name for names in covered_ops().values() for name in names}
     assert covered - documented == set()
     assert documented - covered == set()
+
+
+@pytest.mark.parametrize(
+    "module, op, per_element",
+    [
+        (nn.Softshrink(), "aten::softshrink", 3),  # two compares, an add
+        (nn.Hardshrink(), "aten::hardshrink", 2),  # abs, a compare/select
+        (nn.CELU(), "aten::celu", 5),  # divide, exp, -1, *alpha, select
+        (nn.GLU(), "aten::glu", 5),  # per output element: sigmoid 4, a multiply
+    ],
+)
+def test_more_activations_are_counted_exactly(module, op, per_element):
+    x = torch.randn(8, 16)
+    r = one(module, x, op=op)
+    out = 8 * (8 if op == "aten::glu" else 16)  # glu halves the last dim
+    assert r.flops == per_element * out
+    assert r.bytes == (8 * 16 + out) * FP32  # x read once, the output written once
+
+
+def test_activation_backwards_are_counted_exactly():
+    from roofline.diagnose.count import count_ops
+
+    x = torch.randn(8, 16, requires_grad=True)
+    prelu = {r.op: r for r in count_ops(nn.PReLU(), (x,), {}, mode="training")}
+    back = prelu["aten::_prelu_kernel_backward"]
+    assert back.flops == 3 * 8 * 16  # select, multiply for dx; a multiply for dw, per element
+    shrink = {r.op: r for r in count_ops(nn.Softshrink(), (x,), {}, mode="training")}
+    assert shrink["aten::softshrink_backward"].flops == 2 * 8 * 16

@@ -113,6 +113,15 @@ ELEMENTWISE_OPS: dict[str, tuple[int, str]] = {
     "mse_loss": (3, "(x - y)^2: sub, square, sum (the mean's divide is per output)"),
     "mse_loss_backward": (3, "2*(x - y)*dy/n: sub, two multiplies"),
     "nan_to_num": (2, "a compare and a select"),
+    "softshrink": (3, "x - lambda, x + lambda or 0: two compares and an add"),
+    "softshrink_backward": (2, "dy where |x| > lambda: abs and a compare/select"),
+    "hardshrink": (2, "x where |x| > lambda: abs and a compare/select"),
+    "hardshrink_backward": (2, "dy where |x| > lambda: abs and a compare/select"),
+    "celu": (5, "max(0, x) + min(0, alpha*(exp(x/alpha) - 1)): divide, exp, -1, *alpha, compare/select"),
+    "rrelu_with_noise": (2, "compare, scale by the (random) slope; random generation not counted"),
+    "rrelu_with_noise_backward": (2, "compare, scale by the saved noise"),
+    "_prelu_kernel_backward": (3, "dx = dy*(x > 0 ? 1 : w): select, multiply; dw = dy*x where x <= 0: multiply"),
+    "glu_backward": (9, "da = dy*sigmoid(b) (sigmoid 4, *1), db = dy*a*s*(1 - s) (4 more)"),
 }  # fmt: skip
 
 
@@ -141,7 +150,8 @@ def _table_formula(name: str) -> Formula:
 
 # Element-wise ops that have no in-place twin in aten.
 _NO_INPLACE = frozenset({"native_dropout", "maximum", "minimum", "fmax", "fmin", "isnan", "isinf", "isfinite",
-                         "where", "_prelu_kernel", "softplus", "glu"})  # fmt: skip
+                         "where", "_prelu_kernel", "softplus", "glu", "softshrink", "hardshrink",
+                         "rrelu_with_noise"})  # fmt: skip
 
 
 def _with_inplace(names: Iterable[str]) -> list[str]:
