@@ -8,7 +8,7 @@ import itertools
 from typing import Any, Literal
 
 from roofline.costs.aten.call import Call, OpCost, dtype_name, io_bytes, prod
-from roofline.costs.aten.registry import Formula, register
+from roofline.costs.aten.registry import Example, Formula, register
 from roofline.costs.attention import SOFTMAX_FLOPS_PER_ELEMENT, score_pairs
 
 
@@ -55,6 +55,11 @@ def _lengths(offsets: Any) -> list[int]:
     return [b - a for a, b in itertools.pairwise(values)]
 
 
+def _padded(shape: Any) -> tuple[int, ...]:
+    """A shape with leading 1s up to 3 dims."""
+    return (1,) * max(0, 3 - len(shape)) + tuple(int(d) for d in shape)
+
+
 def _attention_formula(layout: str, align: str, backward: bool) -> Formula:
     def formula(call: Call) -> OpCost:
         # NB: fused attention (FlashAttention-style): Q, K, V (and a mask/bias, its broadcast dims once) read once,
@@ -65,12 +70,14 @@ def _attention_formula(layout: str, align: str, backward: bool) -> Formula:
         # per query head. Backward: recompute Q K^T, dV, dP, dQ, dK = 2*pairs*(3E + 2Ev) plus 4 per score
         # (recompute P, dS); D = rowsum(dO * O) is per row and not counted. Dropout is not counted.
         q, k, v = call.tensor("query"), call.tensor("key"), call.tensor("value")
+        # NB: SDPA takes (seq, dim) and (heads, seq, dim) too: a missing leading dim counts 1
+        q_shape, k_shape = _padded(q.shape), _padded(k.shape)
         if layout == "bhsd":
-            heads_q, heads_kv = q.shape[-3], k.shape[-3]
-            seq_q, seq_kv = q.shape[-2], k.shape[-2]
+            heads_q, heads_kv = q_shape[-3], k_shape[-3]
+            seq_q, seq_kv = q_shape[-2], k_shape[-2]
         else:
-            heads_q, heads_kv = q.shape[-2], k.shape[-2]
-            seq_q, seq_kv = q.shape[-3], k.shape[-3]
+            heads_q, heads_kv = q_shape[-2], k_shape[-2]
+            seq_q, seq_kv = q_shape[-3], k_shape[-3]
         e, ev = q.shape[-1], v.shape[-1]
         causal = bool(call.args.get("is_causal"))
         alignment = align
@@ -88,7 +95,7 @@ def _attention_formula(layout: str, align: str, backward: bool) -> Formula:
             # NB: variable-length (packed) batch: pairs summed over the sequences given by the offsets.
             per_head = sum(pairs_of(lq, lk) for lq, lk in zip(_lengths(cum_q), _lengths(cum_k), strict=False))
         else:
-            batch = prod(q.shape[:-3])
+            batch = prod(q_shape[:-3])
             per_head = batch * pairs_of(seq_q, seq_kv)
         pairs = heads_q * per_head
         masked = call.tensor("attn_mask", "attn_bias", "bias") is not None
@@ -111,3 +118,98 @@ def _attention_formula(layout: str, align: str, backward: bool) -> Formula:
 
 for _name, (_layout, _align, _backward) in ATTENTION.items():
     register("attention", _name)(_attention_formula(_layout, _align, _backward))
+
+
+# ------------------------------------------------------------------------------ examples (the formula test)
+
+B, H, S, E = 2, 2, 4, 8  # batch, heads, sequence, head dim of the examples
+
+
+def _bhsd(t: Any, n: int = 1) -> list[Any]:
+    return [t.randn(B, H, S, E) for _ in range(n)]
+
+
+def _bshd(t: Any, n: int = 1) -> list[Any]:
+    return [t.randn(B, S, H, E) for _ in range(n)]
+
+
+def _seeds(t: Any) -> list[Any]:
+    return [t.zeros((), dtype=t.int64), t.zeros((), dtype=t.int64)]
+
+
+def _lse(t: Any) -> Any:
+    return t.zeros(B, H, S)
+
+
+def _grads(t: Any, n: int = 3) -> tuple[Any, ...]:
+    return tuple(t.zeros(B, H, S, E) for _ in range(n))
+
+
+#: Representative calls for tests/test_formula_examples.py (registry.Example): (batch 2, heads 2, seq 4, dim 8)
+#: fp32; the CUDA-only kernels with their outputs given.
+EXAMPLES: dict[str, Example] = {
+    "scaled_dot_product_attention": lambda t: (_bhsd(t, 3), {"is_causal": True}),
+    "_scaled_dot_product_efficient_attention": lambda t: (
+        (*_bhsd(t, 3), None, True),
+        {},
+        (t.zeros(B, H, S, E), _lse(t), *_seeds(t)),
+    ),
+    "_scaled_dot_product_cudnn_attention": lambda t: ((*_bhsd(t, 3), None, True), {}, (t.zeros(B, H, S, E), _lse(t))),
+    "_scaled_dot_product_flash_attention": lambda t: ((*_bhsd(t, 3),), {}, (t.zeros(B, H, S, E), _lse(t))),
+    "_scaled_dot_product_fused_attention_overrideable": lambda t: ((*_bhsd(t, 3),), {}, (t.zeros(B, H, S, E), _lse(t))),
+    "_scaled_dot_product_flash_attention_for_cpu": lambda t: ((*_bhsd(t, 3),), {"is_causal": True}),
+    "_scaled_dot_product_flash_attention_backward": lambda t: (
+        (*_bhsd(t, 5), _lse(t), None, None, S, S, 0.0, True, *_seeds(t)),
+        {},
+        _grads(t),
+    ),
+    "_scaled_dot_product_efficient_attention_backward": lambda t: (
+        (*_bhsd(t, 4), None, t.zeros(B, H, S, E), _lse(t), *_seeds(t), 0.0, [True, True, True, False], True),
+        {},
+        (*_grads(t), None),
+    ),
+    "_scaled_dot_product_cudnn_attention_backward": lambda t: (
+        (*_bhsd(t, 5), _lse(t), *_seeds(t), None, None, None, S, S, 0.0, True),
+        {},
+        _grads(t),
+    ),
+    "_scaled_dot_product_fused_attention_overrideable_backward": lambda t: (
+        (
+            *_bhsd(t, 4),
+            None,
+            [True, True, True, False],
+            t.zeros(B, H, S, E),
+            _lse(t),
+            None,
+            None,
+            S,
+            S,
+            0.0,
+            True,
+            *_seeds(t),
+        ),
+        {},
+        (*_grads(t), None),
+    ),
+    "_scaled_dot_product_flash_attention_for_cpu_backward": lambda t: ((*_bhsd(t, 5), _lse(t), 0.0, True), {}),
+    "_flash_attention_forward": lambda t: (
+        (*_bshd(t, 3), None, None, S, S, 0.0, True, False),
+        {},
+        (t.zeros(B, S, H, E), _lse(t)),
+    ),
+    "_flash_attention_backward": lambda t: (
+        (*_bshd(t, 5), _lse(t), None, None, S, S, 0.0, True, *_seeds(t)),
+        {},
+        tuple(t.zeros(B, S, H, E) for _ in range(3)),
+    ),
+    "_efficient_attention_forward": lambda t: (
+        (*_bshd(t, 3), None, None, None, S, S, 0.0, 1),
+        {},
+        (t.zeros(B, S, H, E), _lse(t)),
+    ),
+    "_efficient_attention_backward": lambda t: (
+        (*_bshd(t, 4), None, t.zeros(B, S, H, E), None, None, S, S, _lse(t), 0.0, *_seeds(t), 1, False),
+        {},
+        (*(t.zeros(B, S, H, E) for _ in range(3)), None),
+    ),
+}

@@ -12,6 +12,12 @@ from roofline.costs.aten.call import NO_FORMULA, Call, OpCost, compute_dtype
 
 Formula = Callable[[Call], OpCost]
 
+#: A representative call of an op for tests/test_formula_examples.py: ``builder(torch)`` returns ``(args, kwargs)``
+#: (the test runs the op on the CPU) or ``(args, kwargs, out)`` for a kernel with no CPU implementation. A family
+#: module lists the calls of its ops that the test cannot generate from the schema in a dict ``EXAMPLES``
+#: (op name -> builder); docs/op-costs.md, "Examples for the formula test".
+Example = Callable[[Any], tuple[Any, ...]]
+
 #: aten op ('aten::mm') -> formula. Overloads (add.Tensor, add.Scalar, add.out) share their op's formula.
 OP_COSTS: dict[str, Formula] = {}
 #: aten op -> the family it belongs to, for docs/op-costs.md and :func:`covered_ops`.
