@@ -120,6 +120,57 @@ for _name, (_layout, _align, _backward) in ATTENTION.items():
     register("attention", _name)(_attention_formula(_layout, _align, _backward))
 
 
+def block_mask_density(block_mask: Any) -> tuple[float, str]:
+    """(fraction of the (query block, key block) tiles a flex_attention block mask computes, a note): partial
+    and full blocks over all tiles; (1.0, note) when the mask is absent or unreadable.
+
+    ``block_mask``: the HOP's tuple (BlockMask.as_tuple(): q_len, kv_len, kv_num_blocks, kv_indices,
+    full_kv_num_blocks, ...)."""
+    try:
+        kv_num, kv_indices, full_num = block_mask[2], block_mask[3], block_mask[4]
+        tiles = int(kv_num.numel()) * int(kv_indices.shape[-1])
+        computed = int(kv_num.sum()) + (int(full_num.sum()) if full_num is not None else 0)
+    except (TypeError, IndexError, AttributeError, RuntimeError):
+        return 1.0, "no block mask read: every (query, key) pair counted"
+    if tiles <= 0:
+        return 1.0, "empty block mask: every (query, key) pair counted"
+    density = min(1.0, computed / tiles)
+    return density, f"block mask: {computed} of {tiles} tiles computed ({100 * density:.0f}%)"
+
+
+def flex_attention_cost(args: tuple[Any, ...], out: Any, *, backward: bool = False) -> OpCost:
+    """The cost of torch's flex_attention higher-order op (forward: query, key, value, score_mod, block_mask,
+    ...; backward: query, key, value, out, logsumexp, grad_out, grad_logsumexp, fw_graph, joint_graph,
+    block_mask, ...).
+
+    NB: as fused attention (the formula above) over the pairs the block mask computes: pairs = batch * query
+    heads * Lq * Lkv * density, density = computed tiles / all tiles (a partial tile counts whole: the kernel
+    scores it and masks inside). The score_mod and mask_mod work per score is not counted. Bytes: every tensor
+    argument (Q, K, V, the block mask's index tensors; backward: O, logsumexp, dO too) read once, the outputs
+    written once."""
+    from roofline.costs.aten.custom import compulsory_bytes
+
+    q, k, v = args[0], args[1], args[2]
+    q_shape, k_shape = _padded(q.shape), _padded(k.shape)
+    batch, heads_q, seq_q, e = prod(q_shape[:-3]), q_shape[-3], q_shape[-2], int(q.shape[-1])
+    heads_kv, seq_kv, ev = k_shape[-3], k_shape[-2], int(v.shape[-1])
+    density, mask_note = block_mask_density(args[9] if backward else args[4])
+    pairs = batch * heads_q * seq_q * seq_kv * density
+    if backward:
+        flops = 2 * pairs * (3 * e + 2 * ev) + SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT * pairs
+        tensors = list(args[:7])
+    else:
+        flops = 2 * pairs * (e + ev) + SOFTMAX_FLOPS_PER_ELEMENT * pairs
+        tensors = [q, k, v]
+    masks = args[9] if backward else args[4]
+    notes = ["flex attention as fused attention (Q, K, V read once, no S x S in memory)", mask_note,
+             "score_mod / mask_mod work not counted"]  # fmt: skip
+    if heads_kv != heads_q:
+        notes.append(f"GQA: {heads_q} query heads share {heads_kv} KV heads")
+    nbytes = compulsory_bytes([tensors, masks if isinstance(masks, tuple) else ()], out)
+    return OpCost(round(flops), nbytes, dtype_name(q.dtype), "tensor", "; ".join(notes))
+
+
 # ------------------------------------------------------------------------------ examples (the formula test)
 
 B, H, S, E = 2, 2, 4, 8  # batch, heads, sequence, head dim of the examples
