@@ -237,8 +237,58 @@ def test_triton_kernel_wrapper_costed_by_kernel_name():
     x = torch.ones(8)
     kwargs = {"kernel_idx": idx, "kwargs": {"x": x, "y": torch.ones(8), "out": torch.empty(8), "n": 8}}
     name = "triton_kernel_wrapper_mutation"
-    assert counting._hop_record_name(name, kwargs) == "triton::add_kernel"
+    assert counting.hop_record_name(name, kwargs) == "triton::add_kernel"
     assert counting._hop_cost(name, (), kwargs, None).flops is None  # nothing registered: uncounted
     roofline.register_cost("add_kernel", flops=lambda x, y, out, n: n, math="vector")
     cost = counting._hop_cost(name, (), kwargs, None)
     assert (cost.flops, cost.bytes, cost.math) == (8, 3 * 8 * FP32, "vector")
+
+
+# ---------------------------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture
+def fake_cpu(monkeypatch):
+    from test_diagnose_cli import FAKE_CPU
+
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
+
+
+class FlexModel(torch.nn.Module):
+    def __init__(self, mask):
+        super().__init__()
+        self.proj = torch.nn.Linear(16, 16)
+        self.mask = mask
+
+    def forward(self, x):
+        q = self.proj(x)
+        fa = pytest.importorskip("torch.nn.attention.flex_attention")
+        return fa.flex_attention(q, q, q, block_mask=self.mask)
+
+
+def test_flex_attention_diagnoses_cleanly_and_is_timed(fake_cpu):
+    fa = pytest.importorskip("torch.nn.attention.flex_attention")
+    mask = fa.create_block_mask(lambda b, h, q, k: q >= k, 1, 1, 256, 256, device="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = roofline.diagnose(FlexModel(mask), (torch.randn(1, 2, 256, 16),), warmup=1, iters=1).result
+    (flex,) = [p for p in result.placed.points if p.op == "higher_order::flex_attention"]
+    assert flex.flops == 6782976 and flex.time_s > 0  # the profile's marker matched: its time is its own
+    assert not any("not found in the profile" in n for n in result.notes)
+
+
+class CustomModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(64, 64))
+
+    def forward(self, x):
+        return torch_flops_op(x, self.w)
+
+
+def test_custom_op_with_torch_flop_formula_diagnoses_cleanly(fake_cpu):
+    # torch's formula: 2*32*64*64 = 262144 FLOPs
+    result = roofline.diagnose(CustomModel(), (torch.randn(32, 64),), warmup=1, iters=1).result
+    (op,) = [p for p in result.placed.points if p.op == "roofline_test::torch_flops"]
+    assert op.flops == 262144 and op.time_s > 0
+    assert result.placed.uncounted == []

@@ -247,7 +247,7 @@ class _Recorder:
         name = str(getattr(func, "_name", "") or func.name())
         if name in _HOP_COSTED:
             out = func(*args, **kwargs)
-            self.record(func, args, kwargs, out, node_api, name=_hop_record_name(name, kwargs),
+            self.record(func, args, kwargs, out, node_api, name=hop_record_name(name, kwargs),
                         cost=_hop_cost(name, args, kwargs, out))  # fmt: skip
             return out
         start = len(self.records)
@@ -425,7 +425,9 @@ def _under(mode: Any, value: Any) -> Any:
     return run
 
 
-def _hop_record_name(name: str, kwargs: dict[str, Any]) -> str:
+def hop_record_name(name: str, kwargs: dict[str, Any]) -> str:
+    """The record name of a higher-order op call: 'triton::<kernel>' for a Triton wrapper, else
+    'higher_order::<name>' (the timing pass marks its calls with the same name)."""
     if name.startswith("triton_kernel_wrapper"):
         return f"{TRITON}{_triton_kernel_name(kwargs)}"
     return f"{HIGHER_ORDER}{name}"
@@ -608,4 +610,4 @@ def uncovered_summary(records: Iterable[OpRecord]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-__all__ = ["Counting", "count_ops", "counting", "uncovered", "uncovered_summary"]
+__all__ = ["HIGHER_ORDER", "Counting", "count_ops", "counting", "hop_record_name", "uncovered", "uncovered_summary"]

@@ -200,6 +200,11 @@ def load_plugins(entry_points: Callable[[], Any] | None = None) -> list[str]:
     return PLUGIN_ERRORS
 
 
+def plugin_errors() -> list[str]:
+    """The plugins that failed to load, one line each (for the diagnosis's notes)."""
+    return list(PLUGIN_ERRORS)
+
+
 def reset_plugins() -> None:
     """Forget that the plugins were loaded (tests)."""
     _PLUGINS_LOADED.clear()
@@ -244,6 +249,7 @@ __all__ = [
     "flat_tensors_of",
     "kernel_name",
     "load_plugins",
+    "plugin_errors",
     "register_cost",
     "registered",
     "reset_plugins",
