@@ -41,13 +41,16 @@ from typing import Any
 
 from roofline.costs.aten import NO_FORMULA, OP_COSTS, OpCost, dtype_name, flex_attention_cost, is_strided, op_cost
 from roofline.costs.aten.custom import (
+    HIGHER_ORDER,
     TRITON,
     compulsory_bytes,
-    kernel_name,
+    hop_record_name,
     load_plugins,
     registered,
     tensors_dtype,
     torch_registry_flops,
+    triton_kernel,
+    triton_kernel_name,
 )
 from roofline.diagnose.execute import Mode, run_once
 from roofline.report.records import OpRecord, Phase
@@ -364,8 +367,6 @@ class _Recorder:
                     self.next_id += 1
 
 
-#: The record name of a higher-order op: 'higher_order::flex_attention' (a Triton kernel: 'triton::<kernel>').
-HIGHER_ORDER = "higher_order::"
 # NB: higher-order ops costed as one op: flex attention (the attention formula over its block mask's density)
 # and the Triton kernel wrappers (a cost registered for the kernel, or torch's flop registry)
 _HOP_COSTED = frozenset(
@@ -425,41 +426,20 @@ def _under(mode: Any, value: Any) -> Any:
     return run
 
 
-def hop_record_name(name: str, kwargs: dict[str, Any]) -> str:
-    """The record name of a higher-order op call: 'triton::<kernel>' for a Triton wrapper, else
-    'higher_order::<name>' (the timing pass marks its calls with the same name)."""
-    if name.startswith("triton_kernel_wrapper"):
-        return f"{TRITON}{_triton_kernel_name(kwargs)}"
-    return f"{HIGHER_ORDER}{name}"
-
-
-def _triton_kernel(kwargs: dict[str, Any]) -> Any:
-    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
-
-    return kernel_side_table.get_kernel(kwargs["kernel_idx"])
-
-
-def _triton_kernel_name(kwargs: dict[str, Any]) -> str:
-    try:
-        return kernel_name(_triton_kernel(kwargs))
-    except Exception:  # NB: an unknown kernel index: named by it
-        return f"kernel_{kwargs.get('kernel_idx')}"
-
-
 def _hop_cost(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> OpCost:
     """The cost of a costed higher-order op; an uncounted cost with the reason when it cannot be had."""
     try:
         if name.startswith("flex_attention"):
             return flex_attention_cost(args, out, backward=name.endswith("backward"))
         kernel_args = kwargs.get("kwargs") or {}
-        given = registered(f"{TRITON}{_triton_kernel_name(kwargs)}")
+        given = registered(f"{TRITON}{triton_kernel_name(kwargs)}")
         if given is not None:
             return given.cost((), kernel_args, out)
-        flops = torch_registry_flops(_triton_kernel(kwargs), args, kwargs, out)
+        flops = torch_registry_flops(triton_kernel(kwargs), args, kwargs, out)
         if flops is not None:
             note = "FLOPs from torch's flop registry; bytes: each tensor argument read once (assumed)"
             return OpCost(flops, compulsory_bytes(kernel_args, out), tensors_dtype(kernel_args), "tensor", note)
-        note = (f"{NO_FORMULA}: Triton kernel {_triton_kernel_name(kwargs)}; give its cost with "
+        note = (f"{NO_FORMULA}: Triton kernel {triton_kernel_name(kwargs)}; give its cost with "
                 "roofline.register_cost(kernel, flops=..., bytes=...)")  # fmt: skip
         return OpCost(None, None, tensors_dtype(kernel_args), "vector", note)
     except Exception as exc:  # NB: never stop the user's model over a cost
@@ -610,4 +590,4 @@ def uncovered_summary(records: Iterable[OpRecord]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-__all__ = ["HIGHER_ORDER", "Counting", "count_ops", "counting", "hop_record_name", "uncovered", "uncovered_summary"]
+__all__ = ["Counting", "count_ops", "counting", "uncovered", "uncovered_summary"]

@@ -16,8 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.costs.aten.custom import TRITON
-from roofline.diagnose.count import HIGHER_ORDER, hop_record_name
+from roofline.costs.aten.custom import HIGHER_ORDER, TRITON, hop_record_name
 from roofline.diagnose.join import NO_FACTS, join, parse_events
 from roofline.errors import DeviceError, RooflineError, UsageError, UserCodeError, WorkloadError, is_out_of_memory
 from roofline.report.records import OpRecord, Timing
@@ -541,7 +540,7 @@ def torch_profile(
 @contextlib.contextmanager
 def hop_markers() -> Iterator[None]:
     """Mark every higher-order op call (flex_attention, a Triton kernel wrapper, ...) in the profile with a
-    record_function named as the counting pass records it (:func:`roofline.diagnose.count.hop_record_name`), so
+    record_function named as the counting pass records it (:func:`roofline.costs.aten.custom.hop_record_name`), so
     that the join finds it and gives it the time of the ops and kernels it runs.
 
     NB: the profiler has no event of its own for a higher-order op (its ops run inside 'Torch-Compiled Region' or

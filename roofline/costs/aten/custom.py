@@ -27,6 +27,8 @@ from roofline.costs.aten.call import NO_FORMULA, Math, OpCost, dtype_name, is_te
 ENTRY_POINT_GROUP = "roofline.costs"
 #: The record name of a Triton kernel launched through torch (``triton::<kernel name>``).
 TRITON = "triton::"
+#: The record name of a higher-order op: 'higher_order::flex_attention'.
+HIGHER_ORDER = "higher_order::"
 
 Amount = int | float | Callable[..., Any] | None
 
@@ -140,6 +142,29 @@ def kernel_name(kernel: Any) -> str:
     return str(getattr(kernel, "__name__", kernel))
 
 
+def hop_record_name(name: str, kwargs: Mapping[str, Any]) -> str:
+    """The record name of a higher-order op call: 'triton::<kernel>' for a Triton wrapper, else
+    'higher_order::<name>' (the timing pass marks its calls with the same name)."""
+    if name.startswith("triton_kernel_wrapper"):
+        return f"{TRITON}{triton_kernel_name(kwargs)}"
+    return f"{HIGHER_ORDER}{name}"
+
+
+def triton_kernel(kwargs: Mapping[str, Any]) -> Any:
+    """The Triton kernel of a triton_kernel_wrapper call (torch's kernel side table)."""
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
+
+    return kernel_side_table.get_kernel(kwargs["kernel_idx"])
+
+
+def triton_kernel_name(kwargs: Mapping[str, Any]) -> str:
+    """The kernel name of a triton_kernel_wrapper call ('kernel_<index>' when the index is unknown)."""
+    try:
+        return kernel_name(triton_kernel(kwargs))
+    except Exception:  # NB: an unknown kernel index: named by it
+        return f"kernel_{kwargs.get('kernel_idx')}"
+
+
 def register_cost(
     op: Any,
     *,
@@ -240,6 +265,7 @@ def torch_registry_cost(func: Any, args: tuple[Any, ...], kwargs: Mapping[str, A
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "HIGHER_ORDER",
     "PLUGIN_ERRORS",
     "REGISTERED",
     "TRITON",
@@ -247,6 +273,7 @@ __all__ = [
     "compulsory_bytes",
     "cost_key",
     "flat_tensors_of",
+    "hop_record_name",
     "kernel_name",
     "load_plugins",
     "plugin_errors",
@@ -256,4 +283,6 @@ __all__ = [
     "tensors_dtype",
     "torch_registry_cost",
     "torch_registry_flops",
+    "triton_kernel",
+    "triton_kernel_name",
 ]
