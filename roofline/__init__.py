@@ -8,7 +8,16 @@ imports it; they read the version from roofline.version.
 from roofline.version import __version__ as __version__
 
 # Notebook API, imported on first use (PEP 562).
-_API = ("load_report", "points_frame", "roofline_figure", "chart_spec", "profile", "Diagnosis", "ProfiledRun")
+_API = (
+    "load_report",
+    "points_frame",
+    "roofline_figure",
+    "chart_spec",
+    "profile",
+    "Diagnosis",
+    "ProfiledRun",
+    "register_cost",
+)
 _LAZY = (*_API, "diagnose")  # diagnose: the package, callable: roofline.diagnose(model, inputs) (roofline.api.diagnose)
 
 

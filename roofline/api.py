@@ -41,6 +41,23 @@ if TYPE_CHECKING:
 ReportLike = Report | str | Path
 
 
+def register_cost(
+    op: Any,
+    *,
+    flops: Any,
+    bytes: Any = None,
+    math: str = "tensor",
+    dtype: str | None = None,
+    note: str = "",
+) -> None:
+    """Give roofline the cost of a custom op or a Triton kernel (roofline.costs.aten.custom.register_cost):
+    ``flops`` and ``bytes`` as numbers or functions of the call's arguments; ``bytes`` None: each tensor argument
+    read once and each output written once. docs/op-costs.md, "Costs of your own ops"."""
+    from roofline.costs.aten.custom import register_cost as register
+
+    register(op, flops=flops, bytes=bytes, math=math, dtype=dtype, note=note)  # type: ignore[arg-type]
+
+
 def load_report(path: str | Path) -> Report:
     """Read a report JSON written by analyze, bench or diagnose (ReportError when missing or corrupt)."""
     return read_report(Path(path))
@@ -384,5 +401,6 @@ __all__ = [
     "points",
     "points_frame",
     "profile",
+    "register_cost",
     "roofline_figure",
 ]

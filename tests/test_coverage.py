@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from diagnose_devices import CPU, rec
 from test_diagnose_rules import ctx_of, elementwise, mm
@@ -93,3 +95,53 @@ def test_an_unexplained_convolution_names_what_to_try():
                2 * 32 * 64 * 56 * 56 * 64 * 9, (2 * 32 * 64 * 56 * 56 + 64 * 64 * 9) * 2)  # fmt: skip
     (f,) = coverage.cover(ctx_of([(conv, 5e-3, 1)]), [])
     assert f.rule == "not-explained" and "cudnn.benchmark = True" in f.technique and f.change == "code"
+
+
+# ------------------------------------------------------------------------------------------- uncounted ops
+
+
+def _uncounted(index, op, numel=1 << 20, module="block"):
+    return replace(elementwise(index, numel, op=op, module=module), flops=None, bytes=None, note="no cost formula")
+
+
+def test_an_uncounted_op_holding_time_gets_a_finding():
+    # the custom op: 2 calls of 150 us = 300 us of 1000 us (30%); the add 700 us is counted
+    ops = [
+        (_uncounted(0, "mylib::fused_rope"), 150e-6, 1),
+        (elementwise(1, 1 << 20), 700e-6, 1),
+        (_uncounted(2, "mylib::fused_rope"), 150e-6, 1),
+    ]
+    (f,) = coverage.uncounted(ctx_of(ops))
+    assert f.rule == "uncounted-op" and f.share == pytest.approx(0.3) and f.time_s == pytest.approx(300e-6)
+    assert "mylib::fused_rope" in f.evidence and "2 calls" in f.evidence and "30% of the time" in f.evidence
+    assert "roofline.register_cost('mylib::fused_rope', flops=..., bytes=...)" in f.technique
+    assert f.best_time_s is None and f.where == "block"
+
+
+def test_a_small_uncounted_op_gets_none_and_a_triton_kernel_is_named():
+    small = [(_uncounted(0, "mylib::tiny"), 40e-6, 1), (elementwise(1, 1 << 20), 960e-6, 1)]  # 4%
+    assert coverage.uncounted(ctx_of(small)) == []
+    big = [(_uncounted(0, "triton::add_kernel"), 500e-6, 1), (elementwise(1, 1 << 20), 500e-6, 1)]
+    (f,) = coverage.uncounted(ctx_of(big))
+    assert "roofline.register_cost('add_kernel'" in f.technique
+
+
+def test_the_uncounted_finding_is_produced_by_the_registry():
+    from roofline.findings import registry
+    from roofline.findings.context import FindingContext
+
+    ops = [(_uncounted(0, "mylib::fused_rope"), 500e-6, 1), (elementwise(1, 1 << 20), 500e-6, 1)]
+    found = registry.run(FindingContext(model=ctx_of(ops)), registry.producers(("coverage",)))
+    assert "uncounted-op" in [f.rule for f in found]
+
+
+def test_spread_thin_only_when_it_is():
+    from types import SimpleNamespace
+
+    from roofline.render.diagnose import DiagnoseRenderer
+
+    renderer = DiagnoseRenderer()
+    thin = renderer._findings([], SimpleNamespace(iteration_s=1.0, uncounted_time_s=0.01))
+    assert "spread thin" in thin[0]
+    hidden = renderer._findings([], SimpleNamespace(iteration_s=1.0, uncounted_time_s=0.2))
+    assert "spread thin" not in hidden[0] and "20%" in hidden[0] and "register" in hidden[0]

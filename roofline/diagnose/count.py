@@ -39,7 +39,19 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from roofline.costs.aten import NO_FORMULA, OpCost, dtype_name, is_strided, op_cost
+from roofline.costs.aten import NO_FORMULA, OP_COSTS, OpCost, dtype_name, flex_attention_cost, is_strided, op_cost
+from roofline.costs.aten.custom import (
+    HIGHER_ORDER,
+    TRITON,
+    compulsory_bytes,
+    hop_record_name,
+    load_plugins,
+    registered,
+    tensors_dtype,
+    torch_registry_flops,
+    triton_kernel,
+    triton_kernel_name,
+)
 from roofline.diagnose.execute import Mode, run_once
 from roofline.report.records import OpRecord, Phase
 
@@ -209,17 +221,60 @@ class _Recorder:
                 skip = getattr(super(), "_should_skip_dynamo", None)
                 return bool(skip()) if skip is not None else False
 
+            # NB: higher-order ops (flex_attention, cond, while_loop, invoke_subgraph, auto_functionalized, the
+            # Triton kernel wrapper) reach __torch_dispatch__ too (else torch raises 'no rule registered')
+            supports_higher_order_operators = True
+
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
                 kwargs = kwargs or {}
+                if isinstance(func, torch._ops.HigherOrderOperator):
+                    return recorder.higher_order(self, func, tuple(args), kwargs, has_node_api)
+                if _decomposable(func):
+                    # NB: a composite op (matmul) reaches the mode undecomposed below autograd (inside a
+                    # higher-order op's subgraph, under inference_mode): its decomposition runs under the mode,
+                    # so the ops that do the work (mm) are recorded
+                    with self:
+                        out = func.decompose(*args, **kwargs)
+                    if out is not NotImplemented:
+                        return out
                 out = func(*args, **kwargs)
                 recorder.record(func, args, kwargs, out, has_node_api)
                 return out
 
         return RecordingMode()
 
-    def record(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any, has_node_api: bool) -> None:
+    def higher_order(self, mode: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], node_api: bool) -> Any:
+        """Run a higher-order op (the mode is off here) and record it: flex_attention and a Triton kernel as one
+        costed op; cond, while_loop, invoke_subgraph, auto_functionalized by the ops they run (their subgraphs
+        run under the mode); any other, or one whose inner ops torch hides, as one uncounted op."""
+        name = str(getattr(func, "_name", "") or func.name())
+        if name in _HOP_COSTED:
+            out = func(*args, **kwargs)
+            self.record(func, args, kwargs, out, node_api, name=hop_record_name(name, kwargs),
+                        cost=_hop_cost(name, args, kwargs, out))  # fmt: skip
+            return out
+        start = len(self.records)
+        out = run_inside(mode, func, args, kwargs)
+        if len(self.records) == start:  # NB: torch ran it without showing us its ops: one uncounted record
+            note = f"{NO_FORMULA}: higher-order op {name}; its inner ops were not visible to the counting pass"
+            self.record(func, args, kwargs, out, node_api, name=f"{HIGHER_ORDER}{name}",
+                        cost=OpCost(None, None, "", "vector", note))  # fmt: skip
+        return out
+
+    def record(
+        self,
+        func: Any,
+        args: Any,
+        kwargs: dict[str, Any],
+        out: Any,
+        has_node_api: bool,
+        *,
+        name: str | None = None,
+        cost: OpCost | None = None,
+    ) -> None:
         schema = getattr(func, "_schema", None)
-        name = schema.name if schema is not None else str(func)
+        if name is None:
+            name = schema.name if schema is not None else str(func)
         if name in _SKIPPED:
             return
         node = _current_node() if has_node_api else None
@@ -228,10 +283,11 @@ class _Recorder:
         else:
             phase = "backward" if self.training and self.tracker.forward_done else "forward"
         path = self.tracker.current(node)
-        try:
-            cost = op_cost(func, args, kwargs, out)
-        except Exception as exc:  # NB: never stop the user's model over a cost formula
-            cost = OpCost(None, None, "", "vector", f"{NO_FORMULA}: {type(exc).__name__}: {exc}")
+        if cost is None:
+            try:
+                cost = op_cost(func, args, kwargs, out)
+            except Exception as exc:  # NB: never stop the user's model over a cost formula
+                cost = OpCost(None, None, "", "vector", f"{NO_FORMULA}: {type(exc).__name__}: {exc}")
         try:
             inputs = tensor_inputs(func, args, kwargs)
             input_shapes = tuple(tensor_shape(t) for t in inputs)
@@ -309,6 +365,85 @@ class _Recorder:
                 if alias is None:  # a fresh output (maybe in memory the allocator reused): a new tensor
                     self.storages[key] = self.next_id
                     self.next_id += 1
+
+
+# NB: higher-order ops costed as one op: flex attention (the attention formula over its block mask's density)
+# and the Triton kernel wrappers (a cost registered for the kernel, or torch's flop registry)
+_HOP_COSTED = frozenset(
+    {"flex_attention", "flex_attention_backward", "triton_kernel_wrapper_mutation", "triton_kernel_wrapper_functional"}
+)
+# NB: whose dense implementation calls the callables among their arguments (cond's branches, while_loop's cond and
+# body, invoke_subgraph's subgraph): they run under the mode, so their ops are recorded
+_SUBGRAPH_ARGS = frozenset({"cond", "while_loop", "while_loop_stack_output", "invoke_subgraph", "map_impl", "scan"})
+# NB: whose dense implementation calls other ops (auto_functionalized: the clones and the mutable op): run under
+# the mode
+_RUN_UNDER_MODE = frozenset({"auto_functionalized", "auto_functionalized_v2"})
+
+
+def _decomposable(func: Any) -> bool:
+    """Whether ``func`` is a composite op (a CompositeImplicitAutograd kernel) that we have no cost for."""
+    import torch
+
+    schema = getattr(func, "_schema", None)
+    if schema is None or schema.name in OP_COSTS or registered(schema.name) is not None:
+        return False
+    try:
+        return bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"))
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def run_inside(mode: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run higher-order op ``func`` (the dispatch mode popped) so that the ops it runs reach ``mode``: the
+    callables among its arguments (subgraphs) run with the mode on; auto_functionalized's dense kernel runs
+    under it; any other runs as it is (its ops unseen)."""
+    from torch._C import DispatchKey
+
+    name = str(getattr(func, "_name", ""))
+    if name in _RUN_UNDER_MODE:
+        dense = func.py_kernels.get(DispatchKey.CompositeExplicitAutograd)
+        if dense is not None:
+            with mode:
+                return dense(*args, **kwargs)
+    if name in _SUBGRAPH_ARGS:
+        return func(*[_under(mode, a) for a in args], **{k: _under(mode, v) for k, v in kwargs.items()})
+    return func(*args, **kwargs)
+
+
+def _under(mode: Any, value: Any) -> Any:
+    """A callable argument of a higher-order op, wrapped to run with ``mode`` on; anything else as it is."""
+    import torch
+
+    if not callable(value) or isinstance(value, torch.Tensor):
+        return value
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with mode:
+            return value(*args, **kwargs)
+
+    if getattr(value, "_boxed_call", False):
+        run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
+def _hop_cost(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> OpCost:
+    """The cost of a costed higher-order op; an uncounted cost with the reason when it cannot be had."""
+    try:
+        if name.startswith("flex_attention"):
+            return flex_attention_cost(args, out, backward=name.endswith("backward"))
+        kernel_args = kwargs.get("kwargs") or {}
+        given = registered(f"{TRITON}{triton_kernel_name(kwargs)}")
+        if given is not None:
+            return given.cost((), kernel_args, out)
+        flops = torch_registry_flops(triton_kernel(kwargs), args, kwargs, out)
+        if flops is not None:
+            note = "FLOPs from torch's flop registry; bytes: each tensor argument read once (assumed)"
+            return OpCost(flops, compulsory_bytes(kernel_args, out), tensors_dtype(kernel_args), "tensor", note)
+        note = (f"{NO_FORMULA}: Triton kernel {triton_kernel_name(kwargs)}; give its cost with "
+                "roofline.register_cost(kernel, flops=..., bytes=...)")  # fmt: skip
+        return OpCost(None, None, tensors_dtype(kernel_args), "vector", note)
+    except Exception as exc:  # NB: never stop the user's model over a cost
+        return OpCost(None, None, "", "vector", f"{NO_FORMULA}: {name}: {type(exc).__name__}: {exc}")
 
 
 def _storage_key(t: Any) -> tuple[str, int] | None:
@@ -411,16 +546,38 @@ def counting(model: Any = None, mode: Mode = "training") -> Iterator[Counting]:
     roofline.diagnose.region). ``model``: an nn.Module whose module paths and parameters the records name (None:
     every op in module ''). Yields a :class:`Counting` whose records fill as the block runs (count_ops' value);
     the hooks and the dispatch mode are removed in all cases."""
+    load_plugins()  # NB: the roofline.costs entry points, once per process; a failure is one line, never fatal
     tracker = _ModuleTracker(model)
     recorder = _Recorder(tracker, mode, _param_keys(model))
     try:
         tracker.install()
-        with recorder.mode():
+        with recorder.mode(), _eager_flex_attention():
             yield Counting(recorder)
     finally:
         tracker.remove()
         tracker.node_paths.clear()
         tracker._alive.clear()
+
+
+@contextmanager
+def _eager_flex_attention() -> Iterator[None]:
+    """Let flex_attention run eagerly under the counting mode.
+
+    NB: called outside torch.compile, flex_attention compiles its own call (backend 'eager', fullgraph), and
+    Dynamo refuses to trace under a user dispatch mode ('no compiled frames'). torch's debug switch
+    ``_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG`` runs the higher-order op directly instead (the same op reaches the
+    mode); it is set only while counting, restored after, and only where flex_attention was imported."""
+    module = sys.modules.get("torch.nn.attention.flex_attention")
+    flag = "_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG"
+    if module is None or not hasattr(module, flag):
+        yield
+        return
+    before = getattr(module, flag)
+    setattr(module, flag, True)
+    try:
+        yield
+    finally:
+        setattr(module, flag, before)
 
 
 def uncovered(records: Iterable[OpRecord]) -> list[OpRecord]:

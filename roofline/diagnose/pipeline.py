@@ -23,6 +23,7 @@ from time import perf_counter
 from typing import Any, Protocol
 
 from roofline import roofs as roof_resolver
+from roofline.costs.aten.custom import plugin_errors
 from roofline.device import Device
 from roofline.diagnose.execute import user_code
 from roofline.diagnose.place import place
@@ -503,7 +504,7 @@ def _diagnosis(
 
             findings, verified = rerank(findings, verified)
         watch.took("verify")
-    notes += [n for n in [*timing.notes, *placed.notes] if n not in notes]
+    notes += [n for n in [*timing.notes, *placed.notes, *plugin_errors()] if n not in notes]
     return DiagnoseResult(
         path=Path(getattr(loaded, "path", None) or path),
         convention=getattr(loaded, "convention", ""),

@@ -12,10 +12,11 @@ import contextlib
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from roofline.costs.aten.custom import HIGHER_ORDER, TRITON, hop_record_name
 from roofline.diagnose.join import NO_FACTS, join, parse_events
 from roofline.errors import DeviceError, RooflineError, UsageError, UserCodeError, WorkloadError, is_out_of_memory
 from roofline.report.records import OpRecord, Timing
@@ -57,6 +58,8 @@ _RUNTIME_ACTIVITIES = frozenset(
     {"cuda_runtime", "cuda_driver", "privateuse1_runtime", "privateuse1_driver", "mtia_runtime", "xpu_runtime"}
 )
 _RUNTIME_NAME = re.compile(r"^(cuda|cu|hip)[A-Z]")  # cudaLaunchKernel, cuLaunchKernel, hipLaunchKernel...
+#: the record_function markers of higher-order op calls (:func:`hop_markers`): ops of the profile, not annotations
+MARKED_OPS = (HIGHER_ORDER, TRITON)
 _AUTOGRAD_NODE = re.compile(r"^\w+Backward\d*$")  # AddmmBackward0
 
 
@@ -97,6 +100,8 @@ def _kind(
         return None
     if name == marker:
         return "iteration"
+    if annotation and name.startswith(MARKED_OPS):  # NB: hop_markers' record_function around a higher-order op
+        return "op"
     if activity is not None:
         if activity in _RUNTIME_ACTIVITIES or (linked and activity != "cpu_op"):
             return "launch"
@@ -502,9 +507,10 @@ def torch_profile(
                 start.record()
             else:
                 t0 = time.perf_counter()
-            for _ in range(iters):
-                with record_function(MARKER):
-                    step()
+            with hop_markers():
+                for _ in range(iters):
+                    with record_function(MARKER):
+                        step()
             if cuda:
                 end.record()
                 end.synchronize()
@@ -529,6 +535,37 @@ def torch_profile(
         events.append({"kind": "trace", "trace": trace} if trace is not None else {"kind": "note", "text": why})
     events.append({"kind": "stage", "name": "events", "seconds": time.perf_counter() - reading})
     return events, loop_s
+
+
+@contextlib.contextmanager
+def hop_markers() -> Iterator[None]:
+    """Mark every higher-order op call (flex_attention, a Triton kernel wrapper, ...) in the profile with a
+    record_function named as the counting pass records it (:func:`roofline.costs.aten.custom.hop_record_name`), so
+    that the join finds it and gives it the time of the ops and kernels it runs.
+
+    NB: the profiler has no event of its own for a higher-order op (its ops run inside 'Torch-Compiled Region' or
+    an autograd Function); the wrapper is set on ``HigherOrderOperator.__call__`` for the profiled iterations only
+    and does nothing while Dynamo traces."""
+    import torch
+    from torch.autograd.profiler import record_function
+
+    hop = getattr(getattr(torch, "_ops", None), "HigherOrderOperator", None)
+    original = hop.__dict__.get("__call__") if hop is not None else None
+    if original is None:
+        yield
+        return
+
+    def marked(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if torch.compiler.is_compiling():
+            return original(self, *args, **kwargs)
+        with record_function(hop_record_name(str(getattr(self, "_name", "")), kwargs)):
+            return original(self, *args, **kwargs)
+
+    hop.__call__ = marked
+    try:
+        yield
+    finally:
+        hop.__call__ = original
 
 
 # ------------------------------------------------------------------------------------------------ driver

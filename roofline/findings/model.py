@@ -267,6 +267,7 @@ class ModelContext:
     by_index: dict[int, OpPoint] = field(default_factory=dict)
     fusions: tuple[Fusion, ...] = ()  # written-out norms, softmax, activations across reductions and broadcasts
     flow: Dataflow | None = None
+    uncounted: tuple[UncountedOp, ...] = ()  # the ops with no cost, grouped by op (their time is not in the points)
 
     @classmethod
     def of(
@@ -295,6 +296,7 @@ class ModelContext:
             by_index={p.index: p for p in points},
             fusions=tuple(find_fusions(points, loops, attention, flow)),
             flow=flow,
+            uncounted=tuple(placed.uncounted if placed is not None else uncounted),
         )
 
     @property

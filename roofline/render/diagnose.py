@@ -14,6 +14,7 @@ from rich import box
 from roofline.errors import ReportError
 from roofline.findings.counters import Counters
 from roofline.findings.model import ModelFinding
+from roofline.findings.rules.coverage import UNCOUNTED_SHARE
 from roofline.ironlaw import LAUNCH_FACTOR, intensity
 from roofline.render.analyze import BOUND_STYLE
 from roofline.render.base import Renderer, device_header, to_text
@@ -149,7 +150,7 @@ class DiagnoseRenderer(Renderer):
             parts.append(self._ops_table(d.aggregates.ops[: self.top], d.summary))
         if d.aggregates.modules:
             parts.append(self._modules_table(d.aggregates.modules[: self.top]))
-        parts += self._findings(d.findings)
+        parts += self._findings(d.findings, d.summary)
         parts += self._combined(d.combined)
         if d.verified is not None:
             parts += self._verified(d.verified)
@@ -277,8 +278,16 @@ class DiagnoseRenderer(Renderer):
             table.add_row(escape(a.key), escape(a.module_type), str(a.count), *self._cells(a))
         return table
 
-    def _findings(self, findings: Sequence[ModelFinding]) -> list[str]:
+    def _findings(self, findings: Sequence[ModelFinding], summary: Any = None) -> list[str]:
         if not findings:
+            iteration = summary.iteration_s if summary is not None else 0.0
+            uncounted = summary.uncounted_time_s / iteration if iteration > 0 else 0.0
+            if uncounted >= UNCOUNTED_SHARE:  # NB: not spread thin: the time is where no cost formula reaches
+                return [
+                    f"\n[bold]Findings[/]: no rule fired, but {_percent(uncounted)} of the time is in ops with no "
+                    "cost (each under 5%; listed below): register their costs (roofline.register_cost, "
+                    "docs/op-costs.md) for the roofline to judge them"
+                ]
             return [
                 "\n[bold]Findings[/]: no group of identical ops takes 5% of the iteration and no rule fired: the "
                 "time is spread thin (the tables above show the largest)"

@@ -61,7 +61,7 @@ from roofline.costs.aten import (  # noqa: F401
     sorting,
     transformer,
 )
-from roofline.costs.aten.attention import causal_pairs
+from roofline.costs.aten.attention import block_mask_density, causal_pairs, flex_attention_cost
 from roofline.costs.aten.call import (
     NO_FORMULA,
     Call,
@@ -76,6 +76,7 @@ from roofline.costs.aten.call import (
     unique_numel,
     write_bytes,
 )
+from roofline.costs.aten.custom import PLUGIN_ERRORS, load_plugins, register_cost
 from roofline.costs.aten.matmul import tf32_enabled
 from roofline.costs.aten.registry import FAMILY, OP_COSTS, Formula, covered_ops, op_cost, register
 
@@ -83,19 +84,24 @@ __all__ = [
     "FAMILY",
     "NO_FORMULA",
     "OP_COSTS",
+    "PLUGIN_ERRORS",
     "Call",
     "Formula",
     "Math",
     "OpCost",
+    "block_mask_density",
     "causal_pairs",
     "compute_dtype",
     "covered_ops",
     "dtype_name",
+    "flex_attention_cost",
     "io_bytes",
     "is_strided",
+    "load_plugins",
     "op_cost",
     "read_bytes",
     "register",
+    "register_cost",
     "tensor_bytes",
     "tf32_enabled",
     "unique_numel",

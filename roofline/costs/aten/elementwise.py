@@ -9,7 +9,7 @@ from typing import Any
 
 from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes, is_tensor
 from roofline.costs.aten.movement import OVERWRITES
-from roofline.costs.aten.registry import Formula, register
+from roofline.costs.aten.registry import Example, Formula, register
 from roofline.costs.elementwise import FLOPS_PER_ELEMENT as ELEMENTWISE
 
 # FLOPs per output element, and the assumption. Where roofline.costs.elementwise has the op, its number is used
@@ -219,3 +219,9 @@ def _clamp(call: Call) -> OpCost:
     # NB: one compare/select per bound given.
     bounds = sum(call.args.get(name) is not None for name in ("min", "max"))
     return _elementwise_cost(call, max(bounds, 1), f"{bounds} bound(s): one compare/select each")
+
+
+#: Representative calls for tests/test_formula_examples.py (registry.Example): the ops it cannot build from the schema.
+EXAMPLES: dict[str, Example] = {
+    name: (lambda t: ((t.randn(4, 4), -0.5, 0.5), {})) for name in ("clamp", "clamp_", "clip", "clip_")
+}

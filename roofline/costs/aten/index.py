@@ -19,7 +19,7 @@ from roofline.costs.aten.call import (
     tensor_bytes,
     write_bytes,
 )
-from roofline.costs.aten.registry import Formula, register
+from roofline.costs.aten.registry import Example, Formula, register
 
 
 def _index_bytes(call: Call, names: Iterable[str]) -> int:
@@ -192,3 +192,44 @@ def _nll_loss_backward(call: Call) -> OpCost:
         total += n * weight.element_size()
     return OpCost(n * (2 if weight is not None else 1), total, compute_dtype(call), "vector",
                   f"{call.base}: gradient written in full, {n} targets touched")  # fmt: skip
+
+
+def _rows(t: Any) -> Any:
+    """Row indices [0, 2] of a (4, 3) table."""
+    return t.tensor([0, 2])
+
+
+#: Representative calls for tests/test_formula_examples.py (registry.Example): the ops it cannot build from the schema.
+EXAMPLES: dict[str, Example] = {
+    "index": lambda t: ((t.randn(4, 3), [_rows(t)]), {}),
+    "_unsafe_index": lambda t: ((t.randn(4, 3), [_rows(t)]), {}),
+    "scatter_reduce": lambda t: ((t.randn(4, 3), 0, t.zeros(2, 3, dtype=t.int64), t.randn(2, 3), "sum"), {}),
+    "scatter_reduce_": lambda t: ((t.randn(4, 3), 0, t.zeros(2, 3, dtype=t.int64), t.randn(2, 3), "amax"), {}),
+    "index_add": lambda t: ((t.randn(4, 3), 0, _rows(t), t.randn(2, 3)), {}),
+    "index_add_": lambda t: ((t.randn(4, 3), 0, _rows(t), t.randn(2, 3)), {}),
+    "index_copy": lambda t: ((t.randn(4, 3), 0, _rows(t), t.randn(2, 3)), {}),
+    "index_copy_": lambda t: ((t.randn(4, 3), 0, _rows(t), t.randn(2, 3)), {}),
+    "index_fill": lambda t: ((t.randn(4, 3), 0, _rows(t), 1.0), {}),
+    "index_fill_": lambda t: ((t.randn(4, 3), 0, _rows(t), 1.0), {}),
+    "nll_loss_forward": lambda t: ((t.randn(4, 5).log_softmax(1), t.tensor([0, 1, 2, 3]), None, 1, -100), {}),
+    "nll_loss_backward": lambda t: (
+        (t.tensor(1.0), t.randn(4, 5).log_softmax(1), t.tensor([0, 1, 2, 3]), None, 1, -100, t.tensor(4.0)),
+        {},
+    ),
+    "nll_loss2d_forward": lambda t: (
+        (t.randn(2, 5, 3, 3).log_softmax(1), t.zeros(2, 3, 3, dtype=t.int64), None, 1, -100),
+        {},
+    ),
+    "nll_loss2d_backward": lambda t: (
+        (
+            t.tensor(1.0),
+            t.randn(2, 5, 3, 3).log_softmax(1),
+            t.zeros(2, 3, 3, dtype=t.int64),
+            None,
+            1,
+            -100,
+            t.tensor(18.0),
+        ),
+        {},
+    ),
+}

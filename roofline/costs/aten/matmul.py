@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal
 
 from roofline.costs.aten.call import Call, OpCost, dtype_name, io_bytes
-from roofline.costs.aten.registry import register
+from roofline.costs.aten.registry import Example, register
 from roofline.costs.elementwise import FLOPS_PER_ELEMENT as ELEMENTWISE
 
 
@@ -100,7 +100,8 @@ def _addmm_activation(call: Call) -> OpCost:
 
 @register("matmul", "mv", "addmv", "addmv_")
 def _mv(call: Call) -> OpCost:
-    mat = call.tensor("mat")
+    # NB: mv's matrix is ``self``; addmv's is ``mat`` (its ``self`` is the added vector)
+    mat = call.tensor("mat") if call.base.startswith("addmv") else call.tensor("self")
     m, n = mat.shape
     return matmul_cost(call, 2 * m * n, "GEMV 2*m*n")
 
@@ -136,3 +137,28 @@ def _grouped_mm(call: Call) -> OpCost:
     else:
         flops = 2 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
     return matmul_cost(call, flops, "grouped GEMM: one GEMM over the partitioned dimension")
+
+
+#: Representative calls for tests/test_formula_examples.py (registry.Example): the ops it cannot build from the schema.
+EXAMPLES: dict[str, Example] = {
+    "mv": lambda t: ((t.randn(3, 5), t.randn(5)), {}),
+    "addmv": lambda t: ((t.randn(3), t.randn(3, 5), t.randn(5)), {}),
+    "addmv_": lambda t: ((t.randn(3), t.randn(3, 5), t.randn(5)), {}),
+    "addbmm": lambda t: ((t.randn(3, 4), t.randn(2, 3, 5), t.randn(2, 5, 4)), {}),
+    "addbmm_": lambda t: ((t.randn(3, 4), t.randn(2, 3, 5), t.randn(2, 5, 4)), {}),
+    "_int_mm": lambda t: (
+        (t.ones(32, 16, dtype=t.int8), t.ones(16, 8, dtype=t.int8)),
+        {},
+        t.zeros(32, 8, dtype=t.int32),
+    ),
+    "_scaled_mm": lambda t: (
+        (t.ones(16, 32, dtype=t.float8_e4m3fn), t.ones(16, 32, dtype=t.float8_e4m3fn).t(), t.ones(()), t.ones(())),
+        {"out_dtype": t.bfloat16},
+        t.zeros(16, 16, dtype=t.bfloat16),
+    ),
+    "_scaled_grouped_mm": lambda t: (
+        (t.ones(32, 16, dtype=t.float8_e4m3fn), t.ones(2, 16, 8, dtype=t.float8_e4m3fn), t.ones(32), t.ones(2, 8)),
+        {"offs": t.tensor([16, 32], dtype=t.int32), "out_dtype": t.bfloat16},
+        t.zeros(32, 8, dtype=t.bfloat16),
+    ),
+}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes
-from roofline.costs.aten.registry import register
+from roofline.costs.aten.registry import Example, register
 
 # --------------------------------------------------------------------------------- views and allocation
 
@@ -139,3 +139,35 @@ def _pad_backward(call: Call) -> OpCost:
     grad = call.tensor("grad_output")
     return OpCost(int(grad.numel()), io_bytes(call, skip=("self",)), compute_dtype(call), "vector",
                   f"{call.base}: one add per grad_output element; grad_output read, grad_input written")  # fmt: skip
+
+
+def _sparse(t: Any) -> Any:
+    return t.eye(4).to_sparse().coalesce()
+
+
+#: Representative calls for tests/test_formula_examples.py (registry.Example): the ops it cannot build from the schema.
+EXAMPLES: dict[str, Example] = {
+    "view_as_real": lambda t: ((t.randn(4, 4, dtype=t.complex64),), {}),
+    "view_as_complex": lambda t: ((t.randn(4, 4, 2),), {}),
+    "_conj": lambda t: ((t.randn(4, 4, dtype=t.complex64),), {}),
+    "imag": lambda t: ((t.randn(4, 4, dtype=t.complex64),), {}),
+    "unflatten": lambda t: ((t.randn(4, 6), 1, [2, 3]), {}),
+    "_indices": lambda t: ((_sparse(t),), {}),
+    "_values": lambda t: ((_sparse(t),), {}),
+    "indices": lambda t: ((_sparse(t),), {}),
+    "values": lambda t: ((_sparse(t),), {}),
+    "empty_permuted": lambda t: (([2, 3, 4], [0, 2, 1]), {}),
+    "_resize_output_": lambda t: ((t.empty(4, 4), [4, 4], t.device("cpu")), {}, t.empty(4, 4)),
+    "_functional_assert_async": lambda t: ((t.tensor(True), "message", t.empty(0)), {}),
+    "_assert_scalar": lambda t: ((True, "message"), {}),
+    "record_stream": lambda t: ((t.randn(4), None), {}, None),
+    "reflection_pad1d": lambda t: ((t.randn(2, 3, 8), [2, 2]), {}),
+    "reflection_pad2d": lambda t: ((t.randn(2, 3, 8, 8), [1, 1, 1, 1]), {}),
+    "reflection_pad3d": lambda t: ((t.randn(1, 2, 4, 4, 4), [1] * 6), {}),
+    "replication_pad3d": lambda t: ((t.randn(1, 2, 4, 4, 4), [1] * 6), {}),
+    "_copy_from": lambda t: ((t.randn(4, 4), t.empty(4, 4)), {}, t.empty(4, 4)),
+    "_copy_from_and_resize": lambda t: ((t.randn(4, 4), t.empty(0)), {}, t.empty(4, 4)),
+    "im2col": lambda t: ((t.randn(1, 2, 5, 5), [2, 2], [1, 1], [0, 0], [1, 1]), {}),
+    "col2im": lambda t: ((t.randn(1, 8, 16), [5, 5], [2, 2], [1, 1], [0, 0], [1, 1]), {}),
+    "geometric_": lambda t: ((t.randn(4, 4), 0.5), {}),
+}

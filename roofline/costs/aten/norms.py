@@ -3,8 +3,10 @@ per element from roofline.costs.norms; x read once, y and the row statistics wri
 
 from __future__ import annotations
 
+from typing import Any
+
 from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes
-from roofline.costs.aten.registry import register
+from roofline.costs.aten.registry import Example, register
 from roofline.costs.norms import FLOPS_PER_ELEMENT as NORMS
 
 
@@ -126,3 +128,46 @@ def _softmax_backward(call: Call) -> OpCost:
     # sum 1, exp 1, mul 1, sub 1 = 4.
     grad = call.tensor("grad_output")
     return _norm_cost(call, 4, int(grad.numel()), "4 per element")
+
+
+# ------------------------------------------------------------------------------ examples (the formula test)
+
+
+def _nchw(t: Any) -> Any:
+    """A (2, 4, 3, 3) activation: 4 channels."""
+    return t.randn(2, 4, 3, 3)
+
+
+def _channel(t: Any, n: int = 1) -> list[Any]:
+    return [t.ones(4) for _ in range(n)]
+
+
+def _rows_stats(t: Any) -> list[Any]:
+    """mean and rstd of a layer norm over the last dim of a (2, 4, 3, 3) input."""
+    return [t.zeros(2, 4, 3, 1), t.ones(2, 4, 3, 1)]
+
+
+#: Representative calls for tests/test_formula_examples.py (registry.Example): the ops it cannot build from the schema.
+EXAMPLES: dict[str, Example] = {
+    "native_group_norm": lambda t: ((_nchw(t), *_channel(t, 2), 2, 4, 9, 2, 1e-5), {}),
+    "native_group_norm_backward": lambda t: (
+        (_nchw(t), _nchw(t), t.zeros(2, 2), t.ones(2, 2), *_channel(t), 2, 4, 9, 2, [True, True, True]),
+        {},
+    ),
+    "native_layer_norm_backward": lambda t: (
+        (_nchw(t), _nchw(t), [3], *_rows_stats(t), t.ones(3), t.ones(3), [True, True, True]),
+        {},
+    ),
+    "_fused_rms_norm_backward": lambda t: (
+        (_nchw(t), _nchw(t), [3], t.ones(2, 4, 3, 1), t.ones(3), [True, True]),
+        {},
+        (_nchw(t), t.ones(3)),
+    ),
+    "_batch_norm_with_update": lambda t: ((_nchw(t), *_channel(t, 4), 0.1, 1e-5), {}),
+    "batch_norm": lambda t: ((_nchw(t), *_channel(t, 4), False, 0.1, 1e-5, False), {}),
+    "native_batch_norm_backward": lambda t: ((_nchw(t), _nchw(t), *_channel(t, 5), True, 1e-5, [True, True, True]), {}),
+    "batch_norm_backward": lambda t: (
+        (_nchw(t), _nchw(t), *_channel(t, 5), True, 1e-5, [True, True, True], t.empty(0)),
+        {},
+    ),
+}

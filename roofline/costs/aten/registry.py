@@ -9,8 +9,15 @@ from collections.abc import Callable
 from typing import Any
 
 from roofline.costs.aten.call import NO_FORMULA, Call, OpCost, compute_dtype
+from roofline.costs.aten.custom import registered, torch_registry_cost
 
 Formula = Callable[[Call], OpCost]
+
+#: A representative call of an op for tests/test_formula_examples.py: ``builder(torch)`` returns ``(args, kwargs)``
+#: (the test runs the op on the CPU) or ``(args, kwargs, out)`` for a kernel with no CPU implementation. A family
+#: module lists the calls of its ops that the test cannot generate from the schema in a dict ``EXAMPLES``
+#: (op name -> builder); docs/op-costs.md, "Examples for the formula test".
+Example = Callable[[Any], tuple[Any, ...]]
 
 #: aten op ('aten::mm') -> formula. Overloads (add.Tensor, add.Scalar, add.out) share their op's formula.
 OP_COSTS: dict[str, Formula] = {}
@@ -58,7 +65,9 @@ def _is_view_op(func: Any) -> bool:
 def op_cost(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None, out: Any) -> OpCost:
     """The cost of one aten op call ``out = func(*args, **kwargs)``, from its shapes (and dtypes).
 
-    ``func`` is an OpOverload (what a TorchDispatchMode receives). An op with no formula returns flops None,
+    ``func`` is an OpOverload (what a TorchDispatchMode receives). A cost registered for the op
+    (:func:`roofline.costs.aten.custom.register_cost`, a plugin) comes first, then our formula, then torch's flop
+    registry (FLOPs; bytes by the compulsory rule). An op with none of these returns flops None,
     bytes None and the note :data:`NO_FORMULA`. A formula that fails on an unusual call (a layout it does not
     know) is reported the same way, with the reason in the note."""
     kwargs = kwargs or {}
@@ -66,13 +75,24 @@ def op_cost(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None, out
         call = Call(func, tuple(args), kwargs, out)
     except AttributeError:  # not an aten OpOverload (a higher-order op)
         return OpCost(None, None, "", "vector", NO_FORMULA)
+    given = registered(call.name)
+    if given is not None:  # NB: a registered cost (roofline.register_cost, a plugin) replaces our formula
+        return given.cost(tuple(args), kwargs, out)
     formula = OP_COSTS.get(call.name)
     if formula is None:
         if _is_view_op(func):
             return OP_COSTS[VIEW](call)  # NB: an unlisted alias op costs what a view costs
-        return OpCost(None, None, compute_dtype(call), "vector", NO_FORMULA)
+        return _torch_registry(call) or OpCost(None, None, compute_dtype(call), "vector", NO_FORMULA)
     try:
         return formula(call)
     except Exception as exc:  # NB: a formula's failure must not stop the user's model; it is reported
         return OpCost(None, None, compute_dtype(call), "vector",
                       f"{NO_FORMULA}: the formula for {call.name} failed ({type(exc).__name__}: {exc})")  # fmt: skip
+
+
+def _torch_registry(call: Call) -> OpCost | None:
+    try:
+        return torch_registry_cost(call.func, call.raw_args, call.raw_kwargs, call.out)
+    except Exception as exc:  # NB: torch's formula failed on this call: uncounted, with the reason
+        reason = f"{NO_FORMULA}: torch's registered flop formula failed ({type(exc).__name__}: {exc})"
+        return OpCost(None, None, compute_dtype(call), "vector", reason)

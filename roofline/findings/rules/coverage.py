@@ -93,6 +93,21 @@ CONV_TRY = (
     "where a norm follows)"
 )
 
+UNCOUNTED_SHARE = 0.05  # an uncounted op holding at least this share of the iteration gets a finding
+UNCOUNTED_RULE = Rule(
+    id="uncounted-op",
+    family="coverage",
+    bottleneck="unknown: no cost formula",
+    properties=(),
+    fires="an op with no cost formula (its FLOPs and bytes unknown) holding >= 5% of the iteration (`UNCOUNTED_SHARE`)",
+    technique=(
+        "give its cost: `roofline.register_cost(op, flops=..., bytes=...)`, a `roofline.costs` entry point, or "
+        "torch's `register_flop_formula` (docs/op-costs.md)"
+    ),
+    bound="unknown until the op is costed",
+    code_change="register a cost for the op; nothing to apply to the model",
+)
+
 # NB: Nsight Compute sections (ncu --section NAME) that tell what limits a kernel, per limiter
 NEXT_SECTIONS = {
     "memory": "MemoryWorkloadAnalysis (DRAM/L2 traffic, cache hit rates, uncoalesced accesses)",
@@ -272,6 +287,56 @@ def cover(ctx: ModelContext, findings: Sequence[Finding]) -> list[ModelFinding]:
     return sorted(extra, key=lambda f: -f.time_s)
 
 
+def _how_to_cost(op: str) -> str:
+    if op.startswith("triton::"):
+        kernel = op.removeprefix("triton::")
+        return f"roofline.register_cost({kernel!r}, flops=..., bytes=...) (the kernel or its name)"
+    if op.startswith("higher_order::"):
+        return (f"its inner ops are hidden from the counting pass; register the op that wraps it, or report the "
+                f"higher-order op {op.removeprefix('higher_order::')!r}")  # fmt: skip
+    return f"roofline.register_cost({op!r}, flops=..., bytes=...) or torch's register_flop_formula"
+
+
+def uncounted(ctx: ModelContext) -> list[ModelFinding]:
+    """One finding per uncounted op (grouped by op) holding at least UNCOUNTED_SHARE of the iteration, largest
+    first: which op, its share, and how to register a cost for it."""
+    total = ctx.total_time_s
+    if total <= 0:
+        return []
+    found = []
+    for u in sorted(ctx.uncounted, key=lambda u: -u.time_s):
+        share = u.time_s / total
+        if share < UNCOUNTED_SHARE:
+            continue
+        calls = f"{u.count} call{'s' if u.count != 1 else ''}"
+        shapes = ", ".join("x".join(str(d) for d in s) for s in u.input_shapes[:3])
+        evidence = (
+            f"{u.op} [{shapes}] ({calls}): {100 * share:.0f}% of the time ({format_time(u.time_s)}) with no cost: "
+            "its FLOPs and bytes are unknown, so no roofline judges it"
+        )
+        if u.note:
+            evidence += f" ({u.note})"
+        found.append(
+            ModelFinding(
+                rule=UNCOUNTED_RULE.id,
+                bottleneck=UNCOUNTED_RULE.bottleneck,
+                properties=[],
+                technique=f"give it a cost: {_how_to_cost(u.op)}; docs/op-costs.md, 'Costs of your own ops'",
+                evidence=evidence,
+                time_s=u.time_s,
+                where=", ".join(u.modules[:3]) or "(model)",
+                share=share,
+            )
+        )
+    return found
+
+
+@register("coverage", UNCOUNTED_RULE)
+def produce_uncounted(ctx: FindingContext) -> list[Finding]:
+    """The uncounted ops holding at least UNCOUNTED_SHARE of the iteration (nothing without a model)."""
+    return [] if ctx.model is None else list(uncounted(ctx.model))
+
+
 @register("coverage", NOT_EXPLAINED, COMPILE_CANDIDATE, NEAR_ROOF_RULE)
 def produce(ctx: FindingContext) -> list[Finding]:
     """The verdicts on the groups the earlier findings leave uncovered (nothing without a model)."""
@@ -289,10 +354,14 @@ __all__ = [
     "NEAR_ROOF_RULE",
     "NEXT_SECTIONS",
     "NOT_EXPLAINED",
+    "UNCOUNTED_RULE",
+    "UNCOUNTED_SHARE",
     "cover",
     "generated",
     "groups",
     "near_roof",
     "not_explained",
     "produce",
+    "produce_uncounted",
+    "uncounted",
 ]
