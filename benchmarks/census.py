@@ -74,6 +74,12 @@ class Sizes:
     classes: int
     dtype: str  # 'fp32' | 'bf16': the float dtype of the inputs and parameters
 
+    @property
+    def bilinear(self) -> int:
+        """Bilinear's width: its weight is width^3 (at hidden 1024: 10^9 parameters), so half the hidden size,
+        at most 256."""
+        return min(self.hidden // 2, 256)
+
     def side(self, dims: int) -> int:
         return {1: self.length, 2: self.side2, 3: self.side3}[dims]
 
@@ -201,10 +207,10 @@ ARGS: dict[str, Callable[[Sizes, str], Any]] = {
     "num_groups": lambda s, n: 4,
     "groups": lambda s, n: 2,
     "normalized_shape": lambda s, n: s.hidden,
-    "in_features": lambda s, n: s.hidden,
-    "out_features": lambda s, n: s.hidden,
-    "in1_features": lambda s, n: s.hidden,
-    "in2_features": lambda s, n: s.hidden,
+    "in_features": lambda s, n: s.bilinear if n == "Bilinear" else s.hidden,
+    "out_features": lambda s, n: s.bilinear if n == "Bilinear" else s.hidden,
+    "in1_features": lambda s, n: s.bilinear,
+    "in2_features": lambda s, n: s.bilinear,
     "embed_dim": lambda s, n: s.hidden,
     "input_size": lambda s, n: s.hidden,
     "hidden_size": lambda s, n: s.hidden,
@@ -366,7 +372,9 @@ def _module_inputs(cls: type, module: Any, t: Maker) -> tuple[Any, ...]:
         return t.act(), t.act()
     if name in ("Embedding", "EmbeddingBag"):
         return (t.i(s.vocab, s.batch, s.seq),)
-    if name in ("Bilinear", "CosineSimilarity", "PairwiseDistance"):
+    if name == "Bilinear":
+        return t.f(s.batch * s.seq, s.bilinear), t.f(s.batch * s.seq, s.bilinear)
+    if name in ("CosineSimilarity", "PairwiseDistance"):
         return t.rows(), t.rows()
     if name.startswith("MaxUnpool"):
         dims = _dims(name)
@@ -587,7 +595,7 @@ def _functional_builders() -> dict[str, tuple[str, Builder, bool]]:
     )
     # linear, embedding, attention
     rules["linear"] = ("linear", _fn("linear", lambda t: (t.act(), _weights(t, h(t), h(t)), _weights(t, h(t)))), True)
-    rules["bilinear"] = ("linear", _fn("bilinear", lambda t: (t.rows(), t.rows(), _weights(t, h(t), h(t), h(t)))), True)
+    rules["bilinear"] = ("linear", _fn("bilinear", _bilinear_inputs), True)
     rules["embedding"] = (
         "embedding",
         _fn("embedding", lambda t: (t.i(t.s.vocab, t.s.batch, t.s.seq), t.f(t.s.vocab, h(t)))),
@@ -675,6 +683,11 @@ def _functional_builders() -> dict[str, tuple[str, Builder, bool]]:
         True,
     )
     return rules
+
+
+def _bilinear_inputs(t: Maker) -> tuple[Any, ...]:
+    rows, w = t.s.batch * t.s.seq, t.s.bilinear
+    return t.f(rows, w), t.f(rows, w), _weights(t, w, w, w)
 
 
 def _grouped_mm(t: Maker) -> Built:
@@ -1010,9 +1023,11 @@ def results_document(results: list[CaseResult], device: str, sizes: Sizes, argv:
         "device": device,
         "device_name": torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor() or "cpu",
         "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
         "sizes": asdict(sizes),
         "totals": totals(results),
         "uncovered_ops": uncovered_ops(results),
+        "covered_ops": sorted({op for r in results for op in r.covered}),
         "cases": [{**asdict(r), "uncounted_share": r.uncounted_share} for r in results],
         "exceptions": {"modules": MODULE_EXCEPTIONS, "functional": FUNCTIONAL_EXCEPTIONS},
     }
@@ -1095,7 +1110,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--iters", type=int, default=None, help="profiled iterations per case (default 5; each op's median is used)"
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch's CPU threads (default torch's; 1: steadier on a loaded machine)",
+    )
     args = parser.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     cuda = args.device.startswith("cuda")
     warmup = args.warmup if args.warmup is not None else (2 if cuda else 3)
     iters = args.iters if args.iters is not None else 5
