@@ -1,7 +1,7 @@
 """The op census (issue 26): does every op that costs time have a cost formula?
 
     python benchmarks/census.py [--device cpu|cuda] [--filter REGEX] [--quick] [--json] [--out PATH]
-                                [--warmup N] [--iters N]
+                                [--warmup N] [--iters N] [--threads N]
 
 One small model per case, the cases generated from torch's own namespaces (not a hand-picked list):
 
@@ -25,6 +25,10 @@ to the counted records, as ``roofline diagnose`` does). Per case: the aten ops c
 not, and the share of device time in the uncovered ones; overall: the device time uncounted (%) and the uncovered
 ops by time. Device time: on the CPU each op's self CPU time, on a GPU its kernels' time. Time the profiler could
 not join to any counted op (``Timing.unmatched_time_s``) is reported apart, as "unmatched".
+
+Times: each op's median over the profiled iterations (``--iters``, default 5, after ``--warmup`` calls). On a
+shared, loaded CPU ``--threads 1`` keeps them steady (two threads that wait on each other's preemption inflate
+every op's time several-fold). The share is of the census's summed time, so the slowest cases weigh most.
 
 Shapes: on the CPU small (the whole census runs in a few minutes on 2 cores); on a GPU (``--device cuda``)
 realistic (batch 16, 64 channels, 64x64 images, sequence 512, hidden 1024, vocabulary 32000) and bf16 where the op
@@ -377,9 +381,7 @@ def _module_inputs(cls: type, module: Any, t: Maker) -> tuple[Any, ...]:
     if name in ("CosineSimilarity", "PairwiseDistance"):
         return t.rows(), t.rows()
     if name.startswith("MaxUnpool"):
-        dims = _dims(name)
-        pool = getattr(t.torch.nn.functional, f"max_pool{dims}d")
-        return pool(t.img(dims), 2, return_indices=True)
+        return _pooled(t, _dims(name))
     if name == "Fold":
         return (t.f(s.batch, s.channels * 9, s.side2 * s.side2),)
     if name == "BatchNorm1d":
@@ -496,193 +498,102 @@ def _weights(t: Maker, *shape: int) -> Any:
 
 
 def _functional_builders() -> dict[str, tuple[str, Builder, bool]]:
-    """F name (or 'name[variant]') -> (family, builder, grad)."""
+    """F name (or 'name[variant]') -> (family, builder, grad), one rule per family."""
     rules: dict[str, tuple[str, Builder, bool]] = {}
-    for name in _UNARY:
-        rules[name] = ("activation", _fn(name, lambda t: (t.act(),)), True)
-    for name in _INPLACE:
-        rules[name] = ("activation", _fn(name, lambda t: (t.act(),)), False)
-    rules["threshold"] = ("activation", _fn("threshold", lambda t: (t.act(), 0.1, 0.0)), True)
-    rules["threshold_"] = ("activation", _fn("threshold_", lambda t: (t.act(), 0.1, 0.0)), False)
-    rules["prelu"] = ("activation", _fn("prelu", lambda t: (t.img(2), _weights(t, t.s.channels))), True)
-    for name in ("softmax", "softmin", "log_softmax", "gumbel_softmax"):
-        rules[name] = ("softmax", _fn(name, lambda t: (t.act(),), dim=-1), True)
-    for name, dims in (("dropout1d", 1), ("dropout2d", 2), ("dropout3d", 3), ("feature_alpha_dropout", 2)):
-        rules[name] = ("dropout", _fn(name, lambda t, d=dims: (t.img(d),)), True)
-    # norms
+
+    def add(
+        key: str, family: str, inputs: Callable[[Maker], tuple[Any, ...]], grad: bool = True, **kwargs: Any
+    ) -> None:
+        rules[key] = (family, _fn(key.split("[")[0], inputs, **kwargs), grad)
+
+    act = lambda t: (t.act(),)  # noqa: E731
     h = lambda t: t.s.hidden  # noqa: E731
-    rules["layer_norm"] = (
-        "norm",
-        _fn("layer_norm", lambda t: (t.act(), (h(t),), _weights(t, h(t)), _weights(t, h(t)))),
-        True,
-    )
-    rules["rms_norm"] = ("norm", _fn("rms_norm", lambda t: (t.act(), (h(t),), _weights(t, h(t)))), True)
-    rules["group_norm"] = ("norm", _fn("group_norm", lambda t: (t.img(2), 4)), True)
-    rules["instance_norm"] = ("norm", _fn("instance_norm", lambda t: (t.img(2),)), True)
-    rules["local_response_norm"] = ("norm", _fn("local_response_norm", lambda t: (t.img(2), 5)), True)
-    rules["batch_norm"] = (
-        "norm",
-        _fn(
-            "batch_norm",
-            lambda t: (
-                t.img(2),
-                t.torch.zeros(t.s.channels, device=t.device, dtype=t.dtype),
-                t.torch.ones(t.s.channels, device=t.device, dtype=t.dtype),
-            ),
-            training=True,
-        ),
-        True,
-    )
-    # pools and unpools
+    for name in _UNARY:
+        add(name, "activation", act)
+    for name in _INPLACE:
+        add(name, "activation", act, grad=False)  # NB: in place on a leaf: inference
+    add("threshold", "activation", lambda t: (t.act(), 0.1, 0.0))
+    add("threshold_", "activation", lambda t: (t.act(), 0.1, 0.0), grad=False)
+    add("prelu", "activation", lambda t: (t.img(2), _weights(t, t.s.channels)))
+    for name in ("softmax", "softmin", "log_softmax", "gumbel_softmax"):
+        add(name, "softmax", act, dim=-1)
+    for name, dims in (("dropout1d", 1), ("dropout2d", 2), ("dropout3d", 3), ("feature_alpha_dropout", 2)):
+        add(name, "dropout", lambda t, d=dims: (t.img(d),))
+    # norms
+    add("layer_norm", "norm", lambda t: (t.act(), (h(t),), _weights(t, h(t)), _weights(t, h(t))))
+    add("rms_norm", "norm", lambda t: (t.act(), (h(t),), _weights(t, h(t))))
+    add("group_norm", "norm", lambda t: (t.img(2), 4))
+    add("instance_norm", "norm", lambda t: (t.img(2),))
+    add("local_response_norm", "norm", lambda t: (t.img(2), 5))
+    add("batch_norm", "norm", _batch_norm_inputs, training=True)
+    # pools, unpools, convolutions, by dimensionality
     for d in (1, 2, 3):
         for kind in ("max", "avg"):
-            rules[f"{kind}_pool{d}d"] = ("pool", _fn(f"{kind}_pool{d}d", lambda t, d=d: (t.img(d), 2)), True)
-            rules[f"adaptive_{kind}_pool{d}d"] = (
-                "pool",
-                _fn(f"adaptive_{kind}_pool{d}d", lambda t, d=d: (t.img(d), 4)),
-                True,
-            )
-        rules[f"max_pool{d}d_with_indices"] = (
-            "pool",
-            _fn(f"max_pool{d}d_with_indices", lambda t, d=d: (t.img(d), 2)),
-            True,
+            add(f"{kind}_pool{d}d", "pool", lambda t, d=d: (t.img(d), 2))
+            add(f"adaptive_{kind}_pool{d}d", "pool", lambda t, d=d: (t.img(d), 4))
+        add(f"max_pool{d}d_with_indices", "pool", lambda t, d=d: (t.img(d), 2))
+        add(f"adaptive_max_pool{d}d_with_indices", "pool", lambda t, d=d: (t.img(d), 4))
+        add(f"lp_pool{d}d", "pool", lambda t, d=d: (t.img(d), 2.0, 2))
+        add(f"max_unpool{d}d", "pool", lambda t, d=d: (*_pooled(t, d), 2))
+        add(
+            f"conv{d}d", "conv", lambda t, d=d: (t.img(d), _weights(t, t.s.channels, t.s.channels, *[3] * d)), padding=1
         )
-        rules[f"adaptive_max_pool{d}d_with_indices"] = (
-            "pool",
-            _fn(f"adaptive_max_pool{d}d_with_indices", lambda t, d=d: (t.img(d), 4)),
-            True,
-        )
-        rules[f"lp_pool{d}d"] = ("pool", _fn(f"lp_pool{d}d", lambda t, d=d: (t.img(d), 2.0, 2)), True)
-        rules[f"max_unpool{d}d"] = (
-            "pool",
-            _fn(
-                f"max_unpool{d}d",
-                lambda t, d=d: (*getattr(t.torch.nn.functional, f"max_pool{d}d")(t.img(d), 2, return_indices=True), 2),
-            ),
-            True,
-        )
-        rules[f"conv{d}d"] = (
-            "conv",
-            _fn(f"conv{d}d", lambda t, d=d: (t.img(d), _weights(t, t.s.channels, t.s.channels, *[3] * d)), padding=1),
-            True,
-        )
-        rules[f"conv_transpose{d}d"] = (
-            "conv",
-            _fn(
-                f"conv_transpose{d}d",
-                lambda t, d=d: (t.img(d), _weights(t, t.s.channels, t.s.channels, *[3] * d)),
-                padding=1,
-            ),
-            True,
-        )
-    for d in (2, 3):
-        for suffix in ("", "_with_indices"):
-            name = f"fractional_max_pool{d}d{suffix}"
-            rules[name] = ("pool", _fn(name, lambda t, d=d: (t.img(d), 2), output_ratio=(0.5,) * d), True)
-    rules["adaptive_avg_pool1d"] = ("pool", _fn("adaptive_avg_pool1d", lambda t: (t.img(1), 4)), True)
-    rules["conv_tbc"] = (
-        "conv",
-        _fn(
-            "conv_tbc",
-            lambda t: (
-                t.f(t.s.seq, t.s.batch, t.s.hidden),
-                _weights(t, 3, t.s.hidden, t.s.hidden),
-                _weights(t, t.s.hidden),
-                1,
-            ),
-        ),
-        True,
+        add(f"conv_transpose{d}d", "conv", lambda t, d=d: (t.img(d), _weights(t, t.s.channels, t.s.channels, *[3] * d)),
+            padding=1)  # fmt: skip
+        if d > 1:
+            add(f"fractional_max_pool{d}d", "pool", lambda t, d=d: (t.img(d), 2), output_ratio=(0.5,) * d)
+            add(f"fractional_max_pool{d}d_with_indices", "pool", lambda t, d=d: (t.img(d), 2), output_ratio=(0.5,) * d)
+    add("adaptive_avg_pool1d", "pool", lambda t: (t.img(1), 4))
+    add("conv_tbc", "conv", lambda t: (t.f(t.s.seq, t.s.batch, h(t)), _weights(t, 3, h(t), h(t)), _weights(t, h(t)), 1))
+    add(
+        "fold", "conv", lambda t: (t.f(t.s.batch, t.s.channels * 9, t.s.side2**2), (t.s.side2, t.s.side2), 3), padding=1
     )
+    add("unfold", "conv", lambda t: (t.img(2), 3), padding=1)
     # linear, embedding, attention
-    rules["linear"] = ("linear", _fn("linear", lambda t: (t.act(), _weights(t, h(t), h(t)), _weights(t, h(t)))), True)
-    rules["bilinear"] = ("linear", _fn("bilinear", _bilinear_inputs), True)
-    rules["embedding"] = (
-        "embedding",
-        _fn("embedding", lambda t: (t.i(t.s.vocab, t.s.batch, t.s.seq), t.f(t.s.vocab, h(t)))),
-        True,
-    )
-    rules["embedding_bag"] = (
-        "embedding",
-        _fn("embedding_bag", lambda t: (t.i(t.s.vocab, t.s.batch, t.s.seq), t.f(t.s.vocab, h(t))), mode="mean"),
-        True,
-    )
-    rules["one_hot"] = (
-        "embedding",
-        _fn("one_hot", lambda t: (t.i(t.s.classes, t.s.batch, t.s.seq), t.s.classes)),
-        False,
-    )
-    qkv = lambda t: tuple(t.f(t.s.batch, t.s.heads, t.s.seq, h(t) // t.s.heads) for _ in range(3))  # noqa: E731
-    rules["scaled_dot_product_attention"] = ("attention", _fn("scaled_dot_product_attention", qkv), True)
-    rules["scaled_dot_product_attention[causal]"] = (
-        "attention",
-        _fn("scaled_dot_product_attention", qkv, is_causal=True),
-        True,
-    )
+    add("linear", "linear", lambda t: (t.act(), _weights(t, h(t), h(t)), _weights(t, h(t))))
+    add("bilinear", "linear", _bilinear_inputs)
     rules["grouped_mm"] = ("linear", _grouped_mm, True)
-    # shape, padding, interpolation, sampling
-    rules["pixel_shuffle"] = ("upsample", _fn("pixel_shuffle", lambda t: (t.img(2), 2)), True)
-    rules["pixel_unshuffle"] = ("upsample", _fn("pixel_unshuffle", lambda t: (t.img(2), 2)), True)
-    rules["channel_shuffle"] = ("upsample", _fn("channel_shuffle", lambda t: (t.img(2), 2)), True)
-    rules["native_channel_shuffle"] = ("upsample", _fn("native_channel_shuffle", lambda t: (t.img(2), 2)), True)
-    rules["fold"] = (
-        "conv",
-        _fn(
-            "fold",
-            lambda t: (t.f(t.s.batch, t.s.channels * 9, t.s.side2 * t.s.side2), (t.s.side2, t.s.side2), 3),
-            padding=1,
-        ),
-        True,
-    )
-    rules["unfold"] = ("conv", _fn("unfold", lambda t: (t.img(2), 3), padding=1), True)
+    add("embedding", "embedding", lambda t: (t.i(t.s.vocab, t.s.batch, t.s.seq), t.f(t.s.vocab, h(t))))
+    add("embedding_bag", "embedding", lambda t: (t.i(t.s.vocab, t.s.batch, t.s.seq), t.f(t.s.vocab, h(t))), mode="mean")
+    add("one_hot", "embedding", lambda t: (t.i(t.s.classes, t.s.batch, t.s.seq), t.s.classes), grad=False)
+    qkv = lambda t: tuple(t.f(t.s.batch, t.s.heads, t.s.seq, h(t) // t.s.heads) for _ in range(3))  # noqa: E731
+    add("scaled_dot_product_attention", "attention", qkv)
+    add("scaled_dot_product_attention[causal]", "attention", qkv, is_causal=True)
+    # shuffles, padding, interpolation, sampling
+    for name in ("pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"):
+        add(name, "upsample", lambda t: (t.img(2), 2))
     for mode in ("constant", "reflect", "replicate", "circular"):
-        rules[f"pad[{mode}]"] = ("padding", _fn("pad", lambda t: (t.img(2), (2, 2, 2, 2)), mode=mode), True)
-    for mode, d in (
-        ("nearest", 2),
-        ("nearest-exact", 2),
-        ("linear", 1),
-        ("bilinear", 2),
-        ("bicubic", 2),
-        ("trilinear", 3),
-        ("area", 2),
-    ):
-        rules[f"interpolate[{mode}]"] = (
-            "upsample",
-            _fn("interpolate", lambda t, d=d: (t.img(d),), scale_factor=2, mode=mode),
-            True,
-        )
-    rules["upsample"] = ("upsample", _fn("upsample", lambda t: (t.img(2),), scale_factor=2), True)
-    rules["upsample_nearest"] = ("upsample", _fn("upsample_nearest", lambda t: (t.img(2),), scale_factor=2), True)
-    rules["upsample_bilinear"] = ("upsample", _fn("upsample_bilinear", lambda t: (t.img(2),), scale_factor=2), True)
-    rules["grid_sample"] = (
-        "upsample",
-        _fn("grid_sample", lambda t: (t.img(2), t.u(t.s.batch, t.s.side2, t.s.side2, 2) * 2 - 1), align_corners=False),
-        True,
-    )
-    rules["affine_grid"] = (
-        "upsample",
-        _fn(
-            "affine_grid",
-            lambda t: (t.f(t.s.batch, 2, 3), [t.s.batch, t.s.channels, t.s.side2, t.s.side2]),
-            align_corners=False,
-        ),
-        True,
-    )
+        add(f"pad[{mode}]", "padding", lambda t: (t.img(2), (2, 2, 2, 2)), mode=mode)
+    for mode, d in (("nearest", 2), ("nearest-exact", 2), ("linear", 1), ("bilinear", 2), ("bicubic", 2),
+                    ("trilinear", 3), ("area", 2)):  # fmt: skip
+        add(f"interpolate[{mode}]", "upsample", lambda t, d=d: (t.img(d),), scale_factor=2, mode=mode)
+    for name in ("upsample", "upsample_nearest", "upsample_bilinear"):
+        add(name, "upsample", lambda t: (t.img(2),), scale_factor=2)
+    add("grid_sample", "upsample", lambda t: (t.img(2), t.u(t.s.batch, t.s.side2, t.s.side2, 2) * 2 - 1),
+        align_corners=False)  # fmt: skip
+    add("affine_grid", "upsample", lambda t: (t.f(t.s.batch, 2, 3), [t.s.batch, t.s.channels, t.s.side2, t.s.side2]),
+        align_corners=False)  # fmt: skip
     # distances
-    rules["cosine_similarity"] = ("distance", _fn("cosine_similarity", _pair), True)
-    rules["pairwise_distance"] = ("distance", _fn("pairwise_distance", _pair), True)
-    rules["pdist"] = ("distance", _fn("pdist", lambda t: (t.rows(),)), True)
-    # losses
+    add("cosine_similarity", "distance", _pair)
+    add("pairwise_distance", "distance", _pair)
+    add("pdist", "distance", lambda t: (t.rows(),))
+    # losses: the inputs the loss classes get
     for name, key in _LOSS_OF_FUNCTION.items():
-        rules[name] = ("loss", _fn(name, LOSS_INPUTS[key]), True)
-    rules["linear_cross_entropy"] = (
-        "loss",
-        _fn(
-            "linear_cross_entropy",
-            lambda t: (t.rows(), _weights(t, t.s.vocab, h(t)), t.i(t.s.vocab, t.s.batch * t.s.seq)),
-        ),
-        True,
-    )
+        add(name, "loss", LOSS_INPUTS[key])
+    add("linear_cross_entropy", "loss", lambda t: (t.rows(), _weights(t, t.s.vocab, h(t)),
+                                                   t.i(t.s.vocab, t.s.batch * t.s.seq)))  # fmt: skip
     return rules
+
+
+def _batch_norm_inputs(t: Maker) -> tuple[Any, ...]:
+    """An image and the running mean and variance (updated in place, never requiring grad)."""
+    torch, c = t.torch, t.s.channels
+    return t.img(2), torch.zeros(c, device=t.device, dtype=t.dtype), torch.ones(c, device=t.device, dtype=t.dtype)
+
+
+def _pooled(t: Maker, dims: int) -> tuple[Any, Any]:
+    """A max pool's output and indices (max_unpool's input)."""
+    return getattr(t.torch.nn.functional, f"max_pool{dims}d")(t.img(dims), 2, return_indices=True)
 
 
 def _bilinear_inputs(t: Maker) -> tuple[Any, ...]:
