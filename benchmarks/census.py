@@ -33,7 +33,9 @@ every op's time several-fold). The share is of the census's summed time, so the 
 Shapes: on the CPU small (the whole census runs in a few minutes on 2 cores); on a GPU (``--device cuda``)
 realistic (batch 16, 64 channels, 64x64 images, sequence 512, hidden 1024, vocabulary 32000) and bf16 where the op
 takes it (a case that fails in bf16 runs again in fp32). One case's failure is recorded with its one-line error and
-never stops the census; progress goes to stderr; ``--out`` writes the results as JSON (atomically).
+never stops the census; progress goes to stderr; ``--out`` writes the results as JSON (atomically, as they
+come: a run cut short leaves the cases it ran); ``--merge A.json B.json --out ALL.json`` joins the results of a
+census split by ``--filter`` (a GPU's command limit) and recomputes the totals.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -991,7 +993,16 @@ def select(cases: list[Case], pattern: str | None, quick: bool) -> list[Case]:
     return cases
 
 
-def census(cases: list[Case], device: str, *, warmup: int, iters: int, progress: bool = True) -> list[CaseResult]:
+def census(
+    cases: list[Case],
+    device: str,
+    *,
+    warmup: int,
+    iters: int,
+    progress: bool = True,
+    done: Callable[[list[CaseResult]], None] | None = None,
+) -> list[CaseResult]:
+    """Run ``cases`` in order; ``done`` is told the results so far after each case (the partial results file)."""
     import torch
 
     sizes = CUDA_SIZES if device.startswith("cuda") else CPU_SIZES
@@ -1004,7 +1015,47 @@ def census(cases: list[Case], device: str, *, warmup: int, iters: int, progress:
             print(f"[{n}/{len(cases)}] {case.name}: {result.status}, {what} ({result.seconds:.1f} s)", file=sys.stderr)
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
+        if done is not None:
+            done(results)
     return results
+
+
+def case_results(doc: dict[str, Any]) -> list[CaseResult]:
+    """The cases of a results file, as CaseResults (for --merge)."""
+    names = {f.name for f in fields(CaseResult)}
+    return [CaseResult(**{k: v for k, v in case.items() if k in names}) for case in doc["cases"]]
+
+
+def merged(docs: list[dict[str, Any]], argv: list[str]) -> dict[str, Any]:
+    """One results document from several runs on the same device (a census split by --filter): the cases of all,
+    a case run twice taken from the last file; totals and uncovered ops recomputed."""
+    devices = {doc["device"] for doc in docs}
+    if len(devices) != 1:
+        raise SystemExit(f"--merge: results of different devices ({', '.join(sorted(devices))})")
+    by_name: dict[str, CaseResult] = {}
+    for doc in docs:
+        by_name.update({r.name: r for r in case_results(doc)})
+    last = docs[-1]
+    out = {**last, "command": "python benchmarks/census.py " + " ".join(argv)}
+    results = list(by_name.values())
+    out.update(totals=totals(results), uncovered_ops=uncovered_ops(results),
+               covered_ops=sorted({op for r in results for op in r.covered}),
+               cases=[{**asdict(r), "uncounted_share": r.uncounted_share} for r in results],
+               seconds=sum(float(doc.get("seconds", 0.0)) for doc in docs))  # fmt: skip
+    return out
+
+
+def _writer(path: str | None) -> Callable[[dict[str, Any]], None]:
+    def write(doc: dict[str, Any]) -> None:
+        if path is None:
+            return
+        from roofline.fileio import atomic_write_text
+
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
+
+    return write
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1014,20 +1065,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--filter", default=None, help="a regex on the case names or families")
     parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
-    parser.add_argument("--out", default=None, help="write the results as JSON to this file")
-    parser.add_argument(
-        "--warmup", type=int, default=None, help="warm-up calls per case (default 3 on the CPU, 2 on a GPU)"
-    )
-    parser.add_argument(
-        "--iters", type=int, default=None, help="profiled iterations per case (default 5; each op's median is used)"
-    )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="torch's CPU threads (default torch's; 1: steadier on a loaded machine)",
-    )
+    parser.add_argument("--out", default=None, help="write the results as JSON to this file (as they come)")
+    parser.add_argument("--warmup", type=int, default=None, help="warm-up calls per case (default 3 CPU, 2 GPU)")
+    parser.add_argument("--iters", type=int, default=None, help="profiled iterations per case (default 5; medians)")
+    parser.add_argument("--threads", type=int, default=None, help="torch's CPU threads (1: steadier when loaded)")
+    parser.add_argument("--merge", nargs="+", metavar="FILE", help="no run: merge the results of split runs")
     args = parser.parse_args(argv)
+    write = _writer(args.out)
+    if args.merge:
+        doc = merged([json.loads(Path(p).read_text(encoding="utf-8")) for p in args.merge], argv)
+        print(json.dumps(doc, indent=1) if args.json else render(doc))
+        write(doc)
+        return 0
     if args.threads:
         import torch
 
@@ -1040,18 +1089,23 @@ def main(argv: list[str] | None = None) -> int:
         print("no case matches", file=sys.stderr)
         return 2
     start = time.perf_counter()
-    results = census(cases, args.device, warmup=warmup, iters=iters)
     sizes = CUDA_SIZES if cuda else CPU_SIZES
-    doc = results_document(results, args.device, sizes, argv)
-    doc["seconds"] = time.perf_counter() - start
-    print(json.dumps(doc, indent=1) if args.json else render(doc))
-    if args.out:
-        from roofline.fileio import atomic_write_text
 
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
-        print(f"wrote {out}", file=sys.stderr)
+    def document(results: list[CaseResult]) -> dict[str, Any]:
+        doc = results_document(results, args.device, sizes, argv)
+        doc["seconds"] = time.perf_counter() - start
+        return doc
+
+    def partial(so_far: list[CaseResult]) -> None:
+        if cuda or len(so_far) % 25 == 0:
+            write(document(so_far))
+
+    results = census(cases, args.device, warmup=warmup, iters=iters, done=partial)
+    doc = document(results)
+    print(json.dumps(doc, indent=1) if args.json else render(doc))
+    write(doc)
+    if args.out:
+        print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 

@@ -119,3 +119,27 @@ def test_an_uncovered_op_is_reported_with_its_time(census, mystery_op):
     assert (totals["ok"], totals["failed"]) == (2, 1)
     assert totals["uncounted_s"] == pytest.approx(mystery.uncounted_s)
     assert 0 < totals["uncounted_share"] < 1
+
+
+def test_merge_joins_split_runs(census, tmp_path):
+    def result(name, time_s, uncovered):
+        return census.CaseResult(name, "x", mode="training", dtype="fp32", ops=3, covered=["aten::mm"],
+                                 uncovered=uncovered, time_s=time_s, uncounted_s=sum(uncovered.values()))  # fmt: skip
+
+    first = [result("a", 3.0, {}), result("b", 1.0, {"aten::sort": 0.5})]
+    second = [result("c", 4.0, {"aten::sort": 1.0, "aten::fft": 0.5})]
+    paths = []
+    for n, results in enumerate((first, second)):
+        doc = census.results_document(results, "cpu", census.CPU_SIZES, [])
+        paths.append(tmp_path / f"part{n}.json")
+        paths[-1].write_text(json.dumps(doc))
+    out = tmp_path / "all.json"
+    assert census.main(["--merge", *map(str, paths), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [c["name"] for c in doc["cases"]] == ["a", "b", "c"]
+    assert doc["totals"]["time_s"] == 8.0 and doc["totals"]["uncounted_s"] == 2.0
+    assert doc["totals"]["uncounted_share"] == 2.0 / 8.0  # 0.5 + 1.0 + 0.5 of 3 + 1 + 4
+    assert [(row["op"], row["time_s"], row["cases"]) for row in doc["uncovered_ops"]] == [
+        ("aten::sort", 1.5, ["b", "c"]),
+        ("aten::fft", 0.5, ["c"]),
+    ]
