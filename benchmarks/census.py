@@ -984,6 +984,14 @@ def render(doc: dict[str, Any], *, top: int = 25) -> str:
     return "\n".join(lines)
 
 
+def exceptions_table() -> str:
+    """The classes and functions the census does not build, and why, as markdown (docs/op-costs.md holds it)."""
+    lines = ["| not built | why |", "|---|---|"]
+    lines += [f"| `nn.{name}` | {why} |" for name, why in MODULE_EXCEPTIONS.items()]
+    lines += [f"| `F.{name}` | {why} |" for name, why in FUNCTIONAL_EXCEPTIONS.items()]
+    return "\n".join(lines) + "\n"
+
+
 def select(cases: list[Case], pattern: str | None, quick: bool) -> list[Case]:
     if quick:
         cases = [c for c in cases if c.name in QUICK]
@@ -1070,7 +1078,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=None, help="profiled iterations per case (default 5; medians)")
     parser.add_argument("--threads", type=int, default=None, help="torch's CPU threads (1: steadier when loaded)")
     parser.add_argument("--merge", nargs="+", metavar="FILE", help="no run: merge the results of split runs")
+    parser.add_argument("--exceptions", action="store_true", help="no run: print what is not built, and why")
     args = parser.parse_args(argv)
+    if args.exceptions:
+        print(exceptions_table(), end="")
+        return 0
     write = _writer(args.out)
     if args.merge:
         doc = merged([json.loads(Path(p).read_text(encoding="utf-8")) for p in args.merge], argv)

@@ -143,3 +143,9 @@ def test_merge_joins_split_runs(census, tmp_path):
         ("aten::sort", 1.5, ["b", "c"]),
         ("aten::fft", 0.5, ["c"]),
     ]
+
+
+def test_docs_list_the_exceptions(census):
+    # docs/op-costs.md documents every class and function the census does not build, with the census's reason
+    docs = (ROOT / "docs" / "op-costs.md").read_text(encoding="utf-8")
+    assert census.exceptions_table() in docs, "paste: python benchmarks/census.py --exceptions"
