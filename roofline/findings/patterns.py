@@ -532,7 +532,7 @@ def sort_slices(points: Sequence[OpPoint], flow: Dataflow) -> list[Selection]:
             q for q in points if q.math == "none" and q.input_producers and flow.source(q.input_producers[0]) == p.index
         ]
         shrinking = [q for q in slices if q.output_shapes and _out_numel(q) < numel(full)]
-        readers = [flow.by_index[c] for c in flow.consumers.get(p.index, []) if c in flow.by_index]
+        readers = [flow.by_index[c] for c in flow.consumers.get(p.index, []) if flow.by_index[c].math != "none"]
         whole = any(
             numel(shape) >= numel(full)
             for r in readers

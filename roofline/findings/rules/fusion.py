@@ -33,6 +33,7 @@ from roofline.findings.model import (
     model_finding,
     ops_text,
     signature_of,
+    tiny,
 )
 from roofline.findings.registry import Rule, Verify, model_rule
 from roofline.findings.shapes import gemm_dims
@@ -106,8 +107,10 @@ NAIVE_ATTENTION = Rule(
     code_change="replace the written-out attention with F.scaled_dot_product_attention",
 )
 
-#: the fused roofline time of two element-wise ops in a row at most this share of the unfused: worth a finding
-PAIR_SHARE = 2 / 3
+#: the fused roofline time (one launch) of two element-wise ops in a row at most this share of the unfused (two
+#: launches): worth a finding. By bytes a unary op into a unary op keeps 1/2, a unary and a binary op 3/5 (they
+#: fire), two binary ops 4/6 (they do not: a saving of a third at most)
+PAIR_SHARE = 0.6
 
 ELEMENTWISE_PAIR = Rule(
     id="elementwise-pair",
@@ -116,8 +119,9 @@ ELEMENTWISE_PAIR = Rule(
     properties=(Property.LOCALITY,),
     fires=(
         "2 element-wise ops in a row on the same number of elements, the second the only reader of the first's "
-        "output (`F.mish(F.mish(x))`), outside chains, loops and the groups above, when fused their roofline time "
-        "(one launch) is at most 2/3 of the unfused (`PAIR_SHARE`)"
+        "output (`F.mish(F.mish(x))`), each with more roofline work than one launch floor, outside chains, loops "
+        "and the groups above, when fused their roofline time (one launch) is at most 60% of the unfused "
+        "(`PAIR_SHARE`: unary into unary 1/2 and unary with binary 3/5 of the bytes fire; two binary ops, 2/3, not)"
     ),
     technique="fusion (`torch.compile`): one kernel, the intermediate never in memory",
     bound="the first's inputs read once, the second's output written once, one launch",
@@ -191,6 +195,58 @@ KV_CACHE_CAT = Rule(
     verify=Verify("static-kv-cache"),
     code_change="preallocate the KV cache (a static cache) instead of torch.cat per step",
 )
+
+
+# NB: registered first of the family: on a tie with the fusion of the same pair ops, the algorithmic change
+# (N^2 -> N log N) ranks first
+@model_rule(ALL_PAIRS)
+def all_pairs(ctx: ModelContext) -> list[ModelFinding]:
+    """A tensor broadcast against itself into N x N pairs, per-pair math and a sum over one axis: an all-pairs
+    interaction (N-body, pairwise distances, kernels)."""
+    findings = []
+    for pairs in patterns.all_pairs(ctx.work(), ctx.dataflow()):
+        pts = [ctx.by_index[i] for i in pairs.indices]
+        n = pairs.n
+        keep = math.log2(n) / n  # N log2 N of the N^2 pairs
+        before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
+        after = sum(p.roof_time_s * keep + p.launch_floor_s for p in pts)
+        half = sum(p.roof_time_s / 2 + p.launch_floor_s for p in pts)
+        time_now = sum(p.time_s for p in pts)
+        origin = ctx.by_index[pairs.origin]
+        a, b = ("x".join(str(d) for d in s) for s in origin.input_shapes[:2])
+        shape = "x".join(str(d) for d in pairs.shape)
+        names = {_name(p.op) for p in pts}
+        distance = bool(names & {"sqrt", "rsqrt", "pow", "norm", "linalg_vector_norm"})
+        reduced = f", summed over one axis by {pairs.reductions} reduction{'s' if pairs.reductions != 1 else ''}"
+        evidence = (
+            f"{_name(origin.op)} #{origin.index} broadcasts one tensor against itself ({a} against {b}) into its "
+            f"{n:,} x {n:,} pairs ({shape}), then {len(pts) - 1} ops on the pairs "
+            f"({ops_text([p.op for p in pts[1:]])}){reduced if pairs.reductions else ''}: {n * n:,} interactions; "
+            f"roofline {format_time(before)}; half the pairs (symmetry) {format_time(half)}; N log2 N = "
+            f"{n * math.log2(n):,.0f} interactions (a tree) {format_time(after)}"
+        )
+        technique = (
+            "all pairs of one set: if the interaction is antisymmetric (f_ij = -f_ji, Newton's third law) or "
+            "symmetric, compute each pair once (half the pairs: at most 2x on the pair ops); for a decaying "
+            "interaction approximate the far field (separability + locality): a Barnes-Hut tree or the fast "
+            "multipole method, O(N log N) instead of N^2; fuse the per-pair math into one tiled kernel "
+            "(torch.compile, Triton) so no N x N tensor is written"
+        )
+        technique += (
+            f"; pairwise distances: torch.cdist(x, x) (no N x N x d differences in memory){' here' if distance else ''}"
+        )
+        findings.append(
+            model_finding(
+                ctx,
+                ALL_PAIRS,
+                technique,
+                evidence,
+                time_now,
+                bounded(time_now, before, after),
+                pts,
+            )
+        )
+    return findings
 
 
 @model_rule(ELEMENTWISE_CHAIN)
@@ -409,8 +465,8 @@ def elementwise_pair(ctx: ModelContext) -> list[ModelFinding]:
     items = []
     for pair in patterns.elementwise_pairs(ctx.points, exclude, ctx.dataflow()):
         pts = [ctx.by_index[i] for i in pair.indices]
-        if is_compiled(ctx) and already_fused(pts):
-            continue
+        if (is_compiled(ctx) and already_fused(pts)) or any(tiny(p, ctx.device) for p in pts):
+            continue  # NB: ops under one launch floor of work are the launch rules' (their dispatch, not their bytes)
         items.append((signature_of(pts), (pair, pts)))
     findings = []
     bw = ctx.device.dram_bandwidth
@@ -430,7 +486,7 @@ def elementwise_pair(ctx: ModelContext) -> list[ModelFinding]:
             f"{_name(pts[0].op)} -> {_name(pts[1].op)} on {max_numel(pts[0]):,} elements, the intermediate a round "
             f"trip through memory: {format_bytes(pair.unfused_bytes)} moved vs {format_bytes(pair.fused_bytes)} "
             f"fused ({ratio:.3g}x fewer bytes){count}; roofline {format_time(before)} -> {format_time(after)} per "
-            f"pair (fused at most {PAIR_SHARE:.2g} of unfused: worth a kernel)"
+            f"pair (fused at most {PAIR_SHARE:.0%} of unfused: worth a kernel)"
         )
         technique = (
             COMPILED_UNFUSED
@@ -508,7 +564,7 @@ def written_out_topk(ctx: ModelContext) -> list[ModelFinding]:
         selection = patterns.repeated_selection(pts, loop.period, loop.steps, flow)
         if selection is not None:
             found.append((selection, pts, ctx.wall_time_of(pts)))
-    for selection in patterns.sort_slices(ctx.work(), flow):
+    for selection in patterns.sort_slices(ctx.points, flow):
         pts = [ctx.by_index[i] for i in selection.indices]
         found.append((selection, pts, sum(p.time_s for p in pts)))
     findings = []
@@ -546,56 +602,6 @@ def written_out_topk(ctx: ModelContext) -> list[ModelFinding]:
                 bounded(time_now, before, after),
                 pts,
                 bottleneck="memory",
-            )
-        )
-    return findings
-
-
-@model_rule(ALL_PAIRS)
-def all_pairs(ctx: ModelContext) -> list[ModelFinding]:
-    """A tensor broadcast against itself into N x N pairs, per-pair math and a sum over one axis: an all-pairs
-    interaction (N-body, pairwise distances, kernels)."""
-    findings = []
-    for pairs in patterns.all_pairs(ctx.work(), ctx.dataflow()):
-        pts = [ctx.by_index[i] for i in pairs.indices]
-        n = pairs.n
-        keep = math.log2(n) / n  # N log2 N of the N^2 pairs
-        before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
-        after = sum(p.roof_time_s * keep + p.launch_floor_s for p in pts)
-        half = sum(p.roof_time_s / 2 + p.launch_floor_s for p in pts)
-        time_now = sum(p.time_s for p in pts)
-        origin = ctx.by_index[pairs.origin]
-        a, b = ("x".join(str(d) for d in s) for s in origin.input_shapes[:2])
-        shape = "x".join(str(d) for d in pairs.shape)
-        names = {_name(p.op) for p in pts}
-        distance = bool(names & {"sqrt", "rsqrt", "pow", "norm", "linalg_vector_norm"})
-        reduced = f", summed over one axis by {pairs.reductions} reduction{'s' if pairs.reductions != 1 else ''}"
-        evidence = (
-            f"{_name(origin.op)} #{origin.index} broadcasts one tensor against itself ({a} against {b}) into its "
-            f"{n:,} x {n:,} pairs ({shape}), then {len(pts) - 1} ops on the pairs "
-            f"({ops_text([p.op for p in pts[1:]])}){reduced if pairs.reductions else ''}: {n * n:,} interactions; "
-            f"roofline {format_time(before)}; half the pairs (symmetry) {format_time(half)}; N log2 N = "
-            f"{n * math.log2(n):,.0f} interactions (a tree) {format_time(after)}"
-        )
-        technique = (
-            "all pairs of one set: if the interaction is antisymmetric (f_ij = -f_ji, Newton's third law) or "
-            "symmetric, compute each pair once (half the pairs: at most 2x on the pair ops); for a decaying "
-            "interaction approximate the far field (separability + locality): a Barnes-Hut tree or the fast "
-            "multipole method, O(N log N) instead of N^2; fuse the per-pair math into one tiled kernel "
-            "(torch.compile, Triton) so no N x N tensor is written"
-        )
-        technique += (
-            f"; pairwise distances: torch.cdist(x, x) (no N x N x d differences in memory){' here' if distance else ''}"
-        )
-        findings.append(
-            model_finding(
-                ctx,
-                ALL_PAIRS,
-                technique,
-                evidence,
-                time_now,
-                bounded(time_now, before, after),
-                pts,
             )
         )
     return findings
