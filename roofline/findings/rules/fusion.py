@@ -221,7 +221,7 @@ def all_pairs(ctx: ModelContext) -> list[ModelFinding]:
         evidence = (
             f"{_name(origin.op)} #{origin.index} broadcasts one tensor against itself ({a} against {b}) into its "
             f"{n:,} x {n:,} pairs ({shape}), then {len(pts) - 1} ops on the pairs "
-            f"({ops_text([p.op for p in pts[1:]])}){reduced if pairs.reductions else ''}: {n * n:,} interactions; "
+            f"({ops_text([p.op for p in pts[1:]], 8)}){reduced if pairs.reductions else ''}: {n * n:,} interactions; "
             f"roofline {format_time(before)}; half the pairs (symmetry) {format_time(half)}; N log2 N = "
             f"{n * math.log2(n):,.0f} interactions (a tree) {format_time(after)}"
         )
@@ -232,9 +232,11 @@ def all_pairs(ctx: ModelContext) -> list[ModelFinding]:
             "multipole method, O(N log N) instead of N^2; fuse the per-pair math into one tiled kernel "
             "(torch.compile, Triton) so no N x N tensor is written"
         )
-        technique += (
-            f"; pairwise distances: torch.cdist(x, x) (no N x N x d differences in memory){' here' if distance else ''}"
-        )
+        if distance:
+            technique += "; where the pair math is a distance (pow/sqrt here): torch.cdist(x, x) computes it without "
+            technique += "the N x N x d differences"
+        else:
+            technique += "; for pairwise distances alone: torch.cdist(x, x), without the N x N x d differences"
         findings.append(
             model_finding(
                 ctx,
