@@ -428,13 +428,16 @@ MIN_PAIRS = 64  # elements a tensor is broadcast against itself over that make a
 PAIR_DEPTH = 32  # ops on the pairs followed at most
 
 
-def elementwise_recurrence(loop_points: Sequence[OpPoint], span: Sequence[OpPoint], flow: Dataflow) -> Fusion | None:
+def elementwise_recurrence(
+    loop_points: Sequence[OpPoint], period: int, span: Sequence[OpPoint], flow: Dataflow
+) -> Fusion | None:
     """A loop (``loop_points``: its ops, every step; ``span``: every point between its first and last op, views
     included) whose every op is element-wise on the same number of elements -- no reduction, matmul, copy or
     creation -- and that reads no slice changing from step to step (no view in its span makes a smaller tensor, as
-    ``x[:, t]`` does): each element's steps depend only on that element's earlier steps, so one kernel runs every
-    step with the element in registers. The loop's ops as a :class:`Fusion` (its external inputs read once, the
-    outputs used after the loop written once); None otherwise."""
+    ``x[:, t]`` does) nor another tensor each step (every step after the first reads the same tensors from outside
+    the loop; the first the initial state too): each element's steps depend only on that element's earlier steps,
+    so one kernel runs every step with the element in registers. The loop's ops as a :class:`Fusion` (its external
+    inputs read once, the outputs used after the loop written once); None otherwise. ``period``: ops per step."""
     if not loop_points or not all(_fusible(p) and not is_reduction(p) for p in loop_points):
         return None
     n = _out_numel(loop_points[0])
@@ -443,7 +446,16 @@ def elementwise_recurrence(loop_points: Sequence[OpPoint], span: Sequence[OpPoin
     for p in span:
         if p.math == "none" and p.input_shapes and _out_numel(p) < _in_numel(p):
             return None  # a slice of a larger tensor: a recurrence along a sequence axis (a scan)
-    return _fusion(sorted(p.index for p in loop_points), flow)
+    inside = {p.index for p in loop_points}
+    steps = len(loop_points) // period if period else 0
+    reads = [
+        {_ext_key(p, i, s) for p in loop_points[t * period : (t + 1) * period]
+         for i, s in enumerate(flow.sources(p)) if s not in inside}
+        for t in range(steps)
+    ]  # fmt: skip
+    if any(r != reads[1] for r in reads[2:]) or (len(reads) > 1 and not reads[1] <= reads[0]):
+        return None  # another tensor each step (a list of inputs): a sequence, not the same elements
+    return _fusion(sorted(inside), flow)
 
 
 def elementwise_pairs(
@@ -517,7 +529,8 @@ def loop_structure(
     """What a loop's structure makes of it other than a scan: an element-wise recurrence over the same elements
     (:func:`elementwise_recurrence`) or top-k by repeated selection (:func:`repeated_selection`); None: a
     recurrence along a sequence axis (or unknown)."""
-    return elementwise_recurrence(loop_points, span, flow) or repeated_selection(loop_points, period, steps, flow)
+    found = elementwise_recurrence(loop_points, period, span, flow)
+    return found or repeated_selection(loop_points, period, steps, flow)
 
 
 def sort_slices(points: Sequence[OpPoint], flow: Dataflow) -> list[Selection]:

@@ -518,7 +518,7 @@ def elementwise_recurrence(ctx: ModelContext) -> list[ModelFinding]:
     flow = ctx.dataflow()
     for loop in ctx.loops:
         pts = [ctx.by_index[i] for i in loop.indices]
-        fusion = patterns.elementwise_recurrence(pts, _loop_span(ctx, loop.indices), flow)
+        fusion = patterns.elementwise_recurrence(pts, loop.period, _loop_span(ctx, loop.indices), flow)
         if fusion is None or (is_compiled(ctx) and already_fused(pts)):
             continue
         time_now = ctx.wall_time_of(pts)
