@@ -6,6 +6,7 @@ to end on a modelled CPU (tests/data/structure/: real counting, never the host's
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -302,3 +303,26 @@ def test_the_five_models_get_their_structure_as_top_finding(cli, tmp_path, model
     if rule == "naive-attention":
         assert "is_causal=True" in top["technique"]
     assert f'EXPECTED_FINDING = "{rule}"' in path.read_text()
+
+
+# ------------------------------------------------------------------------------------------- compiled models
+
+
+def _compiled(ops: list, fused: str = ""):
+    ctx = ctx_of(ops, CPU)
+    timing = dataclasses.replace(ctx.timing, compiled=True)
+    points = [p.model_copy(update={"fused_kernel": fused}) for p in ctx.points]
+    return type(ctx).of(points, CPU, timing)
+
+
+def test_no_torch_compile_advice_to_a_compiled_model():
+    assert fusion.elementwise_recurrence(_compiled(recurrence(), "cpp_fused_add_mul_0")) == []  # fused already
+    unfused = only(fusion.elementwise_recurrence(_compiled(recurrence())))  # compiled, yet unfused
+    assert "torch.compile" not in unfused.technique and "graph break" in unfused.technique
+    mish = [
+        (vec(0, "aten::mish", [(N,)], [(N,)], [None], flops=5 * N), 2e-3, 0),
+        (vec(1, "aten::mish", [(N,)], [(N,)], [0], flops=5 * N), 2e-3, 0),
+    ]
+    assert fusion.elementwise_pair(_compiled(mish, "cpp_fused_mish_0")) == []
+    assert "torch.compile" not in only(fusion.elementwise_pair(_compiled(mish))).technique
+    assert "torch.compile" not in only(fusion.all_pairs(_compiled(nbody(2048)))).technique

@@ -136,8 +136,8 @@ ELEMENTWISE_RECURRENCE = Rule(
     fires=(
         "a loop (as `sequential-loop` finds it) whose every op is element-wise on the same number of elements (no "
         "reduction, matmul, copy or creation) and that reads no slice changing step to step (no view in the loop "
-        "narrows a tensor: not `x[:, t]`): `y = y * a + x` repeated; each element's steps depend on that element "
-        "alone"
+        "narrows a tensor: not `x[:, t]`) nor another tensor each step (a list's `xs[t]`): `y = y * a + x` "
+        "repeated; each element's steps depend on that element alone"
     ),
     technique="fusion (`torch.compile`): one kernel runs every step, each element's steps in registers",
     bound="one pass: the loop's inputs read once, its output written once, the FLOPs of every step, one launch",
@@ -230,7 +230,7 @@ def all_pairs(ctx: ModelContext) -> list[ModelFinding]:
             "symmetric, compute each pair once (half the pairs: at most 2x on the pair ops); for a decaying "
             "interaction approximate the far field (separability + locality): a Barnes-Hut tree or the fast "
             "multipole method, O(N log N) instead of N^2; fuse the per-pair math into one tiled kernel "
-            "(torch.compile, Triton) so no N x N tensor is written"
+            f"({'Triton' if is_compiled(ctx) else 'torch.compile, Triton'}) so no N x N tensor is written"
         )
         if distance:
             technique += "; where the pair math is a distance (pow/sqrt here): torch.cdist(x, x) computes it without "
