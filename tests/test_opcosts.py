@@ -245,6 +245,9 @@ def test_unique_numel():
     assert unique_numel(torch.randn(3, 1).expand(3, 5)) == 3
     assert unique_numel(torch.randn(())) == 1
     assert unique_numel(torch.randn(0, 4)) == 0
+    # an mkldnn tensor reports stride (1, 0, 0, 0): all 2*2*4*4 = 64 elements, not 1
+    if torch.backends.mkldnn.is_available():
+        assert unique_numel(torch.randn(2, 2, 4, 4).to_mkldnn()) == 64
 
 
 # --------------------------------------------------------------------------------------- gathers

@@ -66,6 +66,8 @@ def unique_numel(t: Any) -> int:
     numel = t.numel()
     if numel == 0:
         return 0
+    if str(getattr(t, "layout", "torch.strided")) == "torch._mkldnn":  # NB: its stride() is (1, 0, ...), not real
+        return numel
     try:
         strides = t.stride()
     except (RuntimeError, NotImplementedError):  # sparse / nested layouts have no strides

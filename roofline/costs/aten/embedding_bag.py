@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes, read_bytes, tensor_bytes, write_bytes
-from roofline.costs.aten.registry import register
+from roofline.costs.aten.registry import Example, register
 
 #: embedding_bag's mode argument.
 BAG_MODES = {0: "sum", 1: "mean", 2: "max"}
@@ -78,3 +80,37 @@ def _embedding_bag_per_sample_weights_backward(call: Call) -> OpCost:
     total = gathered * weight.element_size() + read_bytes(call, skip=("weight",)) + write_bytes(call)
     return OpCost(2 * gathered, total, compute_dtype(call), "vector",
                   f"{call.base}: a dot product of row size per index; weight rows touched, not the table")  # fmt: skip
+
+
+# ------------------------------------------------------------------------ examples for the formula test
+
+
+def _bags(t: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """(weight 10 x 3, indices 8, offsets of 2 bags of 4, offset2bag, bag_size), the last two from a mean-mode
+    _embedding_bag (the sum fast path leaves offset2bag empty)."""
+    weight, indices, offsets = t.randn(10, 3), t.tensor([0, 2, 4, 5, 4, 3, 2, 9]), t.tensor([0, 4])
+    _, offset2bag, bag_size, _ = t.ops.aten._embedding_bag(weight, indices, offsets, False, 1)
+    return weight, indices, offsets, offset2bag, bag_size
+
+
+def _per_sample_weights_backward_example(t: Any) -> tuple[Any, ...]:
+    """_embedding_bag_per_sample_weights_backward: sum mode (the only one with per-sample weights)."""
+    weight, indices, offsets, offset2bag, _ = _bags(t)
+    return (t.randn(2, 3), weight, indices, offsets, offset2bag, 0), {}
+
+
+def _sparse_backward_example(t: Any) -> tuple[Any, ...]:
+    """_embedding_bag_sparse_backward: mean mode, 10 rows, no per-sample weights."""
+    _, indices, offsets, offset2bag, bag_size = _bags(t)
+    return (t.randn(2, 3), indices, offsets, offset2bag, bag_size, 10, False, 1, None), {}
+
+
+#: NB: the calls generated from these ops' schemas abort the process in torch's kernels: they need examples.
+EXAMPLES: dict[str, Example] = {
+    "_embedding_bag_forward_only": lambda t: (
+        (t.randn(10, 3), t.tensor([0, 2, 4, 5, 4, 3, 2, 9]), t.tensor([0, 4])),
+        {},
+    ),
+    "_embedding_bag_per_sample_weights_backward": _per_sample_weights_backward_example,
+    "_embedding_bag_sparse_backward": _sparse_backward_example,
+}

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from roofline.costs.aten.call import Call, OpCost, compute_dtype, dtype_name, io_bytes
-from roofline.costs.aten.registry import register
+from roofline.costs.aten.registry import Example, register
 
 _REAL_OF_COMPLEX = {"complex32": "fp16", "complex64": "fp32", "complex128": "fp64"}
 
@@ -92,3 +92,10 @@ def _complex(call: Call) -> OpCost:
     flops = 4 * int(call.out0.numel()) if call.base == "polar" else 0
     return OpCost(flops, io_bytes(call), compute_dtype(call), "vector",
                   f"{call.base}: {'4 FLOPs per element' if flops else 'an interleaving copy'}")  # fmt: skip
+
+
+EXAMPLES: dict[str, Example] = {
+    # a forward length-8 transform of 4 complex rows; the inverse real transform of 4 half spectra (5) to length 8
+    "_fft_c2c": lambda t: ((t.randn(4, 8, dtype=t.complex64), [1], 0, True), {}),
+    "_fft_c2r": lambda t: ((t.randn(4, 5, dtype=t.complex64), [1], 0, 8), {}),
+}

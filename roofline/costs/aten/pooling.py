@@ -8,11 +8,12 @@ non-pooled elements (batch x channels). 1-d pools reach the mode as their 2-d op
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes, prod, read_bytes, write_bytes
-from roofline.costs.aten.registry import register
+from roofline.costs.aten.registry import Example, register
 
 
 def _per_dim(value: Any, nd: int, default: Sequence[int]) -> list[int]:
@@ -191,3 +192,88 @@ def _max_unpool(call: Call) -> OpCost:
     # indices read once; 0 FLOPs. (Its backward is a gather, counted as aten::gather.)
     return OpCost(0, io_bytes(call), compute_dtype(call), "vector",
                   f"{call.base}: scatter, output written once (zeros + values); 0 FLOPs")  # fmt: skip
+
+
+# ------------------------------------------------------------------------ examples for the formula test
+
+
+def _max_pool_backward_example(t: Any, nd: int) -> tuple[Any, ...]:
+    """max_pool{nd}d_with_indices_backward: grad_output and indices from the forward (kernel 2, stride 2)."""
+    x = t.randn(1, 2, *([4] * nd))
+    pool = getattr(t.ops.aten, f"max_pool{nd}d_with_indices")
+    args = ([2] * nd, [2] * nd, [0] * nd, [1] * nd, False)
+    out, indices = pool(x, *args)
+    return (t.randn_like(out), x, *args, indices), {}
+
+
+def _avg_pool_backward_example(t: Any, nd: int) -> tuple[Any, ...]:
+    """avg_pool{nd}d_backward: grad_output of the forward's shape (kernel 2, stride 2)."""
+    x = t.randn(1, 2, *([4] * nd))
+    out = getattr(t.ops.aten, f"avg_pool{nd}d")(x, [2] * nd, [2] * nd)
+    return (t.randn_like(out), x, [2] * nd, [2] * nd, [0] * nd, False, True, None), {}
+
+
+def _fractional_backward_example(t: Any, nd: int) -> tuple[Any, ...]:
+    """fractional_max_pool{nd}d_backward: grad_output and indices from the forward (kernel 2, output 3)."""
+    x = t.randn(1, 2, *([6] * nd))
+    forward = getattr(t.ops.aten, f"fractional_max_pool{nd}d")
+    out, indices = forward(x, [2] * nd, [3] * nd, t.rand(1, 2, nd))
+    return (t.randn_like(out), x, [2] * nd, [3] * nd, indices), {}
+
+
+def _unpool_example(t: Any, nd: int) -> tuple[Any, ...]:
+    """max_unpool{nd}d: values and indices of a kernel-2 stride-2 max pool, unpooled to the input size."""
+    x = t.randn(1, 2, *([4] * nd))
+    out, indices = getattr(t.ops.aten, f"max_pool{nd}d_with_indices")(x, [2] * nd, [2] * nd)
+    extra = ([2] * nd, [0] * nd) if nd == 3 else ()
+    return (out, indices, [4] * nd, *extra), {}
+
+
+def _quantized(t: Any, *shape: int) -> Any:
+    """A quint8 tensor (the quantized_max_pool kernels take only quantized input)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # NB: torch deprecates quantized tensor creation
+        return t.quantize_per_tensor(t.randn(*shape), 0.1, 0, t.quint8)
+
+
+def _mkldnn_adaptive_backward_example(t: Any) -> tuple[Any, ...]:
+    """mkldnn_adaptive_avg_pool2d_backward: mkldnn grad_output of the forward's shape (output 2 x 2)."""
+    x = t.randn(1, 2, 4, 4).to_mkldnn()
+    out = t.ops.aten.mkldnn_adaptive_avg_pool2d(x, [2, 2])
+    return (t.randn(out.shape).to_mkldnn(), x), {}
+
+
+EXAMPLES: dict[str, Example] = {
+    "adaptive_avg_pool1d": lambda t: ((t.randn(2, 3, 8), [3]), {}),
+    "adaptive_avg_pool2d": lambda t: ((t.randn(2, 3, 8, 8), [3, 3]), {}),
+    "adaptive_avg_pool3d": lambda t: ((t.randn(1, 2, 4, 4, 4), [3, 3, 3]), {}),
+    "adaptive_max_pool1d": lambda t: ((t.randn(2, 3, 8), [3]), {}),
+    "adaptive_max_pool2d": lambda t: ((t.randn(2, 3, 8, 8), [3, 3]), {}),
+    "adaptive_max_pool3d": lambda t: ((t.randn(1, 2, 4, 4, 4), [3, 3, 3]), {}),
+    "avg_pool1d": lambda t: ((t.randn(2, 3, 8), [2], [2]), {}),
+    "avg_pool2d": lambda t: ((t.randn(2, 3, 8, 8), [2, 2], [2, 2]), {}),
+    "avg_pool3d": lambda t: ((t.randn(1, 2, 4, 4, 4), [2, 2, 2], [2, 2, 2]), {}),
+    "avg_pool2d_backward": lambda t: _avg_pool_backward_example(t, 2),
+    "avg_pool3d_backward": lambda t: _avg_pool_backward_example(t, 3),
+    "fractional_max_pool2d": lambda t: ((t.randn(1, 2, 6, 6), [2, 2], [3, 3], t.rand(1, 2, 2)), {}),
+    "fractional_max_pool3d": lambda t: ((t.randn(1, 2, 6, 6, 6), [2, 2, 2], [3, 3, 3], t.rand(1, 2, 3)), {}),
+    "fractional_max_pool2d_backward": lambda t: _fractional_backward_example(t, 2),
+    "fractional_max_pool3d_backward": lambda t: _fractional_backward_example(t, 3),
+    "max_pool1d": lambda t: ((t.randn(2, 3, 8), [2], [2]), {}),
+    "max_pool1d_with_indices": lambda t: ((t.randn(2, 3, 8), [2], [2], [0], [1], False), {}),
+    "max_pool2d": lambda t: ((t.randn(2, 3, 8, 8), [2, 2], [2, 2]), {}),
+    "max_pool2d_with_indices": lambda t: ((t.randn(2, 3, 8, 8), [2, 2], [2, 2], [0, 0], [1, 1], False), {}),
+    "max_pool3d": lambda t: ((t.randn(1, 2, 4, 4, 4), [2, 2, 2], [2, 2, 2]), {}),
+    "max_pool3d_with_indices": lambda t: ((t.randn(1, 2, 4, 4, 4), [2] * 3, [2] * 3, [0] * 3, [1] * 3, False), {}),
+    "max_pool2d_with_indices_backward": lambda t: _max_pool_backward_example(t, 2),
+    "max_pool3d_with_indices_backward": lambda t: _max_pool_backward_example(t, 3),
+    "max_unpool2d": lambda t: _unpool_example(t, 2),
+    "max_unpool3d": lambda t: _unpool_example(t, 3),
+    "mkldnn_adaptive_avg_pool2d": lambda t: ((t.randn(1, 2, 4, 4).to_mkldnn(), [2, 2]), {}),
+    "mkldnn_adaptive_avg_pool2d_backward": _mkldnn_adaptive_backward_example,
+    "mkldnn_max_pool2d": lambda t: ((t.randn(1, 2, 4, 4).to_mkldnn(), [2, 2], [2, 2]), {}),
+    "mkldnn_max_pool3d": lambda t: ((t.randn(1, 2, 4, 4, 4).to_mkldnn(), [2, 2, 2], [2, 2, 2]), {}),
+    "quantized_max_pool1d": lambda t: ((_quantized(t, 2, 3, 8), [2], [2]), {}),
+    "quantized_max_pool2d": lambda t: ((_quantized(t, 2, 3, 8, 8), [2, 2], [2, 2]), {}),
+    "quantized_max_pool3d": lambda t: ((_quantized(t, 1, 2, 4, 4, 4), [2, 2, 2], [2, 2, 2]), {}),
+}

@@ -7,9 +7,10 @@ FLOPs per output element from the interpolation's taps; bytes: the input read on
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes, prod, read_bytes, write_bytes
-from roofline.costs.aten.registry import register
+from roofline.costs.aten.registry import Example, register
 
 
 def _nd(base: str) -> int:
@@ -214,3 +215,75 @@ def _affine_grid(call: Call) -> OpCost:
         nd, elements = int(out.shape[-1]), int(out.numel())
     return OpCost(2 * (nd + 1) * elements, io_bytes(call), compute_dtype(call), "vector",
                   f"{call.base}: 2(n+1) FLOPs per grid element; theta read once, grid written once")  # fmt: skip
+
+
+# ------------------------------------------------------------------------ examples for the formula test
+
+
+def _grid(t: Any, *shape: int) -> Any:
+    """A sampling grid of ``shape`` (N, *spatial, nd) with coordinates in [-1, 1]."""
+    return t.rand(*shape) * 2 - 1
+
+
+def _grid_backward_example(t: Any, nd: int) -> tuple[Any, ...]:
+    """grid_sampler_{nd}d_backward: bilinear, zeros padding; grad_output of the forward's shape."""
+    x = t.randn(1, 2, *([4] * nd))
+    grid = _grid(t, 1, *([3] * nd), nd)
+    grad = t.randn(1, 2, *([3] * nd))
+    return (grad, x, grid, 0, 0, False, [True, True]), {}
+
+
+def _cudnn_affine_grid_example(t: Any) -> tuple[Any, ...]:
+    """cudnn_affine_grid_generator (CUDA only): theta (N, 2, 3), N C H W = 1 2 4 4; the grid (N, H, W, 2) from
+    the CPU affine_grid_generator (align_corners=True, cuDNN's convention)."""
+    theta = t.randn(1, 2, 3)
+    return (theta, 1, 2, 4, 4), {}, t.ops.aten.affine_grid_generator(theta, [1, 2, 4, 4], True)
+
+
+def _cudnn_grid_sampler_example(t: Any) -> tuple[Any, ...]:
+    """cudnn_grid_sampler (CUDA only): the output from the CPU grid_sampler_2d (bilinear, zeros, align_corners)."""
+    x, grid = t.randn(1, 2, 4, 4), _grid(t, 1, 3, 3, 2)
+    return (x, grid), {}, t.ops.aten.grid_sampler_2d(x, grid, 0, 0, True)
+
+
+def _cudnn_grid_sampler_backward_example(t: Any) -> tuple[Any, ...]:
+    """cudnn_grid_sampler_backward (CUDA only): (grad_self, grad_grid) from the CPU grid_sampler_2d_backward."""
+    x, grid, grad = t.randn(1, 2, 4, 4), _grid(t, 1, 3, 3, 2), t.randn(1, 2, 3, 3)
+    out = t.ops.aten.grid_sampler_2d_backward(grad, x, grid, 0, 0, True, [True, True])
+    return (x, grid, grad), {}, out
+
+
+EXAMPLES: dict[str, Example] = {
+    "upsample_nearest1d": lambda t: ((t.randn(2, 3, 4), [8]), {}),
+    "upsample_nearest2d": lambda t: ((t.randn(1, 2, 4, 4), [8, 8]), {}),
+    "upsample_nearest3d": lambda t: ((t.randn(1, 2, 2, 2, 2), [4, 4, 4]), {}),
+    "_upsample_nearest_exact1d": lambda t: ((t.randn(2, 3, 4), [8]), {}),
+    "_upsample_nearest_exact2d": lambda t: ((t.randn(1, 2, 4, 4), [8, 8]), {}),
+    "_upsample_nearest_exact3d": lambda t: ((t.randn(1, 2, 2, 2, 2), [4, 4, 4]), {}),
+    "upsample_nearest1d_backward": lambda t: ((t.randn(2, 3, 8), [8], [2, 3, 4]), {}),
+    "upsample_nearest2d_backward": lambda t: ((t.randn(1, 2, 8, 8), [8, 8], [1, 2, 4, 4]), {}),
+    "upsample_nearest3d_backward": lambda t: ((t.randn(1, 2, 4, 4, 4), [4, 4, 4], [1, 2, 2, 2, 2]), {}),
+    "_upsample_nearest_exact1d_backward": lambda t: ((t.randn(2, 3, 8), [8], [2, 3, 4]), {}),
+    "_upsample_nearest_exact2d_backward": lambda t: ((t.randn(1, 2, 8, 8), [8, 8], [1, 2, 4, 4]), {}),
+    "_upsample_nearest_exact3d_backward": lambda t: ((t.randn(1, 2, 4, 4, 4), [4, 4, 4], [1, 2, 2, 2, 2]), {}),
+    "upsample_linear1d_backward": lambda t: ((t.randn(2, 3, 8), [8], [2, 3, 4], False), {}),
+    "upsample_bilinear2d_backward": lambda t: ((t.randn(1, 2, 8, 8), [8, 8], [1, 2, 4, 4], False), {}),
+    "upsample_bicubic2d_backward": lambda t: ((t.randn(1, 2, 8, 8), [8, 8], [1, 2, 4, 4], False), {}),
+    "upsample_trilinear3d_backward": lambda t: ((t.randn(1, 2, 4, 4, 4), [4, 4, 4], [1, 2, 2, 2, 2], False), {}),
+    "_upsample_bilinear2d_aa": lambda t: ((t.randn(1, 2, 8, 8), [4, 4], False), {}),
+    "_upsample_bicubic2d_aa": lambda t: ((t.randn(1, 2, 8, 8), [4, 4], False), {}),
+    "_upsample_bilinear2d_aa_backward": lambda t: ((t.randn(1, 2, 4, 4), [4, 4], [1, 2, 8, 8], False), {}),
+    "_upsample_bicubic2d_aa_backward": lambda t: ((t.randn(1, 2, 4, 4), [4, 4], [1, 2, 8, 8], False), {}),
+    "grid_sampler_2d": lambda t: ((t.randn(1, 2, 4, 4), _grid(t, 1, 3, 3, 2), 0, 0, False), {}),
+    "grid_sampler_3d": lambda t: ((t.randn(1, 2, 4, 4, 4), _grid(t, 1, 3, 3, 3, 3), 0, 0, False), {}),
+    "_grid_sampler_2d_cpu_fallback": lambda t: ((t.randn(1, 2, 4, 4), _grid(t, 1, 3, 3, 2), 0, 0, False), {}),
+    "grid_sampler_2d_backward": lambda t: _grid_backward_example(t, 2),
+    "grid_sampler_3d_backward": lambda t: _grid_backward_example(t, 3),
+    # NB: the fallback backward takes grid_sampler_2d_backward's arguments without output_mask
+    "_grid_sampler_2d_cpu_fallback_backward": lambda t: (_grid_backward_example(t, 2)[0][:-1], {}),
+    "affine_grid_generator": lambda t: ((t.randn(1, 2, 3), [1, 2, 4, 4], False), {}),
+    "cudnn_affine_grid_generator": _cudnn_affine_grid_example,
+    "cudnn_affine_grid_generator_backward": lambda t: ((t.randn(1, 4, 4, 2), 1, 2, 4, 4), {}, t.randn(1, 2, 3)),
+    "cudnn_grid_sampler": _cudnn_grid_sampler_example,
+    "cudnn_grid_sampler_backward": _cudnn_grid_sampler_backward_example,
+}
