@@ -82,7 +82,7 @@ class Options:
     rounds: int = ROUNDS
     round_s: float = 0.02  # each timed round: about this long (at least one call)
     warmup: int = 3  # calls before timing (the first compiles)
-    problem_budget_s: float = 60.0  # techniques not started once a problem has taken this long
+    problem_budget_s: float = 60.0  # techniques not started once a problem's techniques have taken this long
     technique_timeout_s: float = 90.0  # one technique (its compilation included) stopped after this long
     deadline: float = math.inf  # time.monotonic() at which the run stops
     roofs: str = "auto"
@@ -357,9 +357,10 @@ def run_problem(problem: Problem, options: Options, tell: Progress = lambda line
     four_d = four_dimensional(model, inputs, kwargs)
     named = [f["technique"] for f in entry["top"] if f["technique"]]
     extra = [n for n in dict.fromkeys(named) if n not in MEASURED and all(p in TECHNIQUES for p in n.split("+"))]
+    begun = time.monotonic()  # the problem's budget: its techniques' time
     for name in [*MEASURED, *extra]:
         why = applies(name, four_d, options.device)
-        if not why and time.monotonic() - start > options.problem_budget_s:
+        if not why and time.monotonic() - begun > options.problem_budget_s:
             why = f"skipped: the problem's budget ({options.problem_budget_s:.0f} s) is spent"
         if not why and time.monotonic() >= options.deadline:
             why = "skipped: the time limit is reached"
@@ -375,6 +376,73 @@ def run_problem(problem: Problem, options: Options, tell: Progress = lambda line
     del model, inputs, kwargs, eager_out, eager_step
     _free(options.device)
     return entry
+
+
+# ------------------------------------------------------------------------------------------------ precompiling
+
+
+def compiles(name: str) -> bool:
+    return any(part in ("compile", "reduce-overhead") for part in name.split("+"))
+
+
+def warm_caches(problems: Sequence[Problem], options: Options, tell: Progress = lambda line: None) -> int:
+    """Compile every compiling technique of each problem once (two calls each), so that the timed run finds
+    inductor's caches (FX graphs, Triton kernels) warm; failures are left to the timed run. The count compiled."""
+    from roofline.diagnose.verify import TECHNIQUES, failure_note
+
+    done = 0
+    for problem in problems:
+        if time.monotonic() >= options.deadline:
+            break
+        try:
+            model, inputs, kwargs = problem.build(options.device, options.quick)
+            four_d = four_dimensional(model, inputs, kwargs)
+        except Exception as exc:
+            tell(f"{problem.id}: {failure_note(exc)}")
+            continue
+        for name in [n for n in MEASURED if compiles(n) and not applies(n, four_d, options.device)]:
+            left = min(options.technique_timeout_s, options.deadline - time.monotonic())
+            try:
+                with time_limit(left, f"{name} ran past its time"):
+                    fn, args, kw = copy.deepcopy(model), inputs, kwargs
+                    for part in name.split("+"):
+                        fn, args, kw = TECHNIQUES[part](fn, args, kw, options.device)
+                    warmed(fn, args, kw, Options(device=options.device, warmup=2))
+                done += 1
+            except Exception as exc:  # NB: TechniqueTimeout too: the timed run says what failed
+                tell(f"{problem.id}: {name}: {failure_note(exc) if not isinstance(exc, TechniqueTimeout) else exc}")
+            finally:
+                _free(options.device)
+        del model, inputs, kwargs
+    return done
+
+
+def precompile(
+    problems: Sequence[Problem], workers: int, seconds: float, device: str, quick: bool, tell: Progress
+) -> None:
+    """``workers`` processes warming inductor's caches (:func:`warm_caches`) for ``problems`` (dealt round-robin),
+    at most ``seconds``: the compilations run in parallel on the host's cores before the timing, which runs one
+    problem at a time. Those still running at the limit are stopped (their process groups)."""
+    chunks = [list(problems[i::workers]) for i in range(workers)]
+    env = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "2")}
+    procs = []
+    for chunk in filter(None, chunks):
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--warm-only", "--device", device, "--out", os.devnull]
+        cmd += ["--ids", ",".join(p.id for p in chunk), "--time-limit", str(max(seconds, 1.0))]
+        cmd += ["--quick"] if quick else []
+        procs.append(
+            subprocess.Popen(cmd, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        )
+    tell(f"precompiling {len(problems)} problems in {len(procs)} processes (at most {seconds:.0f} s)")
+    end = time.monotonic() + seconds + 10.0
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(end - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # NB: the group: its inductor compile workers too
+            proc.wait()
+    tell("precompiling done")
 
 
 # ------------------------------------------------------------------------------------------------ ncu
@@ -505,7 +573,7 @@ def select(problems: list[Problem], filters: str, limit: int | None) -> list[Pro
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the results JSON (written after every problem)")
+    parser.add_argument("--out", type=Path, default=None, help="the results JSON (written after every problem)")
     parser.add_argument("--device", default="cuda", help="cuda | cuda:N | cpu (default cuda)")
     parser.add_argument("--quick", action="store_true", help="the small CPU shapes (fp32); implied by --device cpu")
     parser.add_argument("--filter", default="", help="comma list: problems whose id contains any of these")
@@ -515,12 +583,25 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--ncu", action="store_true", help="ncu SpeedOfLight on each problem's dominant kernel")
     parser.add_argument("--time-limit", type=float, default=470.0, help="seconds for the whole run (default 470)")
     parser.add_argument("--problem-budget", type=float, default=40.0, help="seconds per problem's techniques")
+    parser.add_argument("--technique-timeout", type=float, default=60.0, help="seconds per technique at most")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--round-ms", type=float, default=20.0)
     parser.add_argument("--roofs", default="auto", help="auto | spec | measured (roofline diagnose --roofs)")
     parser.add_argument("--json", action="store_true", help="print the JSON document instead of the table")
     parser.add_argument("--list", action="store_true", help="list the selected problems and stop")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--precompile",
+        type=int,
+        default=0,
+        help="N processes compile every problem's techniques first (warm inductor caches; 0: none)",
+    )
+    parser.add_argument("--precompile-limit", type=float, default=150.0, help="seconds for --precompile at most")
+    parser.add_argument("--ids", default="", help=argparse.SUPPRESS)  # exact ids (precompile workers)
+    parser.add_argument("--warm-only", action="store_true", help=argparse.SUPPRESS)  # a precompile worker
+    args = parser.parse_args(argv)
+    if args.out is None and not args.list:
+        parser.error("--out is required (the results JSON)")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -528,6 +609,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     quick = args.quick or not args.device.startswith("cuda")
     problems = select(corpus(models=not args.no_models), args.filter, args.limit)
+    if args.ids:
+        wanted = set(args.ids.split(","))
+        problems = [p for p in problems if p.id in wanted]
     if args.list:
         print("\n".join(f"{p.id:40} {p.kind:7} {p.dtype(args.device)}" for p in problems))
         return 0
@@ -541,14 +625,22 @@ def main(argv: list[str] | None = None) -> int:
         rounds=args.rounds,
         round_s=args.round_ms / 1e3,
         problem_budget_s=args.problem_budget,
+        technique_timeout_s=args.technique_timeout,
         deadline=started + args.time_limit,
         roofs=args.roofs,
         ncu=args.ncu,
-        work=args.out.parent,
+        work=args.out.parent if args.out is not None else Path("."),
     )
+    if args.warm_only:
+        warm_caches(problems, options, tell)
+        return 0
     kept: dict[str, dict[str, Any]] = {}
     if args.resume and args.out.exists():
         kept = {e["id"]: e for e in json.loads(args.out.read_text()).get("problems", []) if not e.get("stopped")}
+    if args.precompile > 0:
+        todo = [p for p in problems if p.id not in kept]
+        limit = min(args.precompile_limit, options.deadline - time.monotonic())
+        precompile(todo, args.precompile, limit, args.device, quick, tell)
     import torch
 
     meta: dict[str, Any] = {

@@ -257,3 +257,51 @@ def test_the_real_compile_on_one_tiny_problem(fake_cpu, tmp_path):
     (entry,) = json.loads(out.read_text())["problems"]
     compiled = entry["techniques"]["compile"]
     assert compiled["match"] is True and compiled["speedup"] > 0 and compiled["warm_s"] > 0
+
+
+def test_warming_the_caches_compiles_each_compiling_technique_once(injected, monkeypatch):
+    calls: list[str] = []
+    compile_ = verify_module.TECHNIQUES["compile"]
+
+    def counted(model, inputs, kwargs, device):
+        calls.append(type(model).__name__)
+        return compile_(model, inputs, kwargs, device)
+
+    monkeypatch.setitem(verify_module.TECHNIQUES, "compile", counted)
+    problems = [_problem("conv+relu-c64"), _problem("linear+gelu-rows256")]
+    # the conv: compile and channels_last+compile (reduce-overhead is CUDA's); the Linear: compile alone
+    assert oracle.warm_caches(problems, oracle.Options(device="cpu", quick=True)) == 3
+    assert calls == ["Sequential"] * 3
+
+
+SOL_CSV = """==PROF== Connected to process 1
+"ID","Process ID","Process Name","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","Memory Throughput","%","{memory}"
+"0","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","DRAM Throughput","%","{memory}"
+"0","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","Compute (SM) Throughput","%","{sm}"
+"""
+
+
+def test_ncu_speed_of_light_against_the_dominant_limiter(monkeypatch, tmp_path):
+    """A stand-in ncu (a script printing a SpeedOfLight CSV and its arguments): the kernel's base name is asked
+    for, its class (memory: 85% memory, 20% SM) compared with the dominant op's limiter."""
+    fake = tmp_path / "ncu"
+    args_file = tmp_path / "args.json"
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open({str(args_file)!r}, 'w'))\n"
+        f"print({SOL_CSV.format(memory='85.0', sm='20.0')!r})\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(oracle.shutil, "which", lambda name: str(fake) if name == "ncu" else None)
+    kernel = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluFunctor>(int, float*)"
+    memory = {"id": "gelu-rows16k", "dominant": {"kernel": kernel, "limiter": "memory"}}
+    oracle.add_ncu(memory, oracle.Options(device="cuda", work=tmp_path))
+    assert memory["ncu"]["class"] == "memory" and memory["ncu"]["sol"]["Compute (SM) Throughput"] == 20.0
+    assert memory["class_agrees"] is True
+    called = json.loads(args_file.read_text())
+    assert called[:4] == ["--clock-control", "none", "--section", "SpeedOfLight"]
+    assert "regex:^vectorized_elementwise_kernel$" in called
+    latency = {"id": "gelu-rows16k", "dominant": {"kernel": kernel, "limiter": "latency"}}
+    oracle.add_ncu(latency, oracle.Options(device="cuda", work=tmp_path))
+    assert latency["class_ours"] == "neither" and latency["class_agrees"] is False
+    assert not list(tmp_path.glob("ncu-*.py"))  # the runner script is removed
