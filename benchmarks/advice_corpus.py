@@ -25,9 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "workloads" / "models"
 
 Shape = dict[str, int]
-# family(shape) -> (module, input specs); an input spec: ("randn", dims) | ("ids", dims, high)
+# an input spec: ("randn", dims) | ("near-one", dims): 1 + 1e-3 randn | ("ids", dims, high): token ids
 InputSpec = tuple[Any, ...]
-Family = Callable[[Shape], tuple[Any, list[InputSpec]]]
 Built = tuple[Any, tuple[Any, ...], dict[str, Any]]
 
 # example models that run in fp32 on the GPU (the others in bf16): benchmarks/diagnose_fixes_gpu.py's FIXES
@@ -88,101 +87,87 @@ def _conv(shape: Shape) -> Any:
     )
 
 
-class Chain:
-    @staticmethod
-    def of(*parts: Any) -> Any:
-        """nn.Sequential of the parts: the head (conv or Linear) then its tail."""
-        return _nn().Sequential(*parts)
+def _sequential(*parts: Any) -> Any:
+    """nn.Sequential of the parts: the head (conv or Linear) then its tail."""
+    return _nn().Sequential(*parts)
 
 
-class _Residual:
-    @staticmethod
-    def block(shape: Shape) -> Any:
-        nn = _nn()
+def _residual_block(shape: Shape) -> Any:
+    nn = _nn()
 
-        class Residual(nn.Module):
-            """conv -> batchnorm -> relu -> conv -> batchnorm, + x, relu (a ResNet basic block)."""
+    class Residual(nn.Module):
+        """conv -> batchnorm -> relu -> conv -> batchnorm, + x, relu (a ResNet basic block)."""
 
-            def __init__(self, c: int) -> None:
-                super().__init__()
-                self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
-                self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        def __init__(self, c: int) -> None:
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+            self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
 
-            def forward(self, x: Any) -> Any:
-                y = self.b1(self.c1(x)).relu()
-                return (self.b2(self.c2(y)) + x).relu()
+        def forward(self, x: Any) -> Any:
+            y = self.b1(self.c1(x)).relu()
+            return (self.b2(self.c2(y)) + x).relu()
 
-        return Residual(shape["cin"])
-
-    @staticmethod
-    def post_norm(shape: Shape) -> Any:
-        nn = _nn()
-
-        class PostNorm(nn.Module):
-            """Linear -> dropout (eval: identity) -> + x -> LayerNorm (a transformer sublayer's epilogue)."""
-
-            def __init__(self, k: int) -> None:
-                super().__init__()
-                self.linear, self.drop, self.norm = nn.Linear(k, k), nn.Dropout(0.1), nn.LayerNorm(k)
-
-            def forward(self, x: Any) -> Any:
-                return self.norm(x + self.drop(self.linear(x)))
-
-        return PostNorm(shape["k"])
+    return Residual(shape["cin"])
 
 
-class _Scan:
-    @staticmethod
-    def module(op: str) -> Any:
-        nn = _nn()
+def _post_norm(shape: Shape) -> Any:
+    nn = _nn()
 
-        class Scan(nn.Module):
-            """torch.cumsum / torch.cumprod along the last dimension."""
+    class PostNorm(nn.Module):
+        """Linear -> dropout (eval: identity) -> + x -> LayerNorm (a transformer sublayer's epilogue)."""
 
-            def forward(self, x: Any) -> Any:
-                import torch
+        def __init__(self, k: int) -> None:
+            super().__init__()
+            self.linear, self.drop, self.norm = nn.Linear(k, k), nn.Dropout(0.1), nn.LayerNorm(k)
 
-                return getattr(torch, op)(x, dim=-1)
+        def forward(self, x: Any) -> Any:
+            return self.norm(x + self.drop(self.linear(x)))
 
-        return Scan()
-
-
-class _Recurrent:
-    @staticmethod
-    def module(kind: str, shape: Shape) -> Any:
-        nn = _nn()
-        layer = getattr(nn, kind)(shape["k"], shape["k"], num_layers=shape.get("layers", 1))
-
-        class Recurrent(nn.Module):
-            """nn.LSTM / nn.GRU over (sequence, batch, features): the output sequence."""
-
-            def __init__(self) -> None:
-                super().__init__()
-                self.rnn = layer
-
-            def forward(self, x: Any) -> Any:
-                return self.rnn(x)[0]
-
-        return Recurrent()
+    return PostNorm(shape["k"])
 
 
-class _Attention:
-    @staticmethod
-    def module(shape: Shape) -> Any:
-        nn = _nn()
-        mha = nn.MultiheadAttention(shape["k"], shape["heads"], batch_first=True)
+def _scan(op: str) -> Any:
+    import torch
 
-        class SelfAttention(nn.Module):
-            """nn.MultiheadAttention(x, x, x), without the weights."""
+    class Scan(torch.nn.Module):
+        """torch.cumsum / torch.cumprod along the last dimension."""
 
-            def __init__(self) -> None:
-                super().__init__()
-                self.mha = mha
+        def forward(self, x: Any) -> Any:
+            return getattr(torch, op)(x, dim=-1)
 
-            def forward(self, x: Any) -> Any:
-                return self.mha(x, x, x, need_weights=False)[0]
+    return Scan()
 
-        return SelfAttention()
+
+def _recurrent(kind: str, shape: Shape) -> Any:
+    nn = _nn()
+
+    class Recurrent(nn.Module):
+        """nn.LSTM / nn.GRU over (sequence, batch, features): the output sequence."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = getattr(nn, kind)(shape["k"], shape["k"], num_layers=shape.get("layers", 1))
+
+        def forward(self, x: Any) -> Any:
+            return self.rnn(x)[0]
+
+    return Recurrent()
+
+
+def _self_attention(shape: Shape) -> Any:
+    nn = _nn()
+
+    class SelfAttention(nn.Module):
+        """nn.MultiheadAttention(x, x, x), without the weights."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.mha = nn.MultiheadAttention(shape["k"], shape["heads"], batch_first=True)
+
+        def forward(self, x: Any) -> Any:
+            return self.mha(x, x, x, need_weights=False)[0]
+
+    return SelfAttention()
 
 
 def _seq(shape: Shape) -> InputSpec:
@@ -220,16 +205,16 @@ MODULES: dict[str, tuple[Callable[[Shape], Any], Callable[[Shape], list[InputSpe
     "silu": (lambda s: _nn().SiLU(), lambda s: [rows(s)]),
     "mish": (lambda s: _nn().Mish(), lambda s: [rows(s)]),
     "softplus": (lambda s: _nn().Softplus(), lambda s: [rows(s)]),
-    "cumsum": (lambda s: _Scan.module("cumsum"), lambda s: [rows(s)]),
-    "cumprod": (lambda s: _Scan.module("cumprod"), lambda s: [rows(s)]),
+    "cumsum": (lambda s: _scan("cumsum"), lambda s: [rows(s)]),
+    "cumprod": (lambda s: _scan("cumprod"), lambda s: [("near-one", (s["m"], s["k"]))]),
     "embedding": (lambda s: _nn().Embedding(s["vocab"], s["k"]), lambda s: [("ids", (s["n"], s["m"]), s["vocab"])]),
-    "multihead-attention": (_Attention.module, lambda s: [_seq(s)]),
+    "multihead-attention": (_self_attention, lambda s: [_seq(s)]),
     "transformer-encoder-layer": (
         lambda s: _nn().TransformerEncoderLayer(s["k"], s["heads"], 4 * s["k"], batch_first=True),
         lambda s: [_seq(s)],
     ),
-    "lstm": (lambda s: _Recurrent.module("LSTM", s), lambda s: [_time_major(s)]),
-    "gru": (lambda s: _Recurrent.module("GRU", s), lambda s: [_time_major(s)]),
+    "lstm": (lambda s: _recurrent("LSTM", s), lambda s: [_time_major(s)]),
+    "gru": (lambda s: _recurrent("GRU", s), lambda s: [_time_major(s)]),
 }
 
 # realistic GPU shapes (bf16 on an H100: each input well under 1 GB) and a small CPU shape, per family
@@ -295,7 +280,7 @@ CONV_TAILS: dict[str, Callable[[Shape, str], Any]] = {
     "relu": _act("ReLU"),
     "gelu": _act("GELU"),
     "mish": _act("Mish"),
-    "mish+mish": lambda s, c: Chain.of(_nn().Mish(), _nn().Mish()),
+    "mish+mish": lambda s, c: _sequential(_nn().Mish(), _nn().Mish()),
     "batchnorm": lambda s, c: _nn().BatchNorm2d(s[c]),
     "groupnorm": lambda s, c: _nn().GroupNorm(s["groups"], s[c]),
     "instancenorm": lambda s, c: _nn().InstanceNorm2d(s[c], affine=True),
@@ -322,18 +307,18 @@ EPILOGUES: dict[
     str, tuple[Callable[[Shape], Any], Callable[[Shape], list[InputSpec]], dict[str, tuple[Shape, Shape]]]
 ] = {
     "conv+batchnorm+relu": (
-        lambda s: Chain.of(_conv(s), _nn().BatchNorm2d(s["cout"]), _nn().ReLU()),
+        lambda s: _sequential(_conv(s), _nn().BatchNorm2d(s["cout"]), _nn().ReLU()),
         lambda s: [image(s)],
         {"c64": CONV_CHAIN_SHAPES["c64"], "stem": CONV_CHAIN_SHAPES["stem"]},
     ),
-    "residual-block": (_Residual.block, lambda s: [image(s)], {"c64": CONV_CHAIN_SHAPES["c64"]}),
+    "residual-block": (_residual_block, lambda s: [image(s)], {"c64": CONV_CHAIN_SHAPES["c64"]}),
     "mlp": (
-        lambda s: Chain.of(_nn().Linear(s["k"], s["n"]), _nn().GELU(), _nn().Linear(s["n"], s["k"])),
+        lambda s: _sequential(_nn().Linear(s["k"], s["n"]), _nn().GELU(), _nn().Linear(s["n"], s["k"])),
         lambda s: [rows(s)],
         {"tokens8k": LINEAR_CHAIN_SHAPES["tokens8k"]},
     ),
     "linear+residual+layernorm": (
-        _Residual.post_norm,
+        _post_norm,
         lambda s: [rows(s)],
         {"tokens8k": ({"m": 8192, "k": 1024}, {"m": 64, "k": 64})},
     ),
@@ -388,9 +373,9 @@ def _module_and_inputs(problem: Problem, shape: Shape) -> tuple[Any, list[InputS
         return make(shape), inputs(shape)
     head, _, tail = family.partition("+")
     if head == "conv" and tail in CONV_TAILS:
-        return Chain.of(_conv(shape), CONV_TAILS[tail](shape, "cout")), [image(shape)]
+        return _sequential(_conv(shape), CONV_TAILS[tail](shape, "cout")), [image(shape)]
     if head == "linear" and tail in LINEAR_TAILS:
-        return Chain.of(_nn().Linear(shape["k"], shape["n"]), LINEAR_TAILS[tail](shape)), [rows(shape)]
+        return _sequential(_nn().Linear(shape["k"], shape["n"]), LINEAR_TAILS[tail](shape)), [rows(shape)]
     raise KeyError(f"no table builds family {family!r}")
 
 
@@ -406,6 +391,8 @@ def _build_generated(problem: Problem, device: str, quick: bool) -> Built:
     for spec in specs:
         if spec[0] == "ids":
             inputs.append(torch.randint(0, spec[2], spec[1], device=device))
+        elif spec[0] == "near-one":  # a long product of these stays finite (randn's would over- and underflow)
+            inputs.append((1.0 + 1e-3 * torch.randn(spec[1], device=device)).to(dtype))
         else:
             inputs.append(torch.randn(spec[1], device=device, dtype=dtype))
     return module, tuple(inputs), {}

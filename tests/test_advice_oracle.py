@@ -65,6 +65,10 @@ def test_the_corpus_has_at_least_60_problems_generated_from_the_tables():
     models = corpus_module.example_models()
     assert {p.id for p in models} >= {"model-gelu_chain_unfused", "model-conv_nchw_bf16"}
     assert len(corpus_module.corpus()) == len(generated) + len(models)
+    # the example models' GPU dtypes: benchmarks/diagnose_fixes_gpu.py's (fp32 where it says fp32, else bf16)
+    fixes = sys.modules["diagnose_fixes_gpu"].FIXES
+    assert {name for name, (dtype, _) in fixes.items() if dtype == "fp32"} == corpus_module.FP32_MODELS
+    assert {p.family: p.dtype("cuda") for p in models if p.family in fixes} == {n: d for n, (d, _) in fixes.items()}
 
 
 def test_every_generated_problem_builds_on_the_gpu_shape_and_runs_on_the_cpu_shape():
