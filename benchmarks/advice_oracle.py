@@ -2,9 +2,15 @@
 (benchmarks/advice_corpus.py: nn modules and conv/Linear chains generated from tables, plus workloads/models), the
 diagnosis's findings beside every mechanical technique measured.
 
-    python benchmarks/advice_oracle.py --out advice-h100.json                    # on a CUDA machine (bf16 shapes)
+    python benchmarks/advice_oracle.py --out advice-h100.json --precompile 8     # on a CUDA machine (bf16 shapes)
     python benchmarks/advice_oracle.py --out advice-h100.json --resume --ncu     # then ncu on what was measured
     python benchmarks/advice_oracle.py --device cpu --quick --limit 4 --out advice-cpu.json   # the logic, on a CPU
+
+Time: --time-limit (default 470 s, the whole run, --precompile included) stops cleanly and writes what was measured
+("complete": false, "stopped" says where); the same command with --resume goes on where it stopped (and --ncu adds
+ncu to the problems already measured). --precompile N first compiles every problem's techniques in N parallel
+processes (at most --precompile-limit s), so that the timed pass, one problem at a time, loads inductor's caches
+instead of compiling; --problem-budget caps one problem's techniques, --technique-timeout one technique.
 
 Per problem:
 1. ``roofline.diagnose(model, inputs)`` in-process: the findings in rank order, each finding's mechanical technique
@@ -637,8 +643,8 @@ def main(argv: list[str] | None = None) -> int:
     kept: dict[str, dict[str, Any]] = {}
     if args.resume and args.out.exists():
         kept = {e["id"]: e for e in json.loads(args.out.read_text()).get("problems", []) if not e.get("stopped")}
-    if args.precompile > 0:
-        todo = [p for p in problems if p.id not in kept]
+    todo = [p for p in problems if p.id not in kept]
+    if args.precompile > 0 and todo:
         limit = min(args.precompile_limit, options.deadline - time.monotonic())
         precompile(todo, args.precompile, limit, args.device, quick, tell)
     import torch
