@@ -1,0 +1,311 @@
+"""benchmarks/advice_oracle.py and its corpus (benchmarks/advice_corpus.py) on the CPU: the corpus generated from its
+tables, the hit / harmful arithmetic on a hand-made table, one problem run with injected timings and techniques, the
+script end to end in quick mode (JSON schema, --resume, the time limit), and once with the real torch.compile
+(skipped without a C++ compiler)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_diagnose_cli import FAKE_CPU  # noqa: E402
+
+from roofline.diagnose import verify as verify_module  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str) -> Any:
+    path = list(sys.path)
+    try:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path[:] = path
+
+
+oracle = _load("advice_oracle")
+corpus_module = sys.modules["advice_corpus"]
+
+
+@pytest.fixture
+def fake_cpu(monkeypatch):
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
+
+
+# ------------------------------------------------------------------------------------------------ the corpus
+
+
+def test_the_corpus_has_at_least_60_problems_generated_from_the_tables():
+    generated = corpus_module.generated()
+    assert len(generated) >= 60
+    ids = [p.id for p in generated]
+    assert len(ids) == len(set(ids))
+    # every table entry is a problem: modules x their shapes, conv and linear tails x their shapes, epilogues
+    tables = (
+        sum(len(s) for s in corpus_module.MODULE_SHAPES.values())
+        + len(corpus_module.CONV_TAILS) * len(corpus_module.CONV_CHAIN_SHAPES)
+        + len(corpus_module.LINEAR_TAILS) * len(corpus_module.LINEAR_CHAIN_SHAPES)
+        + sum(len(e[2]) for e in corpus_module.EPILOGUES.values())
+    )
+    assert len(generated) == tables
+    assert {"conv+mish+mish-c64", "linear+bias+relu-tokens8k", "conv2d-stem", "lstm-h512"} <= set(ids)
+    assert all(p.dtype("cuda") == "bf16" and p.dtype("cpu") == "fp32" for p in generated)
+    models = corpus_module.example_models()
+    assert {p.id for p in models} >= {"model-gelu_chain_unfused", "model-conv_nchw_bf16"}
+    assert len(corpus_module.corpus()) == len(generated) + len(models)
+    # the example models' GPU dtypes: benchmarks/diagnose_fixes_gpu.py's (fp32 where it says fp32, else bf16)
+    fixes = sys.modules["diagnose_fixes_gpu"].FIXES
+    assert {name for name, (dtype, _) in fixes.items() if dtype == "fp32"} == corpus_module.FP32_MODELS
+    assert {p.family: p.dtype("cuda") for p in models if p.family in fixes} == {n: d for n, (d, _) in fixes.items()}
+
+
+def test_every_generated_problem_builds_on_the_gpu_shape_and_runs_on_the_cpu_shape():
+    for problem in corpus_module.generated():
+        model, inputs, _ = problem.build("meta", quick=False)  # the GPU shape, no memory
+        assert inputs and all(t.device.type == "meta" for t in inputs), problem.id
+        model, inputs, kwargs = problem.build("cpu", quick=True)
+        with torch.no_grad():
+            out = model(*inputs, **kwargs)
+        assert torch.isfinite(out).all(), problem.id
+
+
+# ------------------------------------------------------------------------------------------------ arithmetic
+
+
+def _entry(speedups: dict[str, float | None], named: list[str], **more: Any) -> dict[str, Any]:
+    entry = {
+        "techniques": {n: {"speedup": s} for n, s in speedups.items()},
+        "top": [{"rule": f"r{i}", "technique": t} for i, t in enumerate(named)],
+        **more,
+    }
+    entry.update(oracle.score(entry))
+    return entry
+
+
+def test_hit_harmful_and_totals_on_a_hand_made_table():
+    table = [
+        # the best (compile, 2x) named third: a hit
+        _entry({"compile": 2.0, "channels_last": 1.2}, ["", "channels_last", "compile"]),
+        # the best (channels_last+compile) not named: channels_last alone is a miss; reduce-overhead named and slower
+        _entry(
+            {"channels_last": 1.6, "channels_last+compile": 3.0, "reduce-overhead": 0.5},
+            ["channels_last", "reduce-overhead"],
+        ),
+        # nothing gives 1.5x: no target; compile named, 0.97x, is not harmful (>= 0.95)
+        _entry({"compile": 0.97, "channels_last": 1.4}, ["compile"], class_agrees=True),
+        # the best named fourth does not count; tf32 (not among the five) is never the best but may be harmful
+        _entry({"compile": 1.5, "tf32": 0.5}, ["tf32", "", "", "compile"], class_agrees=False),
+        # nothing measured (every technique failed) and an error
+        _entry({"compile": None}, ["compile"], error="failed: boom"),
+    ]
+    first, second, third, fourth, fifth = table
+    assert (first["best"], first["best_speedup"], first["hit"], first["harmful"]) == ("compile", 2.0, True, [])
+    assert first["named_best"] == 2.0
+    assert (second["best"], second["hit"], second["harmful"]) == ("channels_last+compile", False, ["reduce-overhead"])
+    assert (third["best"], third["hit"], third["harmful"]) == ("channels_last", None, [])
+    assert (fourth["best"], fourth["hit"], fourth["harmful"]) == ("compile", False, ["tf32"])
+    assert (fifth["best"], fifth["hit"], fifth["named_best"]) == (None, None, None)
+    summary = oracle.summarise(table)
+    assert summary["problems"] == 5 and summary["failed"] == 1 and summary["measured"] == 4
+    assert (summary["hits"], summary["best_at_least_hit_gain"]) == (1, 3)
+    assert summary["hit_rate"] == pytest.approx(1 / 3)
+    assert (summary["harmful_problems"], summary["harmful_advice"]) == (2, 2)
+    assert (summary["class_agrees"], summary["class_measured"], summary["class_agreement"]) == (1, 2, 0.5)
+    assert "hit rate 1/3 (33%)" in oracle.totals_text(summary)
+
+
+# ------------------------------------------------------------------------------------------------ one problem
+
+
+class Marked:
+    """A technique's callable: calling it marks the state 'fast' (the injected timer then says 1 ms, else 3 ms)."""
+
+    def __init__(self, fn: Any, state: dict[str, bool], perturb: bool = False) -> None:
+        self.fn, self.state, self.perturb = fn, state, perturb
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.state["fast"] = True
+        out = self.fn(*args, **kwargs)
+        return out + 1.0 if self.perturb else out
+
+
+@pytest.fixture
+def injected(monkeypatch, fake_cpu):
+    """'compile' made a 3x faster identity (no compiler needed), timings injected: eager 3 ms, compiled 1 ms."""
+    state = {"fast": False}
+
+    def fake_compile(model, inputs, kwargs, device):
+        return Marked(model, state), inputs, kwargs
+
+    def timer(step, iters, device):
+        state["fast"] = False
+        step()
+        return iters * (1e-3 if state["fast"] else 3e-3)
+
+    monkeypatch.setitem(verify_module.TECHNIQUES, "compile", fake_compile)
+    return state, timer
+
+
+def _options(timer: Any, **more: Any) -> Any:
+    from diagnose_doubles import timed_by
+    from test_api_diagnose import fake_time
+
+    return oracle.Options(device="cpu", quick=True, rounds=3, timer=timer, boundaries=timed_by(fake_time), **more)
+
+
+def _problem(pid: str) -> Any:
+    (problem,) = [p for p in corpus_module.corpus() if p.id == pid]
+    return problem
+
+
+def test_one_problem_with_injected_timings(injected):
+    _, timer = injected
+    entry = oracle.run_problem(_problem("conv+relu-c64"), _options(timer))
+    assert "error" not in entry
+    techniques = entry["techniques"]
+    assert techniques["compile"]["speedup"] == pytest.approx(3.0) and techniques["compile"]["match"] is True
+    assert techniques["channels_last"]["speedup"] == pytest.approx(1.0)  # real channels_last, eager's 3 ms
+    assert techniques["channels_last+compile"]["speedup"] == pytest.approx(3.0)
+    assert techniques["reduce-overhead"]["note"].startswith("not applicable")
+    assert entry["best"] in ("compile", "channels_last+compile") and entry["best_speedup"] == pytest.approx(3.0)
+    named = [f["technique"] for f in entry["top"]]
+    assert entry["hit"] is (entry["best"] in named)
+    assert entry["findings"][: oracle.TOP] == entry["top"] and entry["dominant"]["op"] == "aten::convolution"
+
+
+def test_a_mismatch_a_failure_and_a_broken_problem_are_recorded(injected, monkeypatch):
+    state, timer = injected
+
+    def perturbed(model, inputs, kwargs, device):
+        return Marked(model, state, perturb=True), inputs, kwargs
+
+    def broken(model, inputs, kwargs, device):
+        raise RuntimeError("no such layout\nsecond line")
+
+    monkeypatch.setitem(verify_module.TECHNIQUES, "compile", perturbed)
+    monkeypatch.setitem(verify_module.TECHNIQUES, "channels_last", broken)
+    entry = oracle.run_problem(_problem("conv+relu-c64"), _options(timer))
+    compiled = entry["techniques"]["compile"]
+    assert compiled["match"] is False and compiled["speedup"] is None and "outputs differ" in compiled["note"]
+    assert entry["techniques"]["channels_last"]["note"] == "failed: RuntimeError: no such layout"
+    assert entry["best"] is None and entry["hit"] is None
+
+    class Broken(corpus_module.Problem):
+        def build(self, device: str, quick: bool) -> Any:
+            raise ValueError("cannot build")
+
+    failed = oracle.run_problem(Broken("x-y", "x", "module"), _options(timer))
+    assert failed["error"] == "failed: ValueError: cannot build"
+
+
+def test_ncu_absent_is_not_measured(monkeypatch, tmp_path):
+    monkeypatch.setattr(oracle.shutil, "which", lambda name: None)
+    entry = {"id": "p", "dominant": {"kernel": "void k<1>(int)", "limiter": "memory"}}
+    oracle.add_ncu(entry, oracle.Options(device="cuda", work=tmp_path))
+    assert entry["ncu"] == {"skipped": "not measured: no ncu on PATH"} and entry["class_agrees"] is None
+
+
+# ------------------------------------------------------------------------------------------------ the script
+
+
+def test_the_script_in_quick_mode_writes_the_json(injected, tmp_path, capsys):
+    out = tmp_path / "oracle.json"
+    args = ["--device", "cpu", "--filter", "linear+gelu-rows256,softmax-scores", "--out", str(out), "--rounds", "1"]
+    assert oracle.main([*args, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    doc = json.loads(out.read_text())
+    assert printed == doc
+    assert doc["schema"] == oracle.SCHEMA and doc["complete"] is True and doc["quick"] is True
+    assert doc["device"] == "cpu" and doc["corpus"] == 2 and doc["command"].startswith("python benchmarks/")
+    assert set(doc["summary"]) >= {"problems", "hit_rate", "harmful_advice", "class_agreement"}
+    assert [e["id"] for e in doc["problems"]] == ["softmax-scores", "linear+gelu-rows256"]
+    for entry in doc["problems"]:
+        assert set(entry) >= {"id", "family", "kind", "dtype", "shape", "top", "techniques", "best", "hit", "harmful"}
+        assert entry["dtype"] == "fp32" and entry["techniques"]["compile"]["match"] is True
+        assert entry["techniques"]["channels_last"]["note"] == "not applicable: no 4-D input or weight"
+    # --resume keeps what was measured; the table and totals on stdout
+    before = {e["id"]: e["seconds"] for e in doc["problems"]}
+    assert oracle.main([*args, "--resume"]) == 0
+    text = capsys.readouterr().out
+    assert "hit rate" in text and "softmax-scores" in text
+    assert {e["id"]: e["seconds"] for e in json.loads(out.read_text())["problems"]} == before
+
+
+def test_the_time_limit_stops_cleanly_and_writes(tmp_path, capsys):
+    out = tmp_path / "oracle.json"
+    assert oracle.main(["--device", "cpu", "--out", str(out), "--time-limit", "0"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["problems"] == [] and "time limit" in doc["stopped"]
+
+
+def test_the_real_compile_on_one_tiny_problem(fake_cpu, tmp_path):
+    from test_verify import _compile_works
+
+    why = _compile_works()
+    if why:
+        pytest.skip(why)
+    out = tmp_path / "oracle.json"
+    assert oracle.main(["--device", "cpu", "--filter", "linear+gelu-rows256", "--out", str(out), "--rounds", "1"]) == 0
+    (entry,) = json.loads(out.read_text())["problems"]
+    compiled = entry["techniques"]["compile"]
+    assert compiled["match"] is True and compiled["speedup"] > 0 and compiled["warm_s"] > 0
+
+
+def test_warming_the_caches_compiles_each_compiling_technique_once(injected, monkeypatch):
+    calls: list[str] = []
+    compile_ = verify_module.TECHNIQUES["compile"]
+
+    def counted(model, inputs, kwargs, device):
+        calls.append(type(model).__name__)
+        return compile_(model, inputs, kwargs, device)
+
+    monkeypatch.setitem(verify_module.TECHNIQUES, "compile", counted)
+    problems = [_problem("conv+relu-c64"), _problem("linear+gelu-rows256")]
+    # the conv: compile and channels_last+compile (reduce-overhead is CUDA's); the Linear: compile alone
+    assert oracle.warm_caches(problems, oracle.Options(device="cpu", quick=True)) == 3
+    assert calls == ["Sequential"] * 3
+
+
+SOL_CSV = """==PROF== Connected to process 1
+"ID","Process ID","Process Name","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","Memory Throughput","%","{memory}"
+"0","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","DRAM Throughput","%","{memory}"
+"0","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","Compute (SM) Throughput","%","{sm}"
+"""
+
+
+def test_ncu_speed_of_light_against_the_dominant_limiter(monkeypatch, tmp_path):
+    """A stand-in ncu (a script printing a SpeedOfLight CSV and its arguments): the kernel's base name is asked
+    for, its class (memory: 85% memory, 20% SM) compared with the dominant op's limiter."""
+    fake = tmp_path / "ncu"
+    args_file = tmp_path / "args.json"
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open({str(args_file)!r}, 'w'))\n"
+        f"print({SOL_CSV.format(memory='85.0', sm='20.0')!r})\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(oracle.shutil, "which", lambda name: str(fake) if name == "ncu" else None)
+    kernel = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluFunctor>(int, float*)"
+    memory = {"id": "gelu-rows16k", "dominant": {"kernel": kernel, "limiter": "memory"}}
+    oracle.add_ncu(memory, oracle.Options(device="cuda", work=tmp_path))
+    assert memory["ncu"]["class"] == "memory" and memory["ncu"]["sol"]["Compute (SM) Throughput"] == 20.0
+    assert memory["class_agrees"] is True
+    called = json.loads(args_file.read_text())
+    assert called[:4] == ["--clock-control", "none", "--section", "SpeedOfLight"]
+    assert "regex:^vectorized_elementwise_kernel$" in called
+    latency = {"id": "gelu-rows16k", "dominant": {"kernel": kernel, "limiter": "latency"}}
+    oracle.add_ncu(latency, oracle.Options(device="cuda", work=tmp_path))
+    assert latency["class_ours"] == "neither" and latency["class_agrees"] is False
+    assert not list(tmp_path.glob("ncu-*.py"))  # the runner script is removed
