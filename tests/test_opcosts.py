@@ -19,6 +19,7 @@ from roofline.costs.aten import (  # noqa: E402
     NO_FORMULA,
     causal_pairs,
     covered_ops,
+    covered_table,
     op_cost,
     unique_numel,
 )
@@ -389,3 +390,46 @@ def test_activation_backwards_are_counted_exactly():
     assert back.flops == 3 * 8 * 16  # select, multiply for dx; a multiply for dw, per element
     shrink = {r.op: r for r in count_ops(nn.Softshrink(), (x,), {}, mode="training")}
     assert shrink["aten::softshrink_backward"].flops == 2 * 8 * 16
+
+
+def test_docs_table_is_the_generated_one():
+    # docs/op-costs.md's covered-ops section is exactly what the registry generates (python -m roofline.costs.aten
+    # --write docs/op-costs.md regenerates it)
+    from roofline.costs.aten.table import generated_section
+
+    section = generated_section(DOCS.read_text(encoding="utf-8"))
+    assert section is not None, "docs/op-costs.md lost the markers of its generated section"
+    assert section == covered_table(), "run: python -m roofline.costs.aten --write docs/op-costs.md"
+
+
+def test_generated_table_lists_every_covered_op_once_per_family():
+    text = covered_table()
+    for family, names in covered_ops().items():
+        for name in names:
+            assert f"`{name}`" in text, (family, name)
+    # a described row names its FLOPs: relu's row says 1, gelu's its two forms, sum's 1 per input element
+    assert "| `aten::relu`, `aten::relu_` | 1 | max(x, 0): one compare/select |" in text
+    assert "| `aten::var` | 4 |" in text
+    assert "### Matmuls (math `tensor`)" in text
+
+
+def test_generated_section_replaced_in_place(tmp_path):
+    from roofline.costs.aten.__main__ import main
+    from roofline.costs.aten.table import BEGIN, END
+
+    path = tmp_path / "op-costs.md"
+    path.write_text(f"# head\n\n{BEGIN}\nstale\n{END}\n\ntail\n", encoding="utf-8")
+    assert main(["--write", str(path)]) == 0
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith(f"# head\n\n{BEGIN}\n") and text.endswith(f"{END}\n\ntail\n")
+    assert "stale" not in text and covered_table() in text
+    path.write_text("no markers\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="markers"):
+        main(["--write", str(path)])
+
+
+def test_describe_checks_the_family():
+    with pytest.raises(RuntimeError, match="not registered"):
+        opcosts.describe("elementwise", ("mm",), "1", "wrong family")
+    with pytest.raises(RuntimeError, match="not registered"):
+        opcosts.describe("matmul", ("no_such_op",), "1", "unknown op")

@@ -157,8 +157,10 @@ def find_loops(points: Sequence[OpPoint], device: Device, device_kind: str, flow
     return sorted(loops, key=lambda loop: loop.indices[0])
 
 
-def find_attention(points: Sequence[OpPoint]) -> list[Attention]:
-    """matmul -> softmax -> matmul where the softmax tensor is the first matmul's output (S_q x S_k per head)."""
+def find_attention(points: Sequence[OpPoint], flow: Dataflow | None = None) -> list[Attention]:
+    """matmul -> softmax -> matmul where the softmax tensor is the first matmul's output (S_q x S_k per head): the
+    ops in a row, or, where producers are recorded, connected by their tensors with the softmax written out and a
+    mask built in the call (roofline.findings.patterns.softmax_path)."""
     fw = [p for p in points if p.phase == "forward"]
     found: list[Attention] = []
     used: set[int] = set()
@@ -196,6 +198,31 @@ def find_attention(points: Sequence[OpPoint]) -> list[Attention]:
         members = tuple(p.index for p in fw[i : second + 1])
         used.update(members)
         found.append(Attention(members, first.index, fw[soft].index, fw[second].index, tuple(scores)))
+    return sorted([*found, *_attention_by_dataflow(fw, used, flow or Dataflow(points))], key=lambda a: a.first)
+
+
+def _attention_by_dataflow(fw: Sequence[OpPoint], used: set[int], flow: Dataflow) -> list[Attention]:
+    found: list[Attention] = []
+    for first in fw:
+        if first.index in used or gemm_dims(first) is None or not first.output_shapes:
+            continue
+        if not patterns.dataflow_known(first):
+            continue
+        scores = max(first.output_shapes, key=numel)
+        if len(scores) < 2 or scores[-1] < MIN_KEYS:
+            continue
+        path = patterns.softmax_path(first.index, numel(scores), scores[-1], flow)
+        if path is None or used & {*path.ops, *path.mask, path.second}:
+            continue
+        core = {first.index, *path.ops, *path.mask, path.second}
+        views = {
+            p.index
+            for p in fw
+            if p.math == "none" and first.index < p.index < path.second and flow.source(p.index) in core
+        }
+        members = tuple(sorted(core | views))
+        used.update(members)
+        found.append(Attention(members, first.index, path.softmax, path.second, tuple(scores)))
     return found
 
 
@@ -284,7 +311,7 @@ class ModelContext:
         aggregates = placed.aggregates if placed is not None else aggregate_points(points, summary.op_time_s)
         flow = Dataflow(points)
         loops = tuple(find_loops(points, device, summary.device_kind, flow))
-        attention = tuple(find_attention(points))
+        attention = tuple(find_attention(points, flow))
         return cls(
             points=tuple(points),
             aggregates=aggregates,

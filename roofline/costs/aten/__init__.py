@@ -29,7 +29,10 @@ One module per op family; importing the package registers them all:
 
 - :mod:`~roofline.costs.aten.call`: :class:`Call` (an op call as the formulas see it), :class:`OpCost`, the byte
   rules (:func:`read_bytes`, :func:`write_bytes`, :func:`io_bytes`) and :func:`compute_dtype`;
-- :mod:`~roofline.costs.aten.registry`: ``OP_COSTS``, :func:`register`, :func:`covered_ops` and :func:`op_cost`;
+- :mod:`~roofline.costs.aten.registry`: ``OP_COSTS``, :func:`register`, :func:`covered_ops`, :func:`describe` (a
+  row of the docs table) and :func:`op_cost`;
+- :mod:`~roofline.costs.aten.table`: :func:`covered_table`, docs/op-costs.md's covered-ops section generated from
+  the registry (``python -m roofline.costs.aten`` prints it);
 - :mod:`~roofline.costs.aten.movement` (views, allocations, copies, creations), :mod:`~roofline.costs.aten.elementwise`,
   :mod:`~roofline.costs.aten.reductions`, :mod:`~roofline.costs.aten.index` (gathers, scatters),
   :mod:`~roofline.costs.aten.norms` (norms, softmax), :mod:`~roofline.costs.aten.matmul`,
@@ -78,13 +81,15 @@ from roofline.costs.aten.call import (
 )
 from roofline.costs.aten.custom import PLUGIN_ERRORS, load_plugins, register_cost
 from roofline.costs.aten.matmul import tf32_enabled
-from roofline.costs.aten.registry import FAMILY, OP_COSTS, Formula, covered_ops, op_cost, register
+from roofline.costs.aten.registry import FAMILY, OP_COSTS, ROWS, Formula, covered_ops, describe, op_cost, register
+from roofline.costs.aten.table import covered_table
 
 __all__ = [
     "FAMILY",
     "NO_FORMULA",
     "OP_COSTS",
     "PLUGIN_ERRORS",
+    "ROWS",
     "Call",
     "Formula",
     "Math",
@@ -93,6 +98,8 @@ __all__ = [
     "causal_pairs",
     "compute_dtype",
     "covered_ops",
+    "covered_table",
+    "describe",
     "dtype_name",
     "flex_attention_cost",
     "io_bytes",

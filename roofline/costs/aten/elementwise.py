@@ -9,7 +9,7 @@ from typing import Any
 
 from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes, is_tensor
 from roofline.costs.aten.movement import OVERWRITES
-from roofline.costs.aten.registry import Example, Formula, register
+from roofline.costs.aten.registry import Example, Formula, describe, register
 from roofline.costs.elementwise import FLOPS_PER_ELEMENT as ELEMENTWISE
 
 # FLOPs per output element, and the assumption. Where roofline.costs.elementwise has the op, its number is used
@@ -168,6 +168,7 @@ def _with_inplace(names: Iterable[str]) -> list[str]:
 
 for _name in _with_inplace(ELEMENTWISE_OPS):
     register("elementwise", _name)(_table_formula(_name if _name in ELEMENTWISE_OPS else _name[:-1]))
+_TWINS = set(_with_inplace(ELEMENTWISE_OPS))
 
 
 def _alpha(call: Call) -> Any:
@@ -184,6 +185,10 @@ def _add(call: Call) -> OpCost:
     return _elementwise_cost(call, per, f"x {sign} y" if per == 1 else f"x {sign} alpha*y")
 
 
+describe("elementwise", ("add", "add_", "sub", "sub_", "rsub", "subtract", "subtract_"), "1 (2 with alpha ≠ 1)",
+         "x ± y; an alpha other than 1 adds a multiply")  # fmt: skip
+
+
 @register("elementwise", "gelu", "gelu_")
 def _gelu(call: Call) -> OpCost:
     # NB: erf form (torch's default) 5 FLOPs, tanh approximation 9 (roofline.costs.elementwise).
@@ -192,11 +197,20 @@ def _gelu(call: Call) -> OpCost:
     return _elementwise_cost(call, per, "tanh approximation" if tanh else "erf form")
 
 
+describe(
+    "elementwise", ("gelu", "gelu_"), "5 erf form, 9 tanh form", "as `roofline.costs.elementwise` gelu / gelu_tanh"
+)
+
+
 @register("elementwise", "gelu_backward")
 def _gelu_backward(call: Call) -> OpCost:
     tanh = call.args.get("approximate") == "tanh"
     per = _GELU_TANH_BACKWARD if tanh else _GELU_BACKWARD
     return _elementwise_cost(call, per, "tanh form" if tanh else "erf form: cdf 4, pdf 4, x*pdf, +, *dy")
+
+
+describe("elementwise", ("gelu_backward",), "11 erf form, 18 tanh form",
+         "erf: dy·(cdf + x·pdf): cdf 4, pdf 4, x·pdf, +, ·dy")  # fmt: skip
 
 
 @register("elementwise", "pow", "pow_", "float_power")
@@ -214,6 +228,11 @@ def _pow(call: Call) -> OpCost:
     return _elementwise_cost(call, per, f"pow with exponent {exponent if not is_tensor(exponent) else 'tensor'}")
 
 
+describe("elementwise", ("pow", "pow_", "float_power"),
+         "1 for exponent 2, 0.5, 1, 0 or -1; 3 otherwise; 2 for a scalar base with a tensor exponent",
+         "a square or sqrt counts 1; exp(y·log x) 3")  # fmt: skip
+
+
 @register("elementwise", "clamp", "clamp_", "clip", "clip_")
 def _clamp(call: Call) -> OpCost:
     # NB: one compare/select per bound given.
@@ -225,3 +244,10 @@ def _clamp(call: Call) -> OpCost:
 EXAMPLES: dict[str, Example] = {
     name: (lambda t: ((t.randn(4, 4), -0.5, 0.5), {})) for name in ("clamp", "clamp_", "clip", "clip_")
 }
+
+describe("elementwise", ("clamp", "clamp_", "clip", "clip_"), "1 per bound given", "one compare/select per bound")
+for _name, (_per, _note) in ELEMENTWISE_OPS.items():
+    # a row per table entry, with its in-place twin where it has one (bernoulli_ is an entry of its own)
+    _twin = f"{_name}_"
+    _row = [_name, _twin] if _twin in _TWINS and _twin not in ELEMENTWISE_OPS else [_name]
+    describe("elementwise", _row, str(_per), _note.replace("*", "·"))

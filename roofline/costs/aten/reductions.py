@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes
-from roofline.costs.aten.registry import Formula, register
+from roofline.costs.aten.registry import Formula, describe, register
 
 # FLOPs per input element. NB: the per-output work (a mean's divide, a norm's root) is O(outputs) and not
 # counted; a broadcast input counts its logical elements for FLOPs but its unique elements for bytes.
@@ -49,5 +49,6 @@ def _reduction_formula(name: str) -> Formula:
     return formula
 
 
-for _name in REDUCTIONS:
+for _name, (_per, _note) in REDUCTIONS.items():
     register("reduction", _name)(_reduction_formula(_name))
+    describe("reduction", (_name,), str(_per), _note)

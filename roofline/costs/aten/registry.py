@@ -40,6 +40,21 @@ def register(family: str, *names: str) -> Callable[[Formula], Formula]:
     return wrap
 
 
+#: family -> its rows in docs/op-costs.md's table: (the ops, FLOPs, the assumption), in the order described
+#: (:func:`describe`); a family without rows is listed by name, one line.
+ROWS: dict[str, list[tuple[tuple[str, ...], str, str]]] = {}
+
+
+def describe(family: str, names: tuple[str, ...] | list[str], flops: str, assumption: str) -> None:
+    """A row of ``family``'s table in docs/op-costs.md (roofline.costs.aten.table): ``names`` (bare or qualified,
+    each registered in that family) cost ``flops`` (as words: '1', '2 per bound') because of ``assumption``."""
+    keys = tuple(name if "::" in name else f"aten::{name}" for name in names)
+    unknown = [key for key in keys if FAMILY.get(key) != family]
+    if unknown:
+        raise RuntimeError(f"describe({family!r}): not registered in that family: {', '.join(unknown)}")
+    ROWS.setdefault(family, []).append((keys, flops, assumption))
+
+
 def covered_ops() -> dict[str, list[str]]:
     """Family -> the aten ops with a formula in it, sorted (what docs/op-costs.md tabulates)."""
     out: dict[str, list[str]] = {}

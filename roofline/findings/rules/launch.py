@@ -2,13 +2,15 @@
 
 - ``compile-blockers``: a compiled model whose graph broke or recompiled (dynamo's counters);
 - ``launch-bound``: many short ops (GPU: kernels with the GPU idle between them; CPU: per-op dispatch);
-- ``sequential-loop``: a Python loop over a time axis (the same ops step after step, a recurrence).
+- ``sequential-loop``: a Python loop over a time axis (the same ops step after step, a recurrence), except the
+  loops the fusion rules take by their structure (patterns.loop_structure).
 """
 
 from __future__ import annotations
 
 from statistics import median
 
+from roofline.findings import patterns
 from roofline.findings.base import bounded
 from roofline.findings.model import (
     SHORT_FACTOR,
@@ -84,7 +86,8 @@ SEQUENTIAL_LOOP = Rule(
         "the same op sequence (op, input shapes, module) of <= 64 ops repeats >= 8 times in a row and, where "
         "producers are recorded, step t reads an output of step t-1 in >= 50% of the steps (a recurrence, "
         "whatever the ops' durations; independent steps are no loop); without producers (older reports), its ops "
-        "small (mean time <= 20x the per-op launch floor)"
+        "small (mean time <= 20x the per-op launch floor); not a loop `elementwise-recurrence` or "
+        "`written-out-topk` takes (a recurrence along a sequence axis or through a matmul stays a scan)"
     ),
     technique="parallel scan / chunked recurrence; hoist the input projections into one GEMM; a fused cell",
     bound="every step's ops at once (same FLOPs and bytes): one launch per op of one step",
@@ -228,8 +231,13 @@ def launch_bound(ctx: ModelContext) -> ModelFinding | None:
 def sequential_loop(ctx: ModelContext) -> list[ModelFinding]:
     """A Python loop over a time axis: the same small ops, step after step, in one module."""
     findings = []
+    flow = ctx.dataflow()
     for loop in ctx.loops:
         pts = [ctx.by_index[i] for i in loop.indices]
+        lo, hi = min(loop.indices), max(loop.indices)
+        span = [p for p in ctx.points if lo <= p.index <= hi]
+        if patterns.loop_structure(pts, loop.period, loop.steps, span, flow) is not None:
+            continue  # NB: no scan: an element-wise recurrence per element, or top-k by repeated max (fusion rules)
         time_now = ctx.wall_time_of(pts)  # its ops and the gaps between them (Python stepping the loop)
         own = sum(p.time_s for p in pts)
         before = sum(p.roof_time_s + p.launch_floor_s for p in pts)
