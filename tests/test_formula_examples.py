@@ -107,7 +107,8 @@ def representative_call(name: str, table: dict[str, Any]) -> Call | None:
         built = builder(torch)
         args, kwargs = tuple(built[0]), dict(built[1])
         if len(built) == 3:  # a kernel with no CPU implementation: its output given by the example
-            overload = next(getattr(packet, o) for o in packet.overloads())
+            overloads = [getattr(packet, o) for o in packet.overloads()]  # NB: the functional one, not .out
+            overload = next((o for o in overloads if not any(a.is_out for a in o._schema.arguments)), overloads[0])
             return Call(overload, args, kwargs, built[2])
         ran = _run(packet, args, kwargs)
         assert ran is not None, f"the EXAMPLES call of {name} does not run on the CPU"

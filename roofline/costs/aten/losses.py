@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes, is_tensor
-from roofline.costs.aten.registry import Formula, register
+from roofline.costs.aten.registry import Example, Formula, register
 
 #: torch's reduction enum (the ``reduction`` argument).
 NONE, MEAN, SUM = 0, 1, 2
@@ -212,3 +212,49 @@ def _cudnn_ctc_loss(call: Call) -> OpCost:
 def _ctc_query(call: Call) -> OpCost:
     # NB: a host-side check of the arguments (returns a bool): no kernel, no bytes.
     return OpCost(0, 0, "", "none", "query: no data moved")
+
+
+# ------------------------------------------------------------------------------- formula-test examples
+
+
+def _ctc_inputs(t: Any) -> tuple[Any, Any, list[int], list[int]]:
+    """CTC inputs: T 6, batch 2, 5 classes (blank 0), padded (batch, S 3) targets of lengths 3 and 2."""
+    log_probs = t.randn(6, 2, 5).log_softmax(2)
+    return log_probs, t.tensor([[1, 2, 3], [2, 4, 0]]), [6, 5], [3, 2]
+
+
+def _ctc_backward(t: Any) -> tuple[Any, ...]:
+    log_probs, targets, lengths_in, lengths_target = _ctc_inputs(t)
+    nll, log_alpha = t.ops.aten._ctc_loss(log_probs, targets, lengths_in, lengths_target)  # the forward
+    return (t.ones(2), log_probs, targets, lengths_in, lengths_target, nll, log_alpha, 0), {}
+
+
+def _cudnn_ctc(t: Any, query: bool) -> tuple[Any, ...]:
+    """cuDNN's CTC (CUDA only: no CPU kernel, so the outputs are given): int32 targets concatenated in one 1-D
+    tensor, every input length T, blank 0 (the conditions _use_cudnn_ctc_loss checks)."""
+    log_probs = t.randn(6, 2, 5).log_softmax(2)
+    targets = t.tensor([1, 2, 3, 2, 4], dtype=t.int32)
+    if query:  # NB: a host-side bool query: cuDNN can take this call
+        return (log_probs, targets, [6, 6], [3, 2], 0), {}, True
+    # NB: outputs (losses (batch,), the gradient with log_probs' shape)
+    return (log_probs, targets, [6, 6], [3, 2], 0, True, False), {}, (t.empty(2), t.empty(6, 2, 5))
+
+
+def _multilabel_backward(t: Any) -> tuple[Any, ...]:
+    x = t.randn(3, 5)
+    target = t.tensor([[3, 0, -1, 1, 1], [1, -1, 0, 0, 0], [0, 1, 2, 3, 4]])  # each row's targets end at -1
+    _, is_target = t.ops.aten.multilabel_margin_loss_forward(x, target, MEAN)  # the forward
+    return (t.tensor(1.0), x, target, MEAN, is_target), {}
+
+
+#: Representative calls for tests/test_formula_examples.py (registry.Example): the ops it cannot build from the schema.
+EXAMPLES: dict[str, Example] = {
+    "_ctc_loss": lambda t: (_ctc_inputs(t), {}),
+    "_ctc_loss_backward": _ctc_backward,
+    "_cudnn_ctc_loss": lambda t: _cudnn_ctc(t, query=False),
+    "_use_cudnn_ctc_loss": lambda t: _cudnn_ctc(t, query=True),
+    "binary_cross_entropy_with_logits": lambda t: ((t.randn(4, 4), t.rand(4, 4)), {"pos_weight": t.rand(4)}),
+    "multi_margin_loss": lambda t: ((t.randn(3, 5), t.tensor([0, 4, 2])), {"p": 2, "weight": t.rand(5)}),
+    "multi_margin_loss_backward": lambda t: ((t.tensor(1.0), t.randn(3, 5), t.tensor([0, 4, 2]), 1, 1.0), {}),
+    "multilabel_margin_loss_backward": _multilabel_backward,
+}

@@ -141,6 +141,16 @@ def _pad_backward(call: Call) -> OpCost:
                   f"{call.base}: one add per grad_output element; grad_output read, grad_input written")  # fmt: skip
 
 
+def _pad_backward_example(t: Any, kind: str, shape: tuple[int, ...], padding: list[int]) -> tuple[Any, ...]:
+    """grad_output with the padded forward's shape, self the unpadded input."""
+    x = t.randn(shape)
+    out = getattr(t.ops.aten, f"{kind}_pad{len(padding) // 2}d")(x, padding)  # the forward
+    return (t.randn_like(out), x, padding), {}
+
+
+_PAD_EXAMPLE_SHAPES = {1: ((2, 3, 8), [2, 2]), 2: ((2, 3, 6, 6), [1, 1, 1, 1]), 3: ((1, 2, 4, 4, 4), [1] * 6)}
+
+
 def _sparse(t: Any) -> Any:
     return t.eye(4).to_sparse().coalesce()
 
@@ -170,4 +180,9 @@ EXAMPLES: dict[str, Example] = {
     "im2col": lambda t: ((t.randn(1, 2, 5, 5), [2, 2], [1, 1], [0, 0], [1, 1]), {}),
     "col2im": lambda t: ((t.randn(1, 8, 16), [5, 5], [2, 2], [1, 1], [0, 0], [1, 1]), {}),
     "geometric_": lambda t: ((t.randn(4, 4), 0.5), {}),
+    **{
+        f"{kind}_pad{n}d_backward": (lambda t, kind=kind, n=n: _pad_backward_example(t, kind, *_PAD_EXAMPLE_SHAPES[n]))
+        for kind in ("reflection", "replication")
+        for n in (1, 2, 3)
+    },
 }

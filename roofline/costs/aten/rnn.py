@@ -24,7 +24,7 @@ from roofline.costs.aten.call import (
     tensor_bytes,
     write_bytes,
 )
-from roofline.costs.aten.registry import register
+from roofline.costs.aten.registry import Example, register
 from roofline.costs.elementwise import FLOPS_PER_ELEMENT as ELEMENTWISE
 
 #: cuDNN / oneDNN / MIOpen RNN mode enum (the ``mode`` argument) -> cell kind.
@@ -275,3 +275,77 @@ def _flatten_weight(call: Call) -> OpCost:
 def _rnn_query(call: Call) -> OpCost:
     # NB: a host-side query (returns a bool): no kernel, no bytes.
     return OpCost(0, 0, "", "none", "query: no data moved")
+
+
+# ------------------------------------------------------------------------------- formula-test examples
+# NB: these kernels run only on CUDA (cuDNN, MIOpen, the fused THNN cells): no CPU kernel, so each example gives
+# its outputs, built with the shapes the CUDA kernels return (values unused by the formulas).
+
+_T, _B, _I, _H = 3, 2, 4, 5  # time steps, batch, input size, hidden size
+
+
+def _lstm_weights(t: Any) -> tuple[list[Any], Any]:
+    """One-layer unidirectional LSTM weights (w_ih (4H, I), w_hh (4H, H), b_ih, b_hh (4H,)) as views of one flat
+    buffer, the layout _cudnn_rnn_flatten_weight returns; weight_stride0 4."""
+    shapes = [(4 * _H, _I), (4 * _H, _H), (4 * _H,), (4 * _H,)]
+    sizes = [int(t.Size(s).numel()) for s in shapes]
+    buf = t.randn(sum(sizes))
+    return [part.view(shape) for part, shape in zip(buf.split(sizes), shapes, strict=True)], buf
+
+
+def _flatten_weight(t: Any) -> tuple[Any, ...]:
+    weights, buf = _lstm_weights(t)
+    # NB: (weight_arr, weight_stride0, input_size, mode lstm 2, hidden_size, proj_size, num_layers, batch_first,
+    # bidirectional) -> the flat buffer
+    return ([w.clone() for w in weights], 4, _I, 2, _H, 0, 1, False, False), {}, t.empty_like(buf)
+
+
+def _rnn_backward(t: Any, miopen: bool) -> tuple[Any, ...]:
+    weights, buf = _lstm_weights(t)
+    x, hx, cx = t.randn(_T, _B, _I), t.randn(1, _B, _H), t.randn(1, _B, _H)
+    output, grad_output = t.randn(_T, _B, _H), t.randn(_T, _B, _H)
+    grad_hy, grad_cy = t.randn(1, _B, _H), t.randn(1, _B, _H)
+    reserve = t.empty(256, dtype=t.uint8)  # NB: the forward's training workspace (its size is the library's)
+    head = (x, weights, 4, buf, hx, cx, output, grad_output, grad_hy, grad_cy, 2, _H)
+    # NB: (num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state, reserve, output_mask)
+    tail = (1, False, 0.0, True, False, [], None, reserve, [True, True, True, True])
+    args = head + tail if miopen else (*head, 0, *tail)  # NB: cuDNN's takes proj_size after hidden_size
+    # NB: outputs (grad input, grad hx, grad cx, the weight gradients shaped as the weights)
+    return args, {}, (t.empty_like(x), t.empty_like(hx), t.empty_like(cx), [t.empty_like(w) for w in weights])
+
+
+def _lstm_cell(t: Any) -> tuple[Any, ...]:
+    # NB: (input_gates (B, 4H), hidden_gates (B, 4H), cx, input_bias, hidden_bias) -> (hy, cy, workspace (B, 4H))
+    gates = (t.randn(_B, 4 * _H), t.randn(_B, 4 * _H), t.randn(_B, _H), t.randn(4 * _H), t.randn(4 * _H))
+    return gates, {}, (t.empty(_B, _H), t.empty(_B, _H), t.empty(_B, 4 * _H))
+
+
+def _lstm_cell_backward(t: Any) -> tuple[Any, ...]:
+    # NB: (grad_hy, grad_cy, cx, cy, workspace (B, 4H), has_bias) -> (grad_gates (B, 4H), grad_cx, grad_bias (4H,))
+    args = (t.randn(_B, _H), t.randn(_B, _H), t.randn(_B, _H), t.randn(_B, _H), t.randn(_B, 4 * _H), True)
+    return args, {}, (t.empty(_B, 4 * _H), t.empty(_B, _H), t.empty(4 * _H))
+
+
+def _gru_cell(t: Any) -> tuple[Any, ...]:
+    # NB: (input_gates (B, 3H), hidden_gates (B, 3H), hx, input_bias, hidden_bias) -> (hy, workspace (B, 5H))
+    gates = (t.randn(_B, 3 * _H), t.randn(_B, 3 * _H), t.randn(_B, _H), t.randn(3 * _H), t.randn(3 * _H))
+    return gates, {}, (t.empty(_B, _H), t.empty(_B, 5 * _H))
+
+
+def _gru_cell_backward(t: Any) -> tuple[Any, ...]:
+    # NB: (grad_hy, workspace (B, 5H), has_bias) -> (grad_input_gates, grad_hidden_gates (B, 3H), grad_hx,
+    # grad_input_bias, grad_hidden_bias (3H,))
+    gates = (t.empty(_B, 3 * _H), t.empty(_B, 3 * _H), t.empty(_B, _H), t.empty(3 * _H), t.empty(3 * _H))
+    return (t.randn(_B, _H), t.randn(_B, 5 * _H), True), {}, gates
+
+
+#: Representative calls for tests/test_formula_examples.py (registry.Example): (args, kwargs, out), no CPU kernel.
+EXAMPLES: dict[str, Example] = {
+    "_cudnn_rnn_flatten_weight": _flatten_weight,
+    "_cudnn_rnn_backward": lambda t: _rnn_backward(t, miopen=False),
+    "miopen_rnn_backward": lambda t: _rnn_backward(t, miopen=True),
+    "_thnn_fused_lstm_cell": _lstm_cell,
+    "_thnn_fused_lstm_cell_backward_impl": _lstm_cell_backward,
+    "_thnn_fused_gru_cell": _gru_cell,
+    "_thnn_fused_gru_cell_backward": _gru_cell_backward,
+}

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes, is_tensor
-from roofline.costs.aten.registry import register
+from roofline.costs.aten.registry import Example, register
 
 
 def log2_ceil(n: int) -> int:
@@ -137,3 +137,9 @@ def _bincount(call: Call) -> OpCost:
     # NB: one increment per element (an add of the weight with weights); the counts written once.
     x = call.tensor("self")
     return _cost(call, int(x.numel()), "one increment per element")
+
+
+#: Representative calls for tests/test_formula_examples.py (registry.Example): the ops it cannot build from the schema.
+EXAMPLES: dict[str, Example] = {
+    "bincount": lambda t: ((t.tensor([0, 1, 1, 3, 2, 1]),), {"weights": t.rand(6), "minlength": 5}),  # 1-D, >= 0
+}

@@ -15,7 +15,7 @@ from typing import Any
 
 from roofline.costs.aten.call import Call, OpCost, dtype_name, tensor_bytes
 from roofline.costs.aten.matmul import tf32_enabled
-from roofline.costs.aten.registry import register
+from roofline.costs.aten.registry import Example, register
 from roofline.costs.attention import SOFTMAX_FLOPS_PER_ELEMENT
 from roofline.costs.elementwise import FLOPS_PER_ELEMENT as ELEMENTWISE
 from roofline.costs.norms import FLOPS_PER_ELEMENT as NORMS
@@ -148,3 +148,16 @@ def _to_padded(call: Call) -> OpCost:
     src, out = call.tensor("self"), call.out0
     return OpCost(0, _nbytes(src) + _nbytes(out), dtype_name(out.dtype), "vector",
                   "unpack: nested values read once, padded output written once")  # fmt: skip
+
+
+def _padded_and_mask(t: Any) -> tuple[Any, Any]:
+    """A padded (batch 2, L 3, E 4) tensor and its left-aligned keep mask (True: a real token)."""
+    return t.randn(2, 3, 4), t.tensor([[True, True, False], [True, True, True]])
+
+
+#: Representative calls for tests/test_formula_examples.py (registry.Example): the ops it cannot build from the schema.
+EXAMPLES: dict[str, Example] = {
+    "_nested_tensor_from_mask": lambda t: (_padded_and_mask(t), {}),
+    "_nested_tensor_from_mask_left_aligned": lambda t: (_padded_and_mask(t), {}),
+    "to_padded_tensor": lambda t: ((t.ops.aten._nested_tensor_from_mask(*_padded_and_mask(t)), 0.0), {}),
+}
