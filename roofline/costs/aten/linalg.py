@@ -327,7 +327,9 @@ def _pair(a: list[int], b: list[int], summed: list[int]) -> tuple[int, int, list
     return 2 * prod(full), other, out
 
 
-def trilinear_flops(shapes: list[list[int]], expands: list[list[int]], sumdim: list[int], unroll: int) -> tuple[int, int]:
+def trilinear_flops(
+    shapes: list[list[int]], expands: list[list[int]], sumdim: list[int], unroll: int
+) -> tuple[int, int]:
     """(bmm FLOPs, other FLOPs) of torch's ``_trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim,
     unroll_dim)`` (ATen Linear.cpp): for each index k of the unrolled dim, sumproduct_pair(i1, i2) over the summed
     dims i3 lacks, then sumproduct_pair(that, i3) over the summed dims i3 has, then the add into the output
@@ -367,7 +369,7 @@ def _trilinear(call: Call) -> OpCost:
 
 
 describe("linalg", ("linalg_cholesky_ex",), "n³/3", "Cholesky (potrf), blocked BLAS-3: math `tensor`")
-describe("linalg", ("linalg_lu_factor_ex",), "2mnk − (m+n)k² + 2k³/3 (2n³/3 square)", "LU with partial pivoting (getrf)")
+describe("linalg", ("linalg_lu_factor_ex",), "2mnk − (m+n)k² + 2k³/3 (2n³/3 square)", "LU, partial pivoting (getrf)")
 describe("linalg", ("_linalg_det", "_linalg_slogdet"), "2n³/3", "LU; the diagonal product / log-sum not counted")
 describe("linalg", ("linalg_solve_triangular",), "n² per right-hand side", "trsm")
 describe("linalg", ("linalg_lu_solve",), "2n² per right-hand side", "two triangular solves (getrs)")

@@ -139,7 +139,6 @@ def _grouped_mm(call: Call) -> OpCost:
     return matmul_cost(call, flops, "grouped GEMM: one GEMM over the partitioned dimension")
 
 
-
 @register("matmul", "addmm_")
 def _addmm_inplace(call: Call) -> OpCost:
     # NB: addmm's in-place twin (torch.utils.flop_counter has no formula for it): 2*m*n*k; self (m x n) is read
