@@ -217,3 +217,9 @@ def test_small_elementwise_and_creation_ops() -> None:
     assert (c.flops, c.bytes) == (32, 192)
     c = cost(aten.rrelu_with_noise_.default, torch.randn(4, 4), torch.zeros(4, 4), training=False)
     assert (c.flops, c.bytes) == (32, 128)
+
+
+def test_baddbmm_inplace() -> None:
+    # 2*b*m*n*k = 2*2*3*4*5 = 240; bytes self read 24 + written 24, batch1 30, batch2 40 -> 118 * 4 = 472
+    c = cost(aten.baddbmm_.default, torch.randn(2, 3, 4), torch.randn(2, 3, 5), torch.randn(2, 5, 4))
+    assert (c.flops, c.bytes, c.math) == (240, 472, "tensor")

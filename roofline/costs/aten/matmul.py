@@ -149,6 +149,15 @@ def _addmm_inplace(call: Call) -> OpCost:
     return matmul_cost(call, 2 * m * n * k, "2*m*n*k, in place: self read and written; epilogue not counted")
 
 
+@register("matmul", "baddbmm_")
+def _baddbmm_inplace(call: Call) -> OpCost:
+    # NB: baddbmm's in-place twin: 2*b*m*n*k; self (b x m x n) read and written, batch1 and batch2 read once.
+    b1, b2 = call.tensor("batch1"), call.tensor("batch2")
+    batch, m, k = b1.shape
+    n = b2.shape[2]
+    return matmul_cost(call, 2 * batch * m * n * k, "2*b*m*n*k, in place: self read and written")
+
+
 def conv_tbc_rows(length: int, kernel: int, pad: int) -> int:
     """Output time steps each kernel tap of torch's conv_tbc multiplies, summed over the taps: tap k covers the
     output steps whose input step t + k - pad lies in [0, length), as ATen's ConvolutionTBC.cpp slices them."""
@@ -172,6 +181,7 @@ def _conv_tbc(call: Call) -> OpCost:
 #: Representative calls for tests/test_formula_examples.py (registry.Example): the ops it cannot build from the schema.
 EXAMPLES: dict[str, Example] = {
     "mv": lambda t: ((t.randn(3, 5), t.randn(5)), {}),
+    "baddbmm_": lambda t: ((t.randn(2, 3, 4), t.randn(2, 3, 5), t.randn(2, 5, 4)), {}),
     "addmm_": lambda t: ((t.randn(3, 4), t.randn(3, 5), t.randn(5, 4)), {}),
     "conv_tbc": lambda t: ((t.randn(6, 2, 3), t.randn(3, 3, 4), t.randn(4), 1), {}),
     "addmv": lambda t: ((t.randn(3), t.randn(3, 5), t.randn(5)), {}),
