@@ -39,7 +39,9 @@ One module per op family; importing the package registers them all:
   :mod:`~roofline.costs.aten.conv` and :mod:`~roofline.costs.aten.attention`: the formulas;
 - :mod:`~roofline.costs.aten.pooling`, :mod:`~roofline.costs.aten.sampling` (upsampling, grid sampling),
   :mod:`~roofline.costs.aten.embedding_bag`, :mod:`~roofline.costs.aten.distance` (cdist, pdist) and
-  :mod:`~roofline.costs.aten.fft`: the spatial families.
+  :mod:`~roofline.costs.aten.fft`: the spatial families;
+- :mod:`~roofline.costs.aten.linalg`: the factorizations and solvers of ``torch.linalg`` (textbook counts) and
+  ``_trilinear`` (nn.Bilinear).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from roofline.costs.aten import (  # noqa: F401
     embedding_bag,
     fft,
     index,
+    linalg,
     losses,
     matmul,
     movement,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes, is_tensor
+from roofline.costs.aten.call import Call, OpCost, compute_dtype, io_bytes, is_tensor, tensor_bytes
 from roofline.costs.aten.movement import OVERWRITES
 from roofline.costs.aten.registry import Example, Formula, describe, register
 from roofline.costs.elementwise import FLOPS_PER_ELEMENT as ELEMENTWISE
@@ -251,3 +251,45 @@ for _name, (_per, _note) in ELEMENTWISE_OPS.items():
     _twin = f"{_name}_"
     _row = [_name, _twin] if _twin in _TWINS and _twin not in ELEMENTWISE_OPS else [_name]
     describe("elementwise", _row, str(_per), _note.replace("*", "·"))
+
+
+@register("elementwise", "logit", "logit_")
+def _logit(call: Call) -> OpCost:
+    # NB: log(x / (1 - x)): 1 - x, divide, log (3); with eps, x is first clamped to [eps, 1 - eps] (2 compares).
+    eps = call.args.get("eps") is not None
+    return _elementwise_cost(call, 5 if eps else 3, "clamp 2, 1-x, div, log" if eps else "1-x, div, log")
+
+
+@register("elementwise", "logit_backward")
+def _logit_backward(call: Call) -> OpCost:
+    # NB: dy / (x * (1 - x)): 1 - x, multiply, divide (3); with eps, 0 outside [eps, 1 - eps] (2 compares).
+    eps = call.args.get("eps") is not None
+    return _elementwise_cost(call, 5 if eps else 3, "dy/(x(1-x)) + range check" if eps else "dy/(x(1-x))")
+
+
+@register("elementwise", "_conj_physical", "conj_physical_")
+def _conj_physical(call: Call) -> OpCost:
+    # NB: the conjugate written out: one sign flip (the imaginary part) per complex element; a real tensor is a
+    # copy (0). Read once, written once (in place: read and written).
+    x = call.tensor("self")
+    per = 1 if x.is_complex() else 0
+    return _elementwise_cost(call, per, "negate the imaginary part" if per else "a real tensor: a copy")
+
+
+@register("elementwise", "rrelu_with_noise_")
+def _rrelu_with_noise_inplace(call: Call) -> OpCost:
+    # NB: rrelu_with_noise in place: 2 per element (compare, scale by the slope; random generation not counted);
+    # self read and written; in training the noise (the slopes) is written, not read; in eval it is untouched.
+    x, noise = call.tensor("self"), call.tensor("noise")
+    nbytes = 2 * tensor_bytes(x) + (tensor_bytes(noise) if call.args.get("training") else 0)
+    return OpCost(2 * int(x.numel()), nbytes, compute_dtype(call), "vector",
+                  "rrelu_with_noise_: 2 FLOP(s) per element (compare, scale by the slope)")  # fmt: skip
+
+
+describe("elementwise", ("logit", "logit_"), "3 (5 with eps)", "1-x, div, log; eps clamps first (2 compares)")
+describe("elementwise", ("logit_backward",), "3 (5 with eps)", "dy/(x(1-x)); eps: a range check (2 compares)")
+describe("elementwise", ("_conj_physical", "conj_physical_"), "1 complex, 0 real", "negate the imaginary part")
+describe("elementwise", ("rrelu_with_noise_",), "2", "compare, scale by the (random) slope; noise written in training")
+EXAMPLES["_conj_physical"] = lambda t: ((t.randn(4, 4, dtype=t.complex64),), {})
+EXAMPLES["conj_physical_"] = lambda t: ((t.randn(4, 4, dtype=t.complex64),), {})
+EXAMPLES["rrelu_with_noise_"] = lambda t: ((t.randn(4, 4), t.zeros(4, 4)), {"training": True})

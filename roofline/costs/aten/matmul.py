@@ -139,9 +139,51 @@ def _grouped_mm(call: Call) -> OpCost:
     return matmul_cost(call, flops, "grouped GEMM: one GEMM over the partitioned dimension")
 
 
+@register("matmul", "addmm_")
+def _addmm_inplace(call: Call) -> OpCost:
+    # NB: addmm's in-place twin (torch.utils.flop_counter has no formula for it): 2*m*n*k; self (m x n) is read
+    # and written (the beta*self epilogue), mat1 and mat2 read once.
+    a, b = call.tensor("mat1"), call.tensor("mat2")
+    m, k = a.shape
+    n = b.shape[1]
+    return matmul_cost(call, 2 * m * n * k, "2*m*n*k, in place: self read and written; epilogue not counted")
+
+
+@register("matmul", "baddbmm_")
+def _baddbmm_inplace(call: Call) -> OpCost:
+    # NB: baddbmm's in-place twin: 2*b*m*n*k; self (b x m x n) read and written, batch1 and batch2 read once.
+    b1, b2 = call.tensor("batch1"), call.tensor("batch2")
+    batch, m, k = b1.shape
+    n = b2.shape[2]
+    return matmul_cost(call, 2 * batch * m * n * k, "2*b*m*n*k, in place: self read and written")
+
+
+def conv_tbc_rows(length: int, kernel: int, pad: int) -> int:
+    """Output time steps each kernel tap of torch's conv_tbc multiplies, summed over the taps: tap k covers the
+    output steps whose input step t + k - pad lies in [0, length), as ATen's ConvolutionTBC.cpp slices them."""
+    out_len = length + 2 * pad - kernel + 1
+    return sum(max(0, min(length + pad - k, out_len) - max(0, pad - k)) for k in range(kernel))
+
+
+@register("matmul", "conv_tbc")
+def _conv_tbc(call: Call) -> OpCost:
+    # NB: torch's conv_tbc (input T x B x Cin, weight K x Cin x Cout, pad) copies the bias into the output, then
+    # per kernel tap k one addmm_ of the valid (t x B, Cin) input rows by the (Cin, Cout) tap: 2 * B * Cin *
+    # Cout per row, rows = conv_tbc_rows (taps in the padding skipped). The bias copy is not counted (as addmm's
+    # epilogue). Input, weight, bias read once, output written once.
+    x, w = call.tensor("self"), call.tensor("weight")
+    length, batch, c_in = (int(v) for v in x.shape)
+    kernel, c_out = int(w.shape[0]), int(w.shape[2])
+    rows = conv_tbc_rows(length, kernel, int(call.get("pad", 0)))
+    return matmul_cost(call, 2 * rows * batch * c_in * c_out, "2 * B * Cin * Cout per (tap, valid output step)")
+
+
 #: Representative calls for tests/test_formula_examples.py (registry.Example): the ops it cannot build from the schema.
 EXAMPLES: dict[str, Example] = {
     "mv": lambda t: ((t.randn(3, 5), t.randn(5)), {}),
+    "baddbmm_": lambda t: ((t.randn(2, 3, 4), t.randn(2, 3, 5), t.randn(2, 5, 4)), {}),
+    "addmm_": lambda t: ((t.randn(3, 4), t.randn(3, 5), t.randn(5, 4)), {}),
+    "conv_tbc": lambda t: ((t.randn(6, 2, 3), t.randn(3, 3, 4), t.randn(4), 1), {}),
     "addmv": lambda t: ((t.randn(3), t.randn(3, 5), t.randn(5)), {}),
     "addmv_": lambda t: ((t.randn(3), t.randn(3, 5), t.randn(5)), {}),
     "addbmm": lambda t: ((t.randn(3, 4), t.randn(2, 3, 5), t.randn(2, 5, 4)), {}),

@@ -186,3 +186,12 @@ EXAMPLES: dict[str, Example] = {
         for n in (1, 2, 3)
     },
 }
+
+
+@register("creation", "fft_fftfreq", "fft_rfftfreq")
+def _fftfreq(call: Call) -> OpCost:
+    # NB: the frequency grid: the index values (an arange, not counted) times 1/(n*d): 1 multiply per element;
+    # the output written once, nothing read.
+    out = call.out0
+    return OpCost(int(out.numel()), io_bytes(call), compute_dtype(call), "vector",
+                  f"{call.base}: 1 multiply per element (the scale 1/(n*d)), written once")  # fmt: skip
