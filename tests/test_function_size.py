@@ -34,3 +34,18 @@ def test_no_function_of_the_cli_or_the_pipeline_is_over_80_lines():
     assert len(CHECKED) > 10
     found = [line for path in CHECKED for line in long_functions(path)]
     assert not found, "split these functions: " + "; ".join(found)
+
+
+#: issue 25: no module of the findings (the product's rules) is over this many lines
+MODULE_LIMIT = 600
+
+
+def test_no_findings_module_is_over_600_lines():
+    modules = sorted((ROOT / "roofline" / "findings").rglob("*.py"))
+    assert modules
+    long = [
+        f"{p.relative_to(ROOT)} ({n} lines)"
+        for p in modules
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MODULE_LIMIT
+    ]
+    assert long == [], "split them by family or pattern: " + ", ".join(long)

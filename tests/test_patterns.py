@@ -11,8 +11,8 @@ from diagnose_devices import CPU, GPU, rec
 from test_diagnose_cli import FAKE_CPU, FAST, MODELS, modelled_timing
 from test_diagnose_rules import ctx_of, elementwise, mm, only
 
-from roofline.findings import patterns
-from roofline.findings.rules import diagnose, fusion, launch, layout, matmul
+from roofline.findings import patterns, structure
+from roofline.findings.rules import diagnose, fusion, launch, layout, matmul, rewrites
 
 N = 2**20  # elements of the activations below
 ROWS, HID = 256, 4096
@@ -168,10 +168,10 @@ def test_kv_cache_grown_by_cat_bound_is_the_new_slices():
         producer = None if t == 0 else t - 1
         ops.append(vec(t, "aten::cat", [prev if t else cache, new], [grown], [producer, 50], flops=0))
     ctx = ctx_of([(r, 400e-6, 1) for r in ops], GPU)
-    found = patterns.kv_cache_growth(ctx.points)
+    found = structure.kv_cache_growth(ctx.points)
     assert [g.from_previous for g in found] == [False, True, True, True]
     assert all(g.axis == 2 and g.new_bytes == 8 * 64 * 4 for g in found)  # one token of 8 heads x 64
-    f = only(fusion.kv_cache_cat(ctx))
+    f = only(rewrites.kv_cache_cat(ctx))
     assert f.rule == "kv-cache-cat" and f.properties == ["redundancy"] and "static" in f.technique
     after = sum(2 * g.new_bytes / GPU.dram_bandwidth + GPU.launch_floor_s for g in found)
     assert f.best_time_s >= after and f.best_time_s < f.time_s
@@ -180,7 +180,7 @@ def test_kv_cache_grown_by_cat_bound_is_the_new_slices():
 def test_a_cat_of_two_activations_or_of_a_parameter_is_no_cache():
     a = vec(0, "aten::cat", [(1024, 64), (1, 64)], [(1025, 64)], [None, None], params=[True, False], flops=0)
     b = vec(1, "aten::cat", [(512, 64), (512, 64)], [(1024, 64)], [7, 8], flops=0)
-    assert patterns.kv_cache_growth(ctx_of([(a, 1e-4, 1), (b, 1e-4, 1)], GPU).points) == []
+    assert structure.kv_cache_growth(ctx_of([(a, 1e-4, 1), (b, 1e-4, 1)], GPU).points) == []
 
 
 # ------------------------------------------------------------------------------------------- matmul operands

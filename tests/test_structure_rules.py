@@ -16,8 +16,8 @@ from test_diagnose_cli import FAKE_CPU, FAST, modelled_timing
 from test_diagnose_rules import ctx_of, only
 from test_patterns import rnn_steps, vec
 
-from roofline.findings import patterns
-from roofline.findings.rules import diagnose, fusion, launch
+from roofline.findings import structure
+from roofline.findings.rules import diagnose, fusion, launch, rewrites
 
 N = 2**20  # elements of the element-wise tensors below
 BW, PEAK, LAUNCH = CPU.dram_bandwidth, 1e11, CPU.launch_floor_s
@@ -52,7 +52,7 @@ def test_elementwise_recurrence_is_a_fusion_with_a_one_pass_bound():
     (loop,) = ctx.loops
     assert loop.period == 2 and loop.steps == 8
     assert launch.sequential_loop(ctx) == []  # no scan: each element's steps depend on that element alone
-    f = only(fusion.elementwise_recurrence(ctx))
+    f = only(rewrites.elementwise_recurrence(ctx))
     assert f.rule == "elementwise-recurrence" and f.properties == ["locality"]
     assert "torch.compile" in f.technique and "registers" in f.technique
     # 8 x (mul 8N + add 12N) bytes step by step vs x and the initial y read once and y written once (12N)
@@ -66,19 +66,19 @@ def test_elementwise_recurrence_is_a_fusion_with_a_one_pass_bound():
 def test_a_recurrence_along_a_sequence_axis_stays_a_scan(spelling):
     ctx = ctx_of(recurrence(**spelling), CPU)
     assert len(ctx.loops) == 1
-    assert fusion.elementwise_recurrence(ctx) == []  # x[:, t] or xs[t]: other elements each step
+    assert rewrites.elementwise_recurrence(ctx) == []  # x[:, t] or xs[t]: other elements each step
     assert only(launch.sequential_loop(ctx)).rule == "sequential-loop"
 
 
 def test_the_same_input_tensor_every_step_is_still_the_same_elements():
     ctx = ctx_of(recurrence(inputs="same"), CPU)
     assert launch.sequential_loop(ctx) == []
-    assert "13.3x fewer bytes" in only(fusion.elementwise_recurrence(ctx)).evidence
+    assert "13.3x fewer bytes" in only(rewrites.elementwise_recurrence(ctx)).evidence
 
 
 def test_a_recurrence_through_a_matmul_stays_a_scan():
     ctx = ctx_of(rnn_steps(12, time_s=1e-3), CPU)  # an RNN: the state feeds a matmul
-    assert fusion.elementwise_recurrence(ctx) == [] and fusion.written_out_topk(ctx) == []
+    assert rewrites.elementwise_recurrence(ctx) == [] and rewrites.written_out_topk(ctx) == []
     assert only(launch.sequential_loop(ctx)).rule == "sequential-loop"
 
 
@@ -91,12 +91,12 @@ def test_two_unary_ops_in_a_row_are_a_pair_to_fuse():
         (vec(1, "aten::mish", [(N,)], [(N,)], [0], flops=5 * N), 2e-3, 0),
     ]
     ctx = ctx_of(ops, CPU)
-    f = only(fusion.elementwise_pair(ctx))
+    f = only(rewrites.elementwise_pair(ctx))
     assert f.rule == "elementwise-pair" and "torch.compile" in f.technique
     assert "mish -> mish on 1,048,576 elements" in f.evidence and "2x fewer bytes" in f.evidence
     before = 2 * (8 * N / BW + LAUNCH)
     after = max(10 * N / PEAK, 8 * N / BW) + LAUNCH
-    assert after <= fusion.PAIR_SHARE * before
+    assert after <= rewrites.PAIR_SHARE * before
     assert f.best_time_s == pytest.approx(after)
     assert diagnose(ctx)[0].rule == "elementwise-pair"
 
@@ -106,19 +106,19 @@ def test_two_binary_ops_save_too_little_and_tiny_ops_are_the_launch_rules():
         (vec(0, "aten::add", [(N,), (N,)], [(N,)], [None, None], input_ids=(0, 1)), 2e-3, 0),
         (vec(1, "aten::mul", [(N,), (N,)], [(N,)], [0, None], input_ids=(None, 2)), 2e-3, 0),
     ]
-    assert fusion.elementwise_pair(ctx_of(binary, CPU)) == []  # 16N of 24N bytes: 2/3 > PAIR_SHARE
+    assert rewrites.elementwise_pair(ctx_of(binary, CPU)) == []  # 16N of 24N bytes: 2/3 > PAIR_SHARE
     tiny = [
         (vec(0, "aten::mish", [(64,)], [(64,)], [None]), 1e-5, 0),
         (vec(1, "aten::mish", [(64,)], [(64,)], [0]), 1e-5, 0),
     ]
-    assert fusion.elementwise_pair(ctx_of(tiny, CPU)) == []
+    assert rewrites.elementwise_pair(ctx_of(tiny, CPU)) == []
     shared = [  # the first's output read by another op too: it must be written anyway
         (vec(0, "aten::mish", [(N,)], [(N,)], [None]), 2e-3, 0),
         (vec(1, "aten::mish", [(N,)], [(N,)], [0]), 2e-3, 0),
         (rec(2, "aten::mm", [(1024, 1024), (1024, 1024)], [(1024, 1024)], 2 * 1024**3, 12 * 2**20, dtype="fp32",
              input_producers=(0, None), input_params=(False, False)), 2e-3, 0),
     ]  # fmt: skip
-    assert fusion.elementwise_pair(ctx_of(shared, CPU)) == []
+    assert rewrites.elementwise_pair(ctx_of(shared, CPU)) == []
 
 
 # ------------------------------------------------------------------------------------------- 3. attention
@@ -198,7 +198,7 @@ def test_topk_by_repeated_max_is_one_pass_of_torch_topk():
     ctx = ctx_of(topk_loop(), CPU)
     assert len(ctx.loops) == 1
     assert launch.sequential_loop(ctx) == []  # not a scan over a time axis
-    f = only(fusion.written_out_topk(ctx))
+    f = only(rewrites.written_out_topk(ctx))
     assert f.rule == "written-out-topk" and f.properties == ["redundancy", "associativity"]
     assert "torch.topk(x, 16, dim)" in f.technique and "chunk" in f.technique
     assert "top-16 of 8,192 by 16 passes" in f.evidence
@@ -219,10 +219,10 @@ def sort_then(reader_shape: tuple[int, ...] | None) -> list:
 
 def test_a_sort_sliced_to_k_is_a_topk_and_a_sort_read_whole_is_not():
     ctx = ctx_of(sort_then(None), CPU)
-    f = only(fusion.written_out_topk(ctx))
+    f = only(rewrites.written_out_topk(ctx))
     assert "a full sort of 8,192 elements sliced to the first 16" in f.evidence
     assert f.best_time_s is not None and f.best_time_s < f.time_s
-    assert fusion.written_out_topk(ctx_of(sort_then((R, C)), CPU)) == []
+    assert rewrites.written_out_topk(ctx_of(sort_then((R, C)), CPU)) == []
 
 
 # ------------------------------------------------------------------------------------------- 5. all pairs
@@ -248,7 +248,7 @@ def nbody(n: int, *, same: bool = True) -> list:
 def test_all_pairs_of_one_tensor_name_symmetry_and_a_tree():
     n = 2048
     ctx = ctx_of(nbody(n), CPU)
-    (pairs,) = patterns.all_pairs(ctx.work(), ctx.dataflow())
+    (pairs,) = structure.all_pairs(ctx.work(), ctx.dataflow())
     assert pairs.n == n and pairs.indices == tuple(range(8)) and pairs.reductions == 1
     f = only(fusion.all_pairs(ctx))
     assert f.properties == ["separability", "locality", "symmetry"]
@@ -318,13 +318,13 @@ def _compiled(ops: list, fused: str = ""):
 
 
 def test_no_torch_compile_advice_to_a_compiled_model():
-    assert fusion.elementwise_recurrence(_compiled(recurrence(), "cpp_fused_add_mul_0")) == []  # fused already
-    unfused = only(fusion.elementwise_recurrence(_compiled(recurrence())))  # compiled, yet unfused
+    assert rewrites.elementwise_recurrence(_compiled(recurrence(), "cpp_fused_add_mul_0")) == []  # fused already
+    unfused = only(rewrites.elementwise_recurrence(_compiled(recurrence())))  # compiled, yet unfused
     assert "torch.compile" not in unfused.technique and "graph break" in unfused.technique
     mish = [
         (vec(0, "aten::mish", [(N,)], [(N,)], [None], flops=5 * N), 2e-3, 0),
         (vec(1, "aten::mish", [(N,)], [(N,)], [0], flops=5 * N), 2e-3, 0),
     ]
-    assert fusion.elementwise_pair(_compiled(mish, "cpp_fused_mish_0")) == []
-    assert "torch.compile" not in only(fusion.elementwise_pair(_compiled(mish))).technique
+    assert rewrites.elementwise_pair(_compiled(mish, "cpp_fused_mish_0")) == []
+    assert "torch.compile" not in only(rewrites.elementwise_pair(_compiled(mish))).technique
     assert "torch.compile" not in only(fusion.all_pairs(_compiled(nbody(2048)))).technique

@@ -24,9 +24,9 @@ from typing import Any, Protocol, TypeVar
 from pydantic import Field
 
 from roofline.device import Device
-from roofline.findings import patterns
+from roofline.findings import patterns, structure
 from roofline.findings.base import Finding, labelled
-from roofline.findings.patterns import MAX_PERIOD, MIN_STEPS, Carried, Dataflow, Fusion
+from roofline.findings.patterns import MAX_PERIOD, MIN_STEPS, Carried, Dataflow, Fusion, max_numel
 from roofline.findings.shapes import gemm_dims
 from roofline.findings.shapes import op_name as _name
 from roofline.properties import Property
@@ -94,10 +94,6 @@ class Attention:
     scores_shape: tuple[int, ...]
 
 
-def max_numel(point: OpPoint) -> int:
-    return max((numel(s) for s in [*point.input_shapes, *point.output_shapes]), default=0)
-
-
 def _out_numel(point: OpPoint) -> int:
     return max((numel(s) for s in point.output_shapes), default=0)
 
@@ -160,7 +156,7 @@ def find_loops(points: Sequence[OpPoint], device: Device, device_kind: str, flow
 def find_attention(points: Sequence[OpPoint], flow: Dataflow | None = None) -> list[Attention]:
     """matmul -> softmax -> matmul where the softmax tensor is the first matmul's output (S_q x S_k per head): the
     ops in a row, or, where producers are recorded, connected by their tensors with the softmax written out and a
-    mask built in the call (roofline.findings.patterns.softmax_path)."""
+    mask built in the call (roofline.findings.structure.softmax_path)."""
     fw = [p for p in points if p.phase == "forward"]
     found: list[Attention] = []
     used: set[int] = set()
@@ -211,7 +207,7 @@ def _attention_by_dataflow(fw: Sequence[OpPoint], used: set[int], flow: Dataflow
         scores = max(first.output_shapes, key=numel)
         if len(scores) < 2 or scores[-1] < MIN_KEYS:
             continue
-        path = patterns.softmax_path(first.index, numel(scores), scores[-1], flow)
+        path = structure.softmax_path(first.index, numel(scores), scores[-1], flow)
         if path is None or used & {*path.ops, *path.mask, path.second}:
             continue
         core = {first.index, *path.ops, *path.mask, path.second}

@@ -94,7 +94,7 @@ class Rule:
     """One finding rule, declared once: what its findings say, what ``--verify`` does with them, its docs row."""
 
     id: str  # the finding's ``rule``
-    family: str  # the module that finds it: roofline.findings.rules.<family>
+    family: str  # the module that finds it: roofline.findings.rules.<family> (fusion's rewrites: rules.rewrites)
     bottleneck: str  # the bottleneck class its findings name; 'of its ops': the class holding most of their time
     properties: tuple[Property, ...]  # what the technique exploits (the source texts' six properties)
     technique: str = ""  # the technique, as the docs table says it (the finding's own text has its numbers)

@@ -34,6 +34,7 @@ from roofline.costs.collectives import CommRoof, bus_factor, check_under_link, f
 from roofline.errors import CalibrationError
 from roofline.fileio import atomic_write_text
 from roofline.measure.calibration import cache_dir
+from roofline.samples import median
 from roofline.version import __version__
 from roofline.yamlio import dumps_json
 
@@ -263,7 +264,7 @@ def sweep(
         for _ in range(warmup):
             call()
         count = iters
-        eager = _median(
+        eager = median(
             [_slowest(_timed(call, count, device, dist, group), device, dist, group) for _ in range(repeats)]
         )
         graph = None
@@ -278,12 +279,6 @@ def sweep(
     if progress is not None:
         progress("done", len(steps), len(steps))
     return points, notes
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _slowest(seconds: float, device: str, dist: Any, group: Any) -> float:
@@ -333,7 +328,7 @@ def _graph_timed(
         end.synchronize()
         times.append(_slowest(begin.elapsed_time(end) * 1e-3, device, dist, group))
     del graph
-    return _median(times), ""
+    return median(times), ""
 
 
 def _timed(call: Callable[[], None], iters: int, device: str, dist: Any, group: Any) -> float:

@@ -4,7 +4,8 @@
 - :mod:`~roofline.findings.rules.analytic`: one analytic row (the analytic stage);
 - :mod:`~roofline.findings.rules.launch`: compile blockers, many short ops, Python loops over a time axis;
 - :mod:`~roofline.findings.rules.fusion`: element-wise chains, written-out norms/softmax/activations, written-out
-  attention, a KV cache grown by cat;
+  attention, all pairs of one tensor; :mod:`~roofline.findings.rules.rewrites` (the same family, registered after
+  it): element-wise ops in a row or in a loop over the same elements, a top-k written out, a KV cache grown by cat;
 - :mod:`~roofline.findings.rules.matmul`: GEMV, matmuls of two activations, diag matmuls, fp32 matmuls,
   compute-bound and awkward shapes;
 - :mod:`~roofline.findings.rules.layout`: NCHW convolutions, strided inputs;
@@ -36,6 +37,7 @@ from roofline.findings.rules import (  # noqa: F401  (registers them)
     layout,
     matmul,
     occupancy,
+    rewrites,
 )
 
 #: the model rules' producers, in order (the model stage); pipeline.conclude runs these unless given others

@@ -3,14 +3,14 @@
 - ``compile-blockers``: a compiled model whose graph broke or recompiled (dynamo's counters);
 - ``launch-bound``: many short ops (GPU: kernels with the GPU idle between them; CPU: per-op dispatch);
 - ``sequential-loop``: a Python loop over a time axis (the same ops step after step, a recurrence), except the
-  loops the fusion rules take by their structure (patterns.loop_structure).
+  loops the fusion rules take by their structure (structure.loop_structure).
 """
 
 from __future__ import annotations
 
 from statistics import median
 
-from roofline.findings import patterns
+from roofline.findings import structure
 from roofline.findings.base import bounded
 from roofline.findings.model import (
     SHORT_FACTOR,
@@ -236,7 +236,7 @@ def sequential_loop(ctx: ModelContext) -> list[ModelFinding]:
         pts = [ctx.by_index[i] for i in loop.indices]
         lo, hi = min(loop.indices), max(loop.indices)
         span = [p for p in ctx.points if lo <= p.index <= hi]
-        if patterns.loop_structure(pts, loop.period, loop.steps, span, flow) is not None:
+        if structure.loop_structure(pts, loop.period, loop.steps, span, flow) is not None:
             continue  # NB: no scan: an element-wise recurrence per element, or top-k by repeated max (fusion rules)
         time_now = ctx.wall_time_of(pts)  # its ops and the gaps between them (Python stepping the loop)
         own = sum(p.time_s for p in pts)
