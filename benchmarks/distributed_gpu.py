@@ -228,8 +228,12 @@ def diagnose(name: str, nproc: int, out: Path, timeout: float) -> dict[str, Any]
 
 
 def roof_busbw(roof: dict[str, Any], bus_bytes: float) -> float:
-    """The roof's bus bandwidth at ``bus_bytes`` (max form: min(bytes / latency, bandwidth))."""
-    return bus_bytes / max(float(roof["latency_s"]), bus_bytes / float(roof["bus_bytes_per_s"]))
+    """The roof's bus bandwidth at ``bus_bytes``, as the report's roof defines it (roofline.costs.collectives)."""
+    from roofline.costs.collectives import CommRoof
+
+    return CommRoof(
+        float(roof["bus_bytes_per_s"]), float(roof["latency_s"]), str(roof.get("source", ""))
+    ).bus_bandwidth(bus_bytes)
 
 
 def fsdp_expected(nproc: int) -> dict[str, Any]:
