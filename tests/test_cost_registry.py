@@ -292,3 +292,11 @@ def test_custom_op_with_torch_flop_formula_diagnoses_cleanly(fake_cpu):
     (op,) = [p for p in result.placed.points if p.op == "roofline_test::torch_flops"]
     assert op.flops == 262144 and op.time_s > 0
     assert result.placed.uncounted == []
+
+
+@pytest.mark.parametrize("op", [42, None, "", "  "])
+def test_register_cost_refuses_what_is_no_op(op):
+    import roofline
+
+    with pytest.raises(ValueError, match="register_cost: "):
+        roofline.register_cost(op, flops=1)

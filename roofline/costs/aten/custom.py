@@ -121,6 +121,8 @@ def cost_key(op: Any) -> str:
     ``torch.library.custom_op``), 'triton::NAME' for a Triton kernel (a string without '::', a JITFunction or
     an autotuner/heuristics wrapper around one)."""
     if isinstance(op, str):
+        if not op.strip():
+            raise ValueError("register_cost: op is an empty name: give 'namespace::name', an op or a Triton kernel")
         name = op.split(".", 1)[0] if "::" in op else op
         return name if "::" in name else f"{TRITON}{name}"
     for attr in ("_qualname", "_qualified_op_name"):  # CustomOpDef, OpOverloadPacket
@@ -130,6 +132,14 @@ def cost_key(op: Any) -> str:
     schema = getattr(op, "_schema", None)
     if schema is not None:  # OpOverload
         return str(schema.name)
+    inner = op
+    for _ in range(8):
+        inner = getattr(inner, "fn", inner)
+    if not isinstance(getattr(inner, "__name__", None), str):  # NB: not a kernel: 42, a tensor, None
+        raise ValueError(
+            f"register_cost: {type(op).__name__} {op!r} is no op: give 'namespace::name', an OpOverload, a "
+            "torch.library.custom_op or a Triton kernel (its function or its name)"
+        )
     return f"{TRITON}{kernel_name(op)}"
 
 
