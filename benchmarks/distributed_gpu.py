@@ -6,12 +6,14 @@ r"""GPU checks of distributed diagnosis (issue 24), on a machine of 2 or more GP
 1. `roofline calibrate --collectives --nproc N --refresh`: all-reduce and all-gather bus bandwidth over message
    sizes (8 KiB .. 1 GiB), calls launched from the host and replayed from a CUDA graph, and the communication roof
    fitted under them (checked against the spec sheet's link peak);
-2. in the same run, a reference written here, independent of roofline's code (this file as its own torchrun
-   worker): nccl-tests' method (5 warm-up calls, a barrier, 20 calls back to back between two CUDA events, time per
-   call = elapsed / 20, the slowest rank's, the median of 9 such batches; and the same 20 calls replayed from a CUDA
-   graph, nccl-tests' -G; the shorter of the two, as calibrate keeps), and the per-call timing of the first round
-   (each call between its own events after a barrier, the median of 20, the slowest rank's), which includes each
-   call's launch and the ranks' skew;
+2. in the same run, before and after calibrate, a reference written here, independent of roofline's code (this
+   file as its own torchrun worker): nccl-tests' method (5 warm-up calls, a barrier, N calls back to back between two
+   CUDA events, time per call = elapsed / N, the slowest rank's, the median of 9 such batches; N = 20, nccl-tests'
+   -n default, or more where 20 calls take under 2 ms; and the same N calls replayed from a CUDA graph, nccl-tests'
+   -G, its batches alternating with the host's; the shorter of the two, as calibrate keeps), and the per-call timing
+   of the first round (each call between its own events after a barrier, the median of 20, the slowest rank's),
+   which includes each call's launch and the ranks' skew. Its figures are the mean of the two runs; the ratio of
+   the two runs is the method's own noise, shown beside calibrate's difference;
 3. `roofline diagnose --nproc N --mode training` of a GPT-2-small-like step under DDP (benchmarks/models/gpt2_ddp.py)
    and under FSDP (benchmarks/models/gpt2_fsdp.py): per-rank iteration, transfer, wait, exposed and overlapped
    time, the largest collectives on the roof, the findings of rank 0 ranked with its op findings;
@@ -22,7 +24,8 @@ r"""GPU checks of distributed diagnosis (issue 24), on a machine of 2 or more GP
 
 NVLink multicast stays off: the three variables above are forced on for every process started here (a machine
 shared with others can be put out of service by a program that uses it). Writes calibrate.json, reference.json,
-ddp.json, fsdp.json (the merged reports), summary.json and summary.md into --out; prints the tables. A step that
+reference-after.json, ddp.json, fsdp.json (the merged reports), summary.json and summary.md into --out; prints the
+tables. A step that
 fails is recorded with its error and the others still run.
 """
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -43,6 +47,7 @@ sys.path.insert(0, str(ROOT))  # NB: roofline from this checkout, installed or n
 MODELS = Path(__file__).resolve().parent / "models"
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 WARMUP, REPEATS, BATCHES = 5, 20, 9
+MIN_BATCH_S = 2e-3  # a timed batch lasts at least this long (calibrate's rule, written here on its own)
 
 
 def env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -101,9 +106,7 @@ def plain_worker(sizes: list[int], out: Path) -> None:
             for _ in range(WARMUP):
                 call()
 
-            count = REPEATS  # nccl-tests' -n default
-
-            def batch(run, count=count) -> float:  # nccl-tests: a barrier, count calls between two events, / count
+            def batch(run, count: int) -> float:  # nccl-tests: a barrier, count calls between two events, / count
                 torch.cuda.synchronize()
                 dist.barrier()
                 torch.cuda.synchronize()
@@ -114,12 +117,14 @@ def plain_worker(sizes: list[int], out: Path) -> None:
                 end.synchronize()
                 return slowest(begin.elapsed_time(end) * 1e-3 / count)
 
-            def eager(call=call, count=count) -> None:
+            def eager(call=call, count: int = REPEATS) -> None:
                 for _ in range(count):
                     call()
 
-            back_to_back = statistics.median(batch(eager) for _ in range(BATCHES))
-            # nccl-tests -G: the same REPEATS calls captured in a CUDA graph, the graph replayed
+            # nccl-tests' -n 20, more calls where 20 take under MIN_BATCH_S (one batch is then not one hiccup)
+            probe = batch(eager, REPEATS)
+            count = min(max(REPEATS, math.ceil(MIN_BATCH_S / probe)), 1000)
+            # nccl-tests -G: the same calls captured in a CUDA graph, the graph replayed
             graph, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
@@ -127,9 +132,13 @@ def plain_worker(sizes: list[int], out: Path) -> None:
             torch.cuda.current_stream().wait_stream(side)
             torch.cuda.synchronize()
             with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
-                eager()
+                eager(count=count)
             graph.replay()
-            replayed = statistics.median(batch(graph.replay) for _ in range(BATCHES))
+            hosts, replays = [], []
+            for _ in range(BATCHES):  # the two methods' batches alternate: a slow moment falls on both
+                hosts.append(batch(lambda count=count: eager(count=count), count))
+                replays.append(batch(graph.replay, count))
+            back_to_back, replayed = statistics.median(hosts), statistics.median(replays)
             del graph
             per_call = None
             if kind == "all_reduce":  # the first round's plain timing: each call alone between its events
@@ -153,6 +162,7 @@ def plain_worker(sizes: list[int], out: Path) -> None:
                 "bytes": nbytes,
                 "time_s": best,
                 "busbw_bytes_per_s": nbytes / best * factor,
+                "calls": count,
                 "eager_time_s": back_to_back,
                 "graph_time_s": replayed,
                 "per_call_time_s": per_call,
@@ -184,8 +194,7 @@ def calibrate(nproc: int, out: Path, timeout: float) -> dict[str, Any]:
     return {"ok": True, "doc": json.loads(stdout), "seconds": seconds}
 
 
-def plain(nproc: int, sizes: list[int], out: Path, timeout: float) -> dict[str, Any]:
-    target = out / "reference.json"
+def plain(nproc: int, sizes: list[int], target: Path, timeout: float) -> dict[str, Any]:
     command = [
         sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
         str(Path(__file__).resolve()), "--worker", "--sizes", ",".join(map(str, sizes)), "--out", str(target),
@@ -260,10 +269,31 @@ def fsdp_expected(nproc: int) -> dict[str, Any]:
     return {"blocks": blocks, "root": root, "sizes": sorted({*blocks, root})}
 
 
+def reference_rows(summary: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+    """The reference at each (kind, bytes): the mean of its two runs (before and after calibrate) where both ran,
+    with ``run_to_run`` = the later run's time / the earlier's (what the same method gives twice: the noise)."""
+    runs = [summary[k]["doc"]["rows"] for k in ("reference", "reference_after") if summary.get(k, {}).get("ok")]
+    merged: dict[tuple[str, int], dict[str, Any]] = {}
+    for rows in runs:
+        for r in rows:
+            merged.setdefault((r["kind"], r["bytes"]), {"runs": []})["runs"].append(r)
+    for row in merged.values():
+        both = row["runs"]
+        row["factor"] = both[0]["busbw_bytes_per_s"] * both[0]["time_s"] / both[0]["bytes"]
+        for key in ("time_s", "eager_time_s", "graph_time_s", "per_call_time_s"):
+            values = [r[key] for r in both if r.get(key)]
+            row[key] = statistics.fmean(values) if values else None
+        row["busbw_bytes_per_s"] = both[0]["bytes"] / row["time_s"] * row["factor"]
+        per_call = row["per_call_time_s"]
+        row["per_call_busbw_bytes_per_s"] = None if not per_call else both[0]["bytes"] / per_call * row["factor"]
+        row["run_to_run"] = both[1]["time_s"] / both[0]["time_s"] if len(both) == 2 else None
+    return merged
+
+
 def checks(summary: dict[str, Any]) -> dict[str, Any]:
     """Issue 24's checks over a run's summary."""
     out: dict[str, Any] = {}
-    cal, ref = summary["calibrate"], summary["reference"]
+    cal, refs = summary["calibrate"], reference_rows(summary)
     if cal["ok"]:
         doc = cal["doc"]
         link = (doc.get("link") or {}).get("bytes_per_s")
@@ -278,17 +308,17 @@ def checks(summary: dict[str, Any]) -> dict[str, Any]:
                 "link_bytes_per_s": link,
                 "under_link": None if link is None else roof["bus_bytes_per_s"] <= link,
             }
-        if ref["ok"]:
-            by = {(r["kind"], r["bytes"]): r for r in ref["doc"]["rows"]}
+        if refs:
             agree = []
             for p in doc["points"]:
-                r = by.get((p["kind"], p["bytes"]))
+                r = refs.get((p["kind"], p["bytes"]))
                 if r is None:
                     continue
                 ratio = r["time_s"] / p["time_s"]  # reference time / calibrate time = calibrate busbw / reference's
                 eager = r["time_s"] / p["eager_time_s"] if p.get("eager_time_s") else None
                 agree.append({"kind": p["kind"], "bytes": p["bytes"], "calibrate_over_reference": ratio,
                               "eager_over_reference": eager, "large": p["bytes"] >= 8 * 2**20,
+                              "reference_run_to_run": r["run_to_run"],
                               "within_3pct": abs(ratio - 1) <= 0.03})  # fmt: skip
             out["calibrate_vs_reference"] = agree
             out["large_within_3pct"] = all(a["within_3pct"] for a in agree if a["large"])
@@ -338,16 +368,20 @@ def fmt_b(value: float | None) -> str:
 
 def markdown(summary: dict[str, Any]) -> str:
     lines = [f"# Distributed checks ({summary['device']}, {summary['nproc']} ranks, {summary['date']})", ""]
-    cal, ref, chk = summary["calibrate"], summary["reference"], summary["checks"]
+    cal, chk, by = summary["calibrate"], summary["checks"], reference_rows(summary)
     lines += ["## Bus bandwidth: roofline calibrate --collectives vs the nccl-tests method (reference)", ""]
-    if cal["ok"] and ref["ok"]:
+    lines += [
+        "The reference ran twice, before and after calibrate; its figures are the mean of the two runs, and "
+        "'reference run to run' is the later run's time over the earlier's: what the same method gives twice.",
+        "",
+    ]
+    if cal["ok"] and by:
         lines += [
             "| kind | message | calibrate busbw | calibrate (host launches) | calibrate (CUDA graph) | reference "
             "(nccl-tests method) | reference (host launches) | reference (CUDA graph) | calibrate / reference | "
-            "per-call timing |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "reference run to run | per-call timing |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
-        by = {(r["kind"], r["bytes"]): r for r in ref["doc"]["rows"]}
         factor = {p["kind"]: p["busbw_bytes_per_s"] / p["algbw_bytes_per_s"] for p in cal["doc"]["points"]}
         for p in cal["doc"]["points"]:
             r = by.get((p["kind"], p["bytes"]))
@@ -362,6 +396,7 @@ def markdown(summary: dict[str, Any]) -> str:
                 f"{bw(p.get('graph_time_s'))} | {fmt_bw(r['busbw_bytes_per_s']) if r else '-'} | "
                 f"{bw(r.get('eager_time_s')) if r else '-'} | {bw(r.get('graph_time_s')) if r else '-'} | "
                 f"{(r['time_s'] / p['time_s']) if r else float('nan'):.3f} | "
+                f"{'-' if not r or r['run_to_run'] is None else format(r['run_to_run'], '.3f')} | "
                 f"{fmt_bw(r.get('per_call_busbw_bytes_per_s')) if r else '-'} |"
             )
         for roof in cal["doc"]["roofs"]:
@@ -374,7 +409,8 @@ def markdown(summary: dict[str, Any]) -> str:
         lines.append(f"\ncalibrate within 3% of the reference at 8 MiB and above: {chk.get('large_within_3pct')}")
         lines += [f"\nnote: {n}" for n in cal["doc"].get("notes", [])]
     else:
-        lines.append(f"calibrate: {cal.get('error', 'ok')}; reference: {ref.get('error', 'ok')}")
+        errors = [f"{k}: {summary[k].get('error', 'ok')}" for k in ("calibrate", "reference", "reference_after")]
+        lines.append("; ".join(errors))
     for name in ("ddp", "fsdp"):
         d = summary[name]
         lines += ["", f"## GPT-2-like training step under {name.upper()} ({d.get('seconds', 0):.0f} s)", ""]
@@ -448,13 +484,15 @@ def main() -> None:
         "nccl": ".".join(map(str, torch.cuda.nccl.version())),
         "env": NO_MULTICAST,
     }
-    print(f"1/4 calibrate --collectives ({args.nproc} ranks)", flush=True)
+    print("1/5 reference, before calibrate (nccl-tests method, per-call timing)", flush=True)
+    summary["reference"] = plain(args.nproc, list(GPU_SIZES), args.out / "reference.json", args.timeout)
+    print(f"2/5 calibrate --collectives ({args.nproc} ranks)", flush=True)
     summary["calibrate"] = calibrate(args.nproc, args.out, args.timeout)
-    print("2/4 reference (nccl-tests method, per-call timing)", flush=True)
-    summary["reference"] = plain(args.nproc, list(GPU_SIZES), args.out, args.timeout)
-    print("3/4 diagnose DDP", flush=True)
+    print("3/5 reference, after calibrate", flush=True)
+    summary["reference_after"] = plain(args.nproc, list(GPU_SIZES), args.out / "reference-after.json", args.timeout)
+    print("4/5 diagnose DDP", flush=True)
     summary["ddp"] = diagnose("ddp", args.nproc, args.out, args.timeout)
-    print("4/4 diagnose FSDP", flush=True)
+    print("5/5 diagnose FSDP", flush=True)
     summary["fsdp"] = diagnose("fsdp", args.nproc, args.out, args.timeout)
     try:
         summary["fsdp_expected"] = fsdp_expected(args.nproc)

@@ -2,12 +2,14 @@
 process group (``roofline calibrate --collectives``), and the cached document that holds them.
 
 The sweep needs an initialised process group (torchrun, or ``roofline calibrate --collectives --nproc N``). It
-follows nccl-tests' method: at each size a warm-up (5 calls), a barrier, ``iters`` calls back to back between two
-CUDA events (20: nccl-tests' ``-n`` default), the time of a call the elapsed time / ``iters``, the slowest rank's
-(a collective ends when its last rank does), the median of 9 such batches; the
-algorithm and bus bandwidths are nccl-tests' (:mod:`roofline.costs.collectives`). On a GPU the same calls are also
-replayed from a CUDA graph (nccl-tests' ``-G``), which takes the host's launch of each call out of the time: what
-the link and NCCL can do. A point keeps the shorter of the two (both are stored); above a few MiB they agree,
+follows nccl-tests' method: at each size a warm-up (5 calls), a barrier, N calls back to back between two CUDA
+events, the time of a call the elapsed time / N, the slowest rank's (a collective ends when its last rank does), the
+median of 9 such batches; the algorithm and bus bandwidths are nccl-tests' (:mod:`roofline.costs.collectives`).
+N is nccl-tests' ``-n`` default (20), more where 20 calls take under 2 ms (so that a batch is not one passing
+hiccup of the host or the link). On a GPU the same calls are also replayed from a CUDA graph (nccl-tests' ``-G``),
+which takes the host's launch of each call out of the time: what the link and NCCL can do; the two methods' batches
+alternate, so that a slow moment falls on both. A point keeps the shorter of the two (both are stored); above a few
+MiB they agree,
 below it the graph's is shorter by the host's launch time per call. The roof of a kind is fitted under its points
 (``fit_roof``): the best bus bandwidth measured and the shortest call; a roof above the spec sheet's link peak per
 direction (``link``) is an error (CalibrationError), not a ceiling.
@@ -20,6 +22,7 @@ imported inside the measuring functions only.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -47,6 +50,8 @@ KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 GPU_SIZES = (*(8 * KIB * 4**i for i in range(9)), GIB)
 CPU_SIZES = tuple(4 * KIB * 4**i for i in range(6))
 KINDS = ("all_reduce", "all_gather")
+#: a timed batch lasts at least this long (more calls than nccl-tests' 20 where those are shorter); at most this many
+MIN_BATCH_S, MAX_CALLS = 2e-3, 1000
 
 
 class _Model(BaseModel):
@@ -225,12 +230,14 @@ def sweep(
     iters: int = 20,
     repeats: int = 9,
     graphs: bool | None = None,
+    min_batch_s: float = MIN_BATCH_S,
     group: Any = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[list[CollectivePoint], list[str]]:
     """Time each kind at each message size on the initialised process group, as nccl-tests does: ``warmup`` calls,
-    a barrier, then ``iters`` back-to-back calls timed (CUDA events on a GPU, the host clock on the CPU); a call's
-    time is the slowest rank's (an all-reduce MAX of the ranks' times), the median of ``repeats`` such batches.
+    a barrier, then ``iters`` back-to-back calls timed, more where they take under ``min_batch_s`` (CUDA events on a
+    GPU, the host clock on the CPU); a call's time is the slowest rank's (an all-reduce MAX of the ranks' times),
+    the median of ``repeats`` such batches.
     ``graphs`` (default: on a GPU): the same calls also replayed from a CUDA graph. Every rank returns the same
     points, and notes."""
     import torch
@@ -263,16 +270,23 @@ def sweep(
 
         for _ in range(warmup):
             call()
-        count = iters
-        eager = median(
-            [_slowest(_timed(call, count, device, dist, group), device, dist, group) for _ in range(repeats)]
-        )
-        graph = None
+        probe = _slowest(_timed(call, iters, device, dist, group), device, dist, group) / iters
+        count = min(max(iters, math.ceil(min_batch_s / max(probe, 1e-9))), MAX_CALLS)  # every rank: the same
+        replay = None
         if use_graphs:
-            graph, why = _graph_timed(call, count, repeats, device, dist, group)
+            replay, why = _captured(call, count, device, dist, group)
             if why:
                 notes.append(f"CUDA graphs: {why}; the sweep times calls launched from the host only")
                 use_graphs = False
+        eager_batches: list[float] = []
+        graph_batches: list[float] = []
+        for _ in range(repeats):  # NB: alternated, so that a slow moment of the host or the link falls on both
+            eager_batches.append(_slowest(_timed(call, count, device, dist, group), device, dist, group))
+            if replay is not None:
+                graph_batches.append(_slowest(_timed(replay, 1, device, dist, group), device, dist, group))
+        del replay
+        eager = median(eager_batches)
+        graph = median(graph_batches) if graph_batches else None
         points.append(
             point(kind, numel * 4, eager / count, n, count, graph_time_s=None if graph is None else graph / count)
         )
@@ -289,12 +303,11 @@ def _slowest(seconds: float, device: str, dist: Any, group: Any) -> float:
     return float(slowest.item())
 
 
-def _graph_timed(
-    call: Callable[[], None], iters: int, repeats: int, device: str, dist: Any, group: Any
-) -> tuple[float | None, str]:
-    """``iters`` calls captured in one CUDA graph, replayed once to warm up, then ``repeats`` times each after a
-    barrier and between events: the median of the slowest rank's seconds; (None, why) when a rank could not capture
-    them (every rank then skips the replay)."""
+def _captured(
+    call: Callable[[], None], iters: int, device: str, dist: Any, group: Any
+) -> tuple[Callable[[], None] | None, str]:
+    """``iters`` calls captured in one CUDA graph and replayed once to warm up: the graph's replay, or (None, why)
+    when a rank could not capture them (every rank then skips the replay)."""
     import torch
 
     graph = torch.cuda.CUDAGraph()
@@ -316,19 +329,7 @@ def _graph_timed(
     if captured.item() < 1.0:
         return None, why or "another rank could not capture the calls"
     graph.replay()
-    times = []
-    for _ in range(repeats):
-        torch.cuda.synchronize(device)
-        dist.barrier(group=group)
-        torch.cuda.synchronize(device)
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(_slowest(begin.elapsed_time(end) * 1e-3, device, dist, group))
-    del graph
-    return median(times), ""
+    return graph.replay, ""
 
 
 def _timed(call: Callable[[], None], iters: int, device: str, dist: Any, group: Any) -> float:
