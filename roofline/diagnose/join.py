@@ -276,12 +276,15 @@ ALIGN_WINDOW = 256  # how far ahead in the profiler's ops a record's match is lo
 LOOKAHEAD = 8  # records looked at ahead before a record takes a match that skips profiler ops
 
 
-def align(a: Sequence[Hashable], b: Sequence[Hashable], window: int = ALIGN_WINDOW) -> list[tuple[int, int]]:
+def align(
+    a: Sequence[Hashable], b: Sequence[Hashable], window: int = ALIGN_WINDOW, *, greedy: bool = False
+) -> list[tuple[int, int]]:
     """Pairs (i, j) with a[i] == b[j], in order in both: each a[i] takes the first equal b[j] within ``window``
     after the last match (else it stays unmatched) -- unless that match skips items of ``b`` and, over the next
     ``LOOKAHEAD`` items of ``a``, fewer items of either sequence are left unmatched when a[i] is left out: then
     a[i] stays unmatched. (A record the profile spells differently, say a ``where`` whose scalar the profiler
     does not list, would otherwise take its twin one transformer layer later and leave that layer unmatched.)
+    ``greedy``: each a[i] takes the first equal b[j] within the window, whatever it skips.
 
     NB: linear in len(a) x LOOKAHEAD; a longest-common-subsequence diff (difflib) went quadratic and hung on the
     ~10k repetitive ops of a recurrent model's training step."""
@@ -313,7 +316,7 @@ def align(a: Sequence[Hashable], b: Sequence[Hashable], window: int = ALIGN_WIND
         k = first(item, j)
         if k is None:
             continue
-        if k > j:  # the match skips profiler ops: is a[i] the odd one out instead?
+        if k > j and not greedy:  # the match skips profiler ops: is a[i] the odd one out instead?
             taken, taken_skips = ahead(i + 1, k + 1)
             left, left_skips = ahead(i + 1, j)
             if (1 + left_skips, -left) < (k - j + taken_skips, -1 - taken):
@@ -341,10 +344,38 @@ def match_key(name: str) -> str:
 def _align_records(records: Sequence[OpRecord], candidates: Sequence[CpuOp]) -> list[tuple[int, int]]:
     """Match by (op, input shapes) first; in the gaps left between those matches, by op name alone (shapes
     spelled differently, e.g. a TensorList or a wrapped scalar, must not cost a match). Names are compared by
-    :func:`match_key`."""
-    pairs = align(
-        [(match_key(r.op), r.input_shapes) for r in records], [(match_key(c.name), c.input_shapes) for c in candidates]
-    )
+    :func:`match_key`. Last, the records still unmatched take the ops still unmatched of the same name and shapes,
+    in order among themselves, then those of the same name.
+
+    NB: that last pass is for a stretch the counting pass saw in another order than the run: a backward formula
+    takes another path under a dispatch mode (linalg_matrix_exp's backward: cat and zeros_like under the counting
+    pass, zeros, narrow and copy_ in the run) and the in-order alignment, having matched the slices after the
+    recorded matrix_exp to the ones before the real one, leaves the heavy op unmatched; it takes only ops no record
+    took, so it never pulls a match away from its place, and it is greedy (:func:`align`'s ``greedy``: an op it
+    skips is one no record took anyway)."""
+    keys = [(match_key(r.op), r.input_shapes) for r in records]
+    seen = [(match_key(c.name), c.input_shapes) for c in candidates]
+    out = _align_in_gaps(records, candidates, align(keys, seen))
+    taken_i, taken_j = {i for i, _ in out}, {j for _, j in out}
+    free_i = [i for i in range(len(records)) if i not in taken_i]
+    free_j = [j for j in range(len(candidates)) if j not in taken_j]
+    for exact in (True, False):  # by name and shapes, then by name alone
+        if not free_i or not free_j:
+            break
+        a = [keys[i] if exact else keys[i][0] for i in free_i]
+        b = [seen[j] if exact else seen[j][0] for j in free_j]
+        late = align(a, b, greedy=True)
+        out += [(free_i[x], free_j[y]) for x, y in late]
+        taken_i, taken_j = {free_i[x] for x, _ in late}, {free_j[y] for _, y in late}
+        free_i = [i for i in free_i if i not in taken_i]
+        free_j = [j for j in free_j if j not in taken_j]
+    return out
+
+
+def _align_in_gaps(
+    records: Sequence[OpRecord], candidates: Sequence[CpuOp], pairs: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """``pairs`` (matched by name and shapes) with, in the gaps between them, matches by name alone."""
     out: list[tuple[int, int]] = []
     prev_i = prev_j = 0
     for i, j in [*pairs, (len(records), len(candidates))]:
@@ -355,6 +386,77 @@ def _align_records(records: Sequence[OpRecord], candidates: Sequence[CpuOp]) -> 
             out.append((i, j))
         prev_i, prev_j = i + 1, j + 1
     return out
+
+
+class _Gaps:
+    """Where an op under no matched op, holding none, goes when no op around it holds one either: the records
+    the counting pass saw between the matched ops before and after its outermost op (in the iteration's time
+    order), that were matched in none of the iteration's ops and weigh something (``weigh``), in proportion to
+    their weights."""
+
+    def __init__(
+        self,
+        records: Sequence[OpRecord],
+        ops: Sequence[CpuOp],
+        by_id: Mapping[int, CpuOp],
+        matched: Mapping[int, int],
+        matched_in: Sequence[set[int]],
+        weigh: Callable[[OpRecord], float],
+    ) -> None:
+        self._by_id = by_id
+        self._weights = [max(float(weigh(r)), 0.0) for r in records]
+        self._aligned = [set(found) for found in matched_in]  # NB: a copy: the matches of the alignment only
+        self._matched: dict[int, tuple[list[float], list[int]]] = {}  # iteration -> (starts, record positions)
+        for op in ops:  # start order
+            if op.id in matched and op.iteration is not None:
+                starts, positions = self._matched.setdefault(op.iteration, ([], []))
+                starts.append(op.start_us)
+                positions.append(matched[op.id])
+        self._cache: dict[tuple[int, int, int], list[tuple[int, float]]] = {}
+
+    def shares(self, op: CpuOp) -> list[tuple[int, float]]:
+        """(record position, share) of the open records of ``op``'s gap; [] when there are none."""
+        iteration = op.iteration
+        if iteration is None or iteration not in self._matched:
+            return []
+        root = op
+        while root.parent is not None and root.parent in self._by_id:
+            root = self._by_id[root.parent]
+        starts, positions = self._matched[iteration]
+        at = bisect.bisect_right(starts, root.start_us)
+        lo = positions[at - 1] if at > 0 else -1
+        hi = positions[at] if at < len(positions) else len(self._weights)
+        key = (iteration, lo, hi)
+        if key not in self._cache:
+            open_ = [i for i in range(lo + 1, hi) if iteration not in self._aligned[i] and self._weights[i] > 0]
+            total = sum(self._weights[i] for i in open_)
+            self._cache[key] = [(i, self._weights[i] / total) for i in open_]
+        return self._cache[key]
+
+
+def _heirs(by_id: Mapping[int, CpuOp], matched: Mapping[int, int]) -> dict[int, list[int]]:
+    """For each op under no matched op that holds matched ops: the ids of the nearest ones (matched ops inside it
+    with no matched op between), in start order."""
+    heirs: dict[int, list[int]] = defaultdict(list)
+    for op_id in sorted(matched, key=lambda i: (by_id[i].start_us, -by_id[i].end_us) if i in by_id else (0.0, 0.0)):
+        op = by_id.get(op_id)
+        parent = op.parent if op is not None else None
+        while parent is not None and parent not in matched and parent in by_id:
+            heirs[parent].append(op_id)
+            parent = by_id[parent].parent
+    return heirs
+
+
+def _heir_ops(op: CpuOp, by_id: Mapping[int, CpuOp], heirs: Mapping[int, list[int]]) -> list[int]:
+    """The matched ops that take the time of ``op`` (under no matched op): the nearest matched ops inside the
+    innermost op around it, itself included, that holds any; [] when none does."""
+    current: CpuOp | None = op
+    while current is not None:
+        found = heirs.get(current.id)
+        if found:
+            return found
+        current = by_id.get(current.parent) if current.parent is not None else None
+    return []
 
 
 def _union_us(intervals: Iterable[tuple[float, float]]) -> float:
@@ -390,16 +492,32 @@ def join(
     such as aten::linear, and the ops called inside a recorded op, which the counting pass does not); names are
     compared by :func:`match_key` (an in-place variant and its op, _reshape_alias and view are one).
     Attribution: a kernel belongs to the CPU op that launched it (its external id), and so to the nearest
-    matched op at or above that one; the same holds for the self CPU time of each op. What reaches no matched
-    op is ``unmatched_time_s``. device 'cuda': device time = its kernels' durations, launch delay = kernel
-    start - launch call end (clipped at 0); 'cpu' (default when there are no kernels): device time = CPU time.
+    matched op at or above that one; the same holds for the self CPU time of each op. An eager model's time that
+    reaches no matched op that way (a kernel, or an op's self time) goes, in this order of preference:
+    (1) to the matched ops nearest below the innermost op around it, itself included, that holds any, in
+    proportion to the time those ops were given directly (equally where that is 0): a composite the counting
+    pass did not record (aten::linear, aten::gru, an autograd node such as LinalgMatrixExpBackward0) gives its
+    own time, and that of the unrecorded ops inside it (aten::t, a zeros, a narrow), to the counted ops it holds;
+    (2) else, to the records of its gap (:class:`_Gaps`): those between the matched ops before and after its
+    outermost op that no op of the iteration matched and that weigh something (``weigh``, default compulsory
+    bytes), by weight: an op the run calls as one (aten::mish_backward, native_channel_shuffle) that the
+    counting pass saw decomposed; those records count as found;
+    (3) else it stays ``unmatched_time_s``.
+    NB: a composite's own time is real time the model spends in it: it was left unmatched before, 10% of the
+    CPU census's device time (issue 26). What still stays unmatched is time no counted op is near: the autograd
+    engine's own time on a node that runs no counted op (AddBackward0, which passes its gradient on, at the top
+    of the backward), an op outside the iterations, a kernel with no launching op. The device time of the ops plus
+    ``unmatched_time_s`` is the total either way.
+    device 'cuda': device time = its kernels' durations, launch delay = kernel start - launch call end (clipped at
+    0); 'cpu' (default when there are no kernels): device time = CPU time (each op's self time).
     A compiled model's fused kernels (inductor's ``triton_poi_fused_add_mul_tanh_0``), launched outside any aten op,
     go to the counted ops they fused (:func:`attribute_fused`), their time split by ``weigh`` (the ops' roofline
     time; default their compulsory bytes); what cannot be attributed stays in ``unmatched_time_s``: the device
     time of the ops plus ``unmatched_time_s`` is always the sum of the kernels' times. A ``compiled`` model's
     kernels launched by an aten op matched to no counted op (an extern mm for a counted addmm) go to an open op of
     the same family (:func:`extern_names`); on the CPU, its generated kernels (profiled by inductor's
-    ``cpp.enable_kernel_profile``) and the aten ops it calls are attributed the same way.
+    ``cpp.enable_kernel_profile``) and the aten ops it calls are attributed the same way (not by (1) and (2),
+    which would take a fused kernel the graph's call launched away from the ops it fused).
     """
     if iters < 1:
         raise ValueError("iters must be at least 1")
@@ -438,12 +556,12 @@ def join(
 
     owner_cache: dict[int, int | None] = {}
 
-    def owner(op_id: int | None) -> int | None:
-        """Record position of the nearest matched op at or above ``op_id``."""
+    def owner_op(op_id: int | None) -> int | None:
+        """Id of the nearest matched op at or above ``op_id``."""
         chain = []
         while op_id is not None and op_id not in owner_cache:
             if op_id in matched:
-                owner_cache[op_id] = matched[op_id]
+                owner_cache[op_id] = op_id
                 break
             chain.append(op_id)
             op_id = by_id[op_id].parent if op_id in by_id else None
@@ -451,6 +569,18 @@ def join(
         for seen in chain:
             owner_cache[seen] = result
         return result
+
+    def owner(op_id: int | None) -> int | None:
+        """Record position of the nearest matched op at or above ``op_id``."""
+        found = owner_op(op_id)
+        return matched[found] if found is not None else None
+
+    heirs = _heirs(by_id, matched) if not compiled else {}
+    direct_us: dict[int, float] = defaultdict(float)  # matched op id -> the time it owns directly
+    # time under no matched op: (op, us, the matched ops that take it ([]: the open records of its gap), kernel,
+    # launch); an eager model's only (a compiled one's has its own rules below)
+    pending: list[tuple[CpuOp, float, list[int], KernelEvent | None, LaunchCall | None]] = []
+    gaps = _Gaps(records, cpu_ops, by_id, matched, matched_in, weigh or _weight_of)
 
     device_us = [0.0] * len(records)
     per_iteration_us: list[dict[int, float]] = [defaultdict(float) for _ in records]  # record -> iteration -> us
@@ -465,12 +595,17 @@ def join(
         if op.id in matched:
             cpu_us[matched[op.id]] += op.duration_us
         if kind == "cpu":
-            rec = owner(op.id)
-            if rec is None:
-                unmatched_us += op.self_us
+            top = owner_op(op.id)
+            if top is None:
+                if op.self_us > 0 and not compiled:
+                    pending.append((op, op.self_us, _heir_ops(op, by_id, heirs), None, None))
+                else:
+                    unmatched_us += op.self_us
             else:
+                rec = matched[top]
                 device_us[rec] += op.self_us
                 per_iteration_us[rec][op.iteration] += op.self_us
+                direct_us[top] += op.self_us
 
     # ---- kernels
     launch_by_corr = {launch.correlation: launch for launch in launches}
@@ -487,11 +622,16 @@ def join(
         op = by_id.get(op_id) if op_id is not None else None
         if op is not None and op.iteration is not None:
             spans[op.iteration].append((k.start_us, k.start_us + k.duration_us))
-        rec = owner(op_id) if kind == "cuda" else None
-        if rec is None:
+        top = owner_op(op_id) if kind == "cuda" else None
+        if top is None:
             if kind == "cuda":
-                leftover.append((k, op.iteration if op is not None else None, op_id))
+                if op is not None and op.iteration is not None and not compiled and not fused_ops(k.name):
+                    pending.append((op, k.duration_us, _heir_ops(op, by_id, heirs), k, launch))
+                else:
+                    leftover.append((k, op.iteration if op is not None else None, op_id))
             continue
+        rec = matched[top]
+        direct_us[top] += k.duration_us
         device_us[rec] += k.duration_us
         if op is not None and op.iteration is not None:
             per_iteration_us[rec][op.iteration] += k.duration_us
@@ -499,6 +639,37 @@ def join(
         owned[rec].append(k)
         if launch is not None:
             delay_us[rec] += max(0.0, k.start_us - launch.end_us)
+
+    # ---- time under no counted op: the counted ops inside the innermost op around it that holds any, else the
+    # open records of its gap (see the docstring's NB)
+    for op, us, tops, k, launch in pending:
+        iteration: int = op.iteration  # type: ignore[assignment]
+        if tops:
+            weights = [direct_us[top] for top in tops]
+            total = sum(weights)
+            shares = [
+                (matched[top], w / total if total > 0 else 1 / len(tops)) for top, w in zip(tops, weights, strict=True)
+            ]
+        else:
+            shares = gaps.shares(op)
+        if not shares:
+            if k is None:
+                unmatched_us += us
+            else:
+                leftover.append((k, iteration, op.id))
+            continue
+        for rec, fraction in shares:
+            device_us[rec] += us * fraction
+            per_iteration_us[rec][iteration] += us * fraction
+            if iteration not in matched_in[rec]:  # an open record of the gap: timed in this iteration now
+                matched_in[rec].add(iteration)
+                hits[rec] += 1
+        if k is not None:  # one launch: counted once, with the heaviest share
+            heaviest = max(shares, key=lambda item: item[1])[0]
+            kernel_n[heaviest] += 1
+            owned[heaviest].append(k)
+            if launch is not None:
+                delay_us[heaviest] += max(0.0, k.start_us - launch.end_us)
 
     # ---- a compiled CPU model's generated kernels (profiled as ops named graph_0_cpp_fused_..., under no counted
     # op) and the aten ops its graph calls under no counted op (with the ops inside them)

@@ -583,13 +583,30 @@ def _step(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: str
     from roofline.diagnose.execute import run_once
 
     zero_grad = getattr(model, "zero_grad", None) if mode == "training" else None
+    leaves = grad_leaves((inputs, kwargs)) if mode == "training" else []
 
     def step() -> object:
+        # every iteration as the first (and the counting pass): no grads yet, the inputs' included (NB: else each
+        # iteration's backward adds into an input's .grad, an add_ the counting pass never saw)
         if zero_grad is not None:
-            zero_grad(set_to_none=True)  # every iteration as the first (and the counting pass): no grads yet
+            zero_grad(set_to_none=True)
+        for leaf in leaves:
+            leaf.grad = None
         return run_once(model, inputs, kwargs, mode)  # type: ignore[arg-type]
 
     return step
+
+
+def grad_leaves(value: Any, depth: int = 4) -> list[Any]:
+    """The leaf tensors that require grad in ``value`` (tensors in tuples, lists and dict values, ``depth`` deep)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value] if value.requires_grad and value.is_leaf else []
+    if depth <= 0:
+        return []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    return [leaf for item in items for leaf in grad_leaves(item, depth - 1)]
 
 
 @dataclass(frozen=True)
