@@ -93,7 +93,12 @@ def test_an_unexplained_group_that_inductor_generates_is_a_compile_candidate():
     single = [(r, t, 1) for r, t, _ in ops]
     (h,) = coverage.cover(ctx_of(single), [])
     assert h.rule == "not-explained"
-    # ... unless it is a scan, or its kernel is of an instruction-bound family
+    # ... unless it is long (each call at least LONG_OP_S: the compiled callable's host time hidden behind it)
+    long_single = [(r, 2 * coverage.LONG_OP_S, 1) for r, _, _ in ops]
+    assert [f.rule for f in coverage.cover(ctx_of(long_single), [])] == ["compile-candidate"]
+    just_under = [(r, 0.9 * coverage.LONG_OP_S, 1) for r, _, _ in ops]
+    assert [f.rule for f in coverage.cover(ctx_of(just_under), [])] == ["not-explained"]
+    # ... or it is a scan, or its kernel is of an instruction-bound family
     scans = [(elementwise(i, 1 << 20, op="aten::cumsum", binary=False, module=f"s.{i}"), 100e-6, 1) for i in range(4)]
     assert [f.rule for f in coverage.cover(ctx_of(scans), [])] == ["compile-candidate"]
     slow = [(r, 0.1, 1) for r, _, _ in ops]  # far below the (smaller) CPU roofs
