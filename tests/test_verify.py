@@ -94,7 +94,7 @@ def test_rules_with_a_mechanical_technique(rule, device, technique):
 
 
 @pytest.mark.parametrize(
-    "rule", ["naive-attention", "compile-blockers", "sequential-loop", "not-explained", "near-roof"]
+    "rule", ["all-pairs", "compile-blockers", "sequential-loop", "not-explained", "near-roof"]
 )
 def test_rules_that_need_a_code_change(rule):
     name, why = technique_for(rule, "cuda")
@@ -108,7 +108,7 @@ def test_gains_from_injected_times():
         model,
         inputs,
         {},
-        [finding("elementwise-chain", 8.0), finding("naive-attention"), finding("conv-layout", 3.0)],
+        [finding("elementwise-chain", 8.0), finding("all-pairs"), finding("conv-layout", 3.0)],
         device="cpu",
         warmup=1,
         iters=5,
@@ -124,9 +124,9 @@ def test_gains_from_injected_times():
     assert chain.eager_s == pytest.approx(4e-3) and chain.fixed_s == pytest.approx(1e-3)
     assert chain.compile_s is not None and chain.compile_s >= 0
     assert by_rule["conv-layout"].measured_gain == pytest.approx(2.0) and by_rule["conv-layout"].compile_s is None
-    attention = by_rule["naive-attention"]
-    assert attention.technique == "" and attention.measured_gain is None and attention.outputs_match is None
-    assert "needs a code change" in attention.note
+    pairs = by_rule["all-pairs"]
+    assert pairs.technique == "" and pairs.measured_gain is None and pairs.outputs_match is None
+    assert "needs a code change" in pairs.note
     everything = by_rule["all"]
     assert everything.technique == "channels_last+compile" and everything.bound_gain == 9.0
     assert everything.measured_gain == pytest.approx(8.0)
@@ -416,7 +416,7 @@ def test_results_reach_the_sink_before_an_interrupt():
             model,
             inputs,
             {},
-            [finding("naive-attention"), finding("conv-layout"), finding("elementwise-chain")],
+            [finding("all-pairs"), finding("conv-layout"), finding("elementwise-chain")],
             device="cpu",
             warmup=1,
             iters=1,
@@ -424,7 +424,7 @@ def test_results_reach_the_sink_before_an_interrupt():
             techniques={"channels_last": same, "compile": interrupt},
             sink=sink,
         )
-    assert [v.rule for v in sink] == ["naive-attention", "conv-layout"]
+    assert [v.rule for v in sink] == ["all-pairs", "conv-layout"]
     assert sink[1].measured_gain == pytest.approx(2.0)
 
 

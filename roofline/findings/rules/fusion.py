@@ -100,10 +100,14 @@ NAIVE_ATTENTION = Rule(
     ),
     technique=(
         "online softmax + tiling: `F.scaled_dot_product_attention` / FlashAttention (`is_causal=True` for a "
-        "triangular mask built in the call)"
+        "triangular mask built in the call); without a code change, `torch.compile`, whose attention patterns "
+        "rewrite the common spellings (matmul, scale, mask, softmax, dropout, matmul) into SDPA and fuse the rest"
     ),
     bound="the pattern's bytes (the mask's included) vs Q, K, V read once and the output written once, one launch",
-    code_change="replace the written-out attention with F.scaled_dot_product_attention",
+    # NB: Inductor's fuse_attention passes (torch/_inductor/fx_passes/fuse_attention.py) replace matmul -> (div or
+    # mul) -> (mask) -> softmax -> (dropout) -> matmul with aten.scaled_dot_product_attention; a spelling they do
+    # not match is still fused element-wise (the scores once written, once read)
+    verify=Verify("compile"),
 )
 
 #: the fused roofline time (one launch) of two element-wise ops in a row at most this share of the unfused (two
@@ -363,7 +367,8 @@ def naive_attention(ctx: ModelContext) -> list[ModelFinding]:
         causal = bool(set(mask) & structure.TRIANGULAR)
         technique = (
             "online softmax + tiling: F.scaled_dot_product_attention (FlashAttention / memory-efficient kernels) "
-            "instead of matmul -> softmax -> matmul"
+            "instead of matmul -> softmax -> matmul; without a code change, torch.compile (its attention patterns "
+            "rewrite the common spellings into SDPA)"
         )
         if causal:
             technique += (
