@@ -93,9 +93,7 @@ def test_rules_with_a_mechanical_technique(rule, device, technique):
     assert technique_for(rule, device) == (technique, "")
 
 
-@pytest.mark.parametrize(
-    "rule", ["all-pairs", "compile-blockers", "sequential-loop", "not-explained", "near-roof"]
-)
+@pytest.mark.parametrize("rule", ["all-pairs", "compile-blockers", "sequential-loop", "not-explained", "near-roof"])
 def test_rules_that_need_a_code_change(rule):
     name, why = technique_for(rule, "cuda")
     assert name == "" and why.startswith("not verified: needs a code change (")
