@@ -330,6 +330,18 @@ def test_the_script_in_quick_mode_writes_the_json(injected, tmp_path, capsys):
     assert {e["id"]: e["seconds"] for e in json.loads(out.read_text())["problems"]} == before
 
 
+def test_the_documented_cpu_command_with_a_limit(injected, tmp_path, capsys):
+    """--device cpu --quick --limit N: the first N problems of the corpus, the totals (before and after --verify)."""
+    out = tmp_path / "x.json"
+    assert oracle.main(["--device", "cpu", "--quick", "--limit", "2", "--out", str(out), "--rounds", "1"]) == 0
+    doc = json.loads(out.read_text())
+    assert [e["id"] for e in doc["problems"]] == [p.id for p in corpus_module.corpus()[:2]]
+    assert doc["complete"] is True and doc["corpus"] == 2
+    assert all("hit_after_verify" in e and "harmful_after_verify" in e for e in doc["problems"])
+    assert {"hits_exact", "hits_after_verify", "harmful_advice_after_verify", "by_kind"} <= set(doc["summary"])
+    assert "after --verify" in capsys.readouterr().out
+
+
 def test_the_time_limit_stops_cleanly_and_writes(tmp_path, capsys):
     out = tmp_path / "oracle.json"
     assert oracle.main(["--device", "cpu", "--out", str(out), "--time-limit", "0"]) == 0
