@@ -8,7 +8,13 @@ shape in fp32. The tables:
 - :data:`CONV_TAILS` x :data:`CONV_CHAIN_SHAPES`: a convolution followed by an activation, norm or pool;
 - :data:`LINEAR_TAILS` x :data:`LINEAR_CHAIN_SHAPES`: a Linear followed by an activation, norm or epilogue;
 - :data:`EPILOGUES` x their shapes: longer chains (conv + batchnorm + relu, an MLP, a residual block...);
+- :data:`SMALL`: a few deliberately small problems (kind 'small', ids ``small-FAMILY-SHAPE``), host-bound on a GPU;
 - :func:`example_models`: workloads/models/*.py, loaded by roofline's own loader (large on CUDA, small on the CPU).
+
+The GPU shapes are sized so that each module and chain problem is GPU-bound on an H100: :func:`estimate` (its
+eager call op by op on the meta device, at the H100's roofs) gives 0.2-5 ms of kernel time and at most
+:data:`MEMORY_LIMIT` bytes for each (tests/test_advice_oracle.py checks every one), where the per-call host time of
+a compiled callable (40-100 us) would otherwise decide what compile or CUDA graphs measure.
 
 torch is imported when a problem is built, never by importing this file.
 """
@@ -39,7 +45,7 @@ class Problem:
 
     id: str
     family: str
-    kind: str  # 'module' | 'chain' | 'model'
+    kind: str  # 'module' | 'chain' | 'model' | 'small' (a deliberately small, host-bound problem)
     gpu: Shape = field(default_factory=dict)
     cpu: Shape = field(default_factory=dict)
     path: Path | None = None  # example models: the file
@@ -217,57 +223,67 @@ MODULES: dict[str, tuple[Callable[[Shape], Any], Callable[[Shape], list[InputSpe
     "gru": (lambda s: _recurrent("GRU", s), lambda s: [_time_major(s)]),
 }
 
-# realistic GPU shapes (bf16 on an H100: each input well under 1 GB) and a small CPU shape, per family
+# The GPU shapes (bf16 on an H100), by what the family's time scales with, so that each eager call is GPU-bound:
+# about 0.2-5 ms of kernel time at the roofs (ESTIMATE_PEAKS; :func:`estimate`, tested for every problem), far above
+# the 40-100 us a compiled callable or a CUDA-graph tree costs on the host per call, and at most MEMORY_LIMIT bytes:
+# - rows (norms, softmax, activations, scans): 2^29 elements (1 GiB in bf16), ROWS;
+# - images (norms, pools): 2^29 elements, IMAGE (n 64, 128 channels, 256 px) or the family's realistic channels;
+# - convolutions: batch 32-64 at 56-224 px (ResNet stages: 64 channels at 224 px ... 512 at 56 px);
+# - GEMMs: 16-64k tokens (Linear), 32-64k tokens x 1024 (attention, encoder layers);
+# the CPU shapes (--quick, the tests) tiny. The deliberately small (host-bound) problems are SMALL's, apart.
+ROWS = {"m": 131072, "k": 4096}
+IMAGE = {"n": 64, "cin": 128, "cout": 128, "h": 256, "groups": 32}
 _IMG_CPU = {"n": 2, "cin": 8, "cout": 8, "h": 16, "groups": 4}
 _ROWS_CPU = {"m": 64, "k": 64, "n": 64}
 _SEQ_CPU = {"n": 2, "m": 16, "k": 32, "heads": 4}
 MODULE_SHAPES: dict[str, dict[str, tuple[Shape, Shape]]] = {
     "conv2d": {
         "stem": (
-            {"n": 32, "cin": 3, "cout": 64, "h": 224, "k": 7, "stride": 2},
+            {"n": 64, "cin": 3, "cout": 64, "h": 224, "k": 7, "stride": 2},
             {**_IMG_CPU, "cin": 3, "k": 7, "stride": 2},
         ),
-        "c64": ({"n": 32, "cin": 64, "cout": 64, "h": 56}, _IMG_CPU),
-        "c128": ({"n": 32, "cin": 128, "cout": 128, "h": 28}, _IMG_CPU),
-        "c256": ({"n": 32, "cin": 256, "cout": 256, "h": 14}, _IMG_CPU),
-        "pointwise256": ({"n": 32, "cin": 256, "cout": 1024, "h": 14, "k": 1}, {**_IMG_CPU, "k": 1}),
-        "depthwise256": (
-            {"n": 32, "cin": 256, "cout": 256, "h": 56, "conv_groups": 256},
+        "c64": ({"n": 64, "cin": 64, "cout": 64, "h": 224}, _IMG_CPU),
+        "c128": ({"n": 32, "cin": 128, "cout": 128, "h": 224}, _IMG_CPU),
+        "c256": ({"n": 64, "cin": 256, "cout": 256, "h": 112}, _IMG_CPU),
+        "c512": ({"n": 64, "cin": 512, "cout": 512, "h": 56}, _IMG_CPU),
+        "pointwise256": ({"n": 64, "cin": 256, "cout": 1024, "h": 112, "k": 1}, {**_IMG_CPU, "k": 1}),
+        "depthwise512": (
+            {"n": 64, "cin": 512, "cout": 512, "h": 112, "conv_groups": 512},
             {**_IMG_CPU, "conv_groups": 8},
         ),
     },
-    "conv-transpose2d": {"c128": ({"n": 16, "cin": 128, "cout": 64, "h": 32}, _IMG_CPU)},
-    "conv1d": {"c256": ({"n": 32, "cin": 256, "cout": 256, "m": 1024}, {"n": 2, "cin": 8, "cout": 8, "m": 32})},
+    "conv-transpose2d": {"c128": ({"n": 64, "cin": 128, "cout": 64, "h": 192}, _IMG_CPU)},
+    "conv1d": {"c256": ({"n": 64, "cin": 256, "cout": 256, "m": 32768}, {"n": 2, "cin": 8, "cout": 8, "m": 32})},
     "linear": {
-        "tokens8k": ({"m": 8192, "k": 4096, "n": 4096}, _ROWS_CPU),
-        "rows16": ({"m": 16, "k": 4096, "n": 4096}, {"m": 4, "k": 64, "n": 64}),
-        "unaligned": ({"m": 8190, "k": 1000, "n": 1000}, {"m": 62, "k": 50, "n": 50}),
+        "tokens32k": ({"m": 32768, "k": 4096, "n": 4096}, _ROWS_CPU),
+        "unaligned": ({"m": 32766, "k": 4000, "n": 4000}, {"m": 62, "k": 50, "n": 50}),
     },
-    "layernorm": {"rows8k": ({"m": 8192, "k": 4096}, _ROWS_CPU), "rows32": ({"m": 32, "k": 4096}, {"m": 4, "k": 64})},
-    "rmsnorm": {"rows8k": ({"m": 8192, "k": 4096}, _ROWS_CPU)},
-    "groupnorm": {"c256": ({"n": 32, "cin": 256, "h": 56, "groups": 32}, _IMG_CPU)},
-    "instancenorm2d": {"c64": ({"n": 32, "cin": 64, "h": 112}, _IMG_CPU)},
-    "batchnorm2d": {"c64": ({"n": 32, "cin": 64, "h": 112}, _IMG_CPU)},
-    "maxpool2d": {"c64": ({"n": 32, "cin": 64, "h": 112}, _IMG_CPU)},
-    "avgpool2d": {"c64": ({"n": 32, "cin": 64, "h": 112}, _IMG_CPU)},
-    "adaptive-avgpool2d": {"c2048": ({"n": 32, "cin": 2048, "h": 7}, _IMG_CPU)},
-    "upsample-bilinear": {"c64": ({"n": 32, "cin": 64, "h": 56}, _IMG_CPU)},
+    "layernorm": {"rows128k": (ROWS, _ROWS_CPU)},
+    "rmsnorm": {"rows64k": ({**ROWS, "m": 65536}, _ROWS_CPU)},  # NB: several kernels in eager where not fused
+    "groupnorm": {"c256": ({**IMAGE, "n": 32, "cin": 256}, _IMG_CPU)},
+    "instancenorm2d": {"c128": (IMAGE, _IMG_CPU)},
+    "batchnorm2d": {"c128": (IMAGE, _IMG_CPU)},
+    "maxpool2d": {"c128": (IMAGE, _IMG_CPU)},
+    "avgpool2d": {"c128": (IMAGE, _IMG_CPU)},
+    "adaptive-avgpool2d": {"c2048": ({"n": 256, "cin": 2048, "h": 32}, _IMG_CPU)},
+    "upsample-bilinear": {"c64": ({"n": 32, "cin": 64, "h": 256}, _IMG_CPU)},  # NB: the output 4x the input
     "softmax": {
-        "rows8k": ({"m": 8192, "k": 8192}, _ROWS_CPU),
-        "scores": ({"m": 262144, "k": 512}, {"m": 256, "k": 32}),
+        "rows64k": ({"m": 65536, "k": 8192}, _ROWS_CPU),
+        "scores": ({"m": 1048576, "k": 512}, {"m": 256, "k": 32}),
     },
-    "log-softmax": {"vocab": ({"m": 4096, "k": 32000}, {"m": 16, "k": 500})},
-    "gelu": {"rows16k": ({"m": 16384, "k": 4096}, _ROWS_CPU)},
-    "silu": {"rows16k": ({"m": 16384, "k": 4096}, _ROWS_CPU)},
-    "mish": {"rows16k": ({"m": 16384, "k": 4096}, _ROWS_CPU)},
-    "softplus": {"rows16k": ({"m": 16384, "k": 4096}, _ROWS_CPU)},
-    "cumsum": {"rows4k": ({"m": 4096, "k": 4096}, _ROWS_CPU)},
-    "cumprod": {"rows4k": ({"m": 4096, "k": 4096}, _ROWS_CPU)},
-    "embedding": {"gpt2": ({"n": 32, "m": 512, "vocab": 50257, "k": 1024}, {"n": 2, "m": 16, "vocab": 500, "k": 32})},
-    "multihead-attention": {"seq512": ({"n": 16, "m": 512, "k": 1024, "heads": 16}, _SEQ_CPU)},
-    "transformer-encoder-layer": {"seq512": ({"n": 16, "m": 512, "k": 1024, "heads": 16}, _SEQ_CPU)},
-    "lstm": {"h512": ({"n": 64, "m": 128, "k": 512}, {"n": 2, "m": 8, "k": 32})},
-    "gru": {"h512": ({"n": 64, "m": 128, "k": 512}, {"n": 2, "m": 8, "k": 32})},
+    "log-softmax": {"vocab": ({"m": 16384, "k": 32000}, {"m": 16, "k": 500})},
+    "gelu": {"rows128k": (ROWS, _ROWS_CPU)},
+    "silu": {"rows128k": (ROWS, _ROWS_CPU)},
+    "mish": {"rows128k": (ROWS, _ROWS_CPU)},
+    "softplus": {"rows128k": (ROWS, _ROWS_CPU)},
+    "cumsum": {"rows128k": (ROWS, _ROWS_CPU)},
+    "cumprod": {"rows128k": (ROWS, _ROWS_CPU)},
+    "embedding": {"gpt2": ({"n": 512, "m": 2048, "vocab": 50257, "k": 1024}, {"n": 2, "m": 16, "vocab": 500, "k": 32})},
+    # NB: on the meta device attention runs as its math (the scores held): the estimate is far above flash's
+    "multihead-attention": {"seq1k": ({"n": 32, "m": 1024, "k": 1024, "heads": 16}, _SEQ_CPU)},
+    "transformer-encoder-layer": {"seq1k": ({"n": 16, "m": 1024, "k": 1024, "heads": 16}, _SEQ_CPU)},
+    "lstm": {"h512": ({"n": 256, "m": 128, "k": 512}, {"n": 2, "m": 8, "k": 32})},
+    "gru": {"h512": ({"n": 256, "m": 128, "k": 512}, {"n": 2, "m": 8, "k": 32})},
 }
 
 
@@ -287,8 +303,8 @@ CONV_TAILS: dict[str, Callable[[Shape, str], Any]] = {
     "maxpool": lambda s, c: _nn().MaxPool2d(3, stride=2, padding=1),
 }
 CONV_CHAIN_SHAPES: dict[str, tuple[Shape, Shape]] = {
-    "stem": ({"n": 32, "cin": 3, "cout": 64, "h": 112, "groups": 32}, {**_IMG_CPU, "cin": 3}),
-    "c64": ({"n": 32, "cin": 64, "cout": 64, "h": 56, "groups": 32}, _IMG_CPU),
+    "stem": ({"n": 64, "cin": 3, "cout": 64, "h": 224, "groups": 32}, {**_IMG_CPU, "cin": 3}),
+    "c64": ({"n": 64, "cin": 64, "cout": 64, "h": 224, "groups": 32}, _IMG_CPU),
 }
 # the tail after a Linear (shape keys: m rows, k in, n out)
 LINEAR_TAILS: dict[str, Callable[[Shape], Any]] = {
@@ -299,8 +315,8 @@ LINEAR_TAILS: dict[str, Callable[[Shape], Any]] = {
     "groupnorm": lambda s: _nn().GroupNorm(s["groups"], s["n"]),
 }
 LINEAR_CHAIN_SHAPES: dict[str, tuple[Shape, Shape]] = {
-    "tokens8k": ({"m": 8192, "k": 1024, "n": 4096, "groups": 32}, {**_ROWS_CPU, "groups": 4}),
-    "rows256": ({"m": 256, "k": 4096, "n": 4096, "groups": 32}, {"m": 8, "k": 64, "n": 64, "groups": 4}),
+    "tokens64k": ({"m": 65536, "k": 1024, "n": 4096, "groups": 32}, {**_ROWS_CPU, "groups": 4}),
+    "tokens16k": ({"m": 16384, "k": 4096, "n": 4096, "groups": 32}, {"m": 32, "k": 64, "n": 64, "groups": 4}),
 }
 # longer chains: family -> (module from a shape, inputs, {shape name: (GPU shape, CPU shape)})
 EPILOGUES: dict[
@@ -315,18 +331,31 @@ EPILOGUES: dict[
     "mlp": (
         lambda s: _sequential(_nn().Linear(s["k"], s["n"]), _nn().GELU(), _nn().Linear(s["n"], s["k"])),
         lambda s: [rows(s)],
-        {"tokens8k": LINEAR_CHAIN_SHAPES["tokens8k"]},
+        {"tokens64k": LINEAR_CHAIN_SHAPES["tokens64k"]},
     ),
     "linear+residual+layernorm": (
         _post_norm,
         lambda s: [rows(s)],
-        {"tokens8k": ({"m": 8192, "k": 1024}, {"m": 64, "k": 64})},
+        {"tokens128k": ({"m": 131072, "k": 1024}, {"m": 64, "k": 64})},
     ),
 }
 
 
+# the deliberately small problems (kind 'small', ids 'small-FAMILY-SHAPE'): a few microseconds of kernels a call,
+# where the host's time per call (eager's dispatch, a compiled callable's guards, CUDA-graph trees) decides; any
+# family the other tables build; kept few (the advice on GPU-bound work is what the corpus is for)
+SMALL: dict[str, dict[str, tuple[Shape, Shape]]] = {
+    "layernorm": {"rows32": ({"m": 32, "k": 4096}, {"m": 4, "k": 64})},
+    "linear": {"rows16": ({"m": 16, "k": 4096, "n": 4096}, {"m": 4, "k": 64, "n": 64})},
+    "linear+gelu": {"rows256": ({"m": 256, "k": 4096, "n": 4096}, {"m": 8, "k": 64, "n": 64})},
+    "linear+layernorm": {"rows256": ({"m": 256, "k": 4096, "n": 4096}, {"m": 8, "k": 64, "n": 64})},
+    "linear+softmax": {"rows256": ({"m": 256, "k": 4096, "n": 4096}, {"m": 8, "k": 64, "n": 64})},
+    "conv+relu": {"n1": ({"n": 1, "cin": 64, "cout": 64, "h": 56}, {**_IMG_CPU, "n": 1})},
+}
+
+
 def generated() -> list[Problem]:
-    """Every problem the tables generate, in table order (modules, conv chains, linear chains, epilogues)."""
+    """Every problem the tables generate, in table order (modules, conv chains, linear chains, epilogues, small)."""
     out = [
         Problem(f"{family}-{name}", family, "module", gpu, cpu)
         for family, shapes in MODULE_SHAPES.items()
@@ -345,6 +374,11 @@ def generated() -> list[Problem]:
     out += [
         Problem(f"{family}-{name}", family, "chain", gpu, cpu)
         for family, (_, _, shapes) in EPILOGUES.items()
+        for name, (gpu, cpu) in shapes.items()
+    ]
+    out += [
+        Problem(f"small-{family}-{name}", family, "small", gpu, cpu)
+        for family, shapes in SMALL.items()
         for name, (gpu, cpu) in shapes.items()
     ]
     return out
@@ -379,10 +413,10 @@ def _module_and_inputs(problem: Problem, shape: Shape) -> tuple[Any, list[InputS
     raise KeyError(f"no table builds family {family!r}")
 
 
-def _build_generated(problem: Problem, device: str, quick: bool) -> Built:
+def _build_generated(problem: Problem, device: str, quick: bool, dtype_name: str | None = None) -> Built:
     import torch
 
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[problem.dtype(device)]
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype_name or problem.dtype(device)]
     torch.manual_seed(0)
     with torch.device(device):  # NB: the weights made (and initialised) where they run
         module, specs = _module_and_inputs(problem, problem.shape(quick))
@@ -396,6 +430,70 @@ def _build_generated(problem: Problem, device: str, quick: bool) -> Built:
         else:
             inputs.append(torch.randn(spec[1], device=device, dtype=dtype))
     return module, tuple(inputs), {}
+
+
+# ------------------------------------------------------------------------------------------------ estimating
+
+#: the H100 SXM's roofs the GPU shapes are sized by: HBM3 bytes/s, dense bf16 tensor-core FLOP/s, and the CUDA
+#: cores' FLOP/s (a 16-bit convolution whose channels are not a multiple of 8 runs without tensor cores)
+ESTIMATE_PEAKS = {"bytes_per_s": 3.35e12, "tensor_flops": 990e12, "cuda_core_flops": 67e12}
+MEMORY_LIMIT = 8e9  # bytes a problem may hold (:attr:`Estimate.memory_bytes`)
+# ops that move no data (views)
+_VIEWS = frozenset(
+    {"view", "_unsafe_view", "t", "transpose", "permute", "expand", "detach", "split", "unsqueeze", "squeeze",
+     "reshape", "select", "slice", "alias", "as_strided", "unbind", "chunk", "split_with_sizes", "_reshape_alias"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One eager call at the GPU shape in bf16, op by op (on the meta device: nothing allocated or run)."""
+
+    seconds: float  # sum over the ops of max(bytes / HBM, FLOPs / their roof): kernel time at the roofs
+    memory_bytes: int  # inputs + parameters + every op's output, none freed: an upper bound on what a call holds
+    ops: int
+
+
+def estimate(problem: Problem) -> Estimate:
+    """The kernel time of one eager call of a generated problem at its GPU shape in bf16 on an H100's roofs
+    (ESTIMATE_PEAKS), and the memory it holds: every aten op's inputs and outputs once (views none), its FLOPs by
+    torch.utils.flop_counter's formulas (GEMMs, convolutions, attention). A lower bound on the time where kernels
+    run below their roofs; on the meta device a composite op (an RNN, a fused norm) runs as its decomposition."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+    from torch.utils.flop_counter import flop_registry
+
+    def tensors(value: Any) -> list[Any]:
+        return [t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
+
+    class Count(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seconds, self.out_bytes, self.ops = 0.0, 0, 0
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            packet = func._overloadpacket
+            if packet.__name__ in _VIEWS:
+                return out
+            moved = sum(t.numel() * t.element_size() for t in tensors((args, kwargs)) + tensors(out))
+            self.out_bytes += sum(t.numel() * t.element_size() for t in tensors(out))
+            flops = flop_registry[packet](*args, **kwargs, out_val=out) if packet in flop_registry else 0
+            roof = ESTIMATE_PEAKS["tensor_flops"]
+            if packet.__name__ == "convolution" and (args[0].shape[1] // max(int(args[8]), 1)) % 8:
+                roof = ESTIMATE_PEAKS["cuda_core_flops"]  # NB: channels per group not a multiple of 8
+            self.seconds += max(moved / ESTIMATE_PEAKS["bytes_per_s"], flops / roof)
+            self.ops += 1
+            return out
+
+    model, inputs, kwargs = _build_generated(problem, "meta", quick=False, dtype_name="bf16")
+    held = sum(t.numel() * t.element_size() for t in tensors((inputs, kwargs)) + list(model.parameters()))
+    count = Count()
+    with torch.no_grad(), count:
+        model(*inputs, **kwargs)
+    return Estimate(count.seconds, held + count.out_bytes, count.ops)
 
 
 def _load_example(path: Path, device: str, dtype: str, quick: bool) -> Built:
@@ -420,12 +518,17 @@ __all__ = [
     "CONV_CHAIN_SHAPES",
     "CONV_TAILS",
     "EPILOGUES",
+    "ESTIMATE_PEAKS",
     "LINEAR_CHAIN_SHAPES",
     "LINEAR_TAILS",
+    "MEMORY_LIMIT",
     "MODULES",
     "MODULE_SHAPES",
+    "SMALL",
+    "Estimate",
     "Problem",
     "corpus",
+    "estimate",
     "example_models",
     "generated",
 ]

@@ -23,13 +23,28 @@ Per problem:
    clock on the CPU), the median; the first outputs checked against eager's (roofline.diagnose.verify's
    tolerance: bf16 within a relative RMS error of 1e-2, fp32 allclose). A technique that fails, mismatches or runs
    past its time is recorded with its one-line reason;
-3. best = the fastest of the measured techniques; hit = the best (when it gives at least HIT_GAIN) is named by one
-   of the first three findings; harmful = a technique a top-3 finding names measured slower than HARMFUL x eager;
+3. best = the fastest of the measured techniques (MEASURED). hit (where the best gives at least HIT_GAIN): the
+   best is named by one of the first three findings. "Named" is by parts: a best that combines parts
+   (channels_last+compile) is named when every part is named by the first three findings (a user who follows
+   them applies them together, as --verify's "all" does: roofline.diagnose.verify.combine_techniques); hit_exact
+   asks for the best's own name. harmful = a technique a top-3 finding names, measured slower than HARMFUL x eager;
+   then the same after --verify: --verify measures each finding's technique on the whole model and re-ranks the
+   findings (roofline.diagnose.verify.rerank: a finding whose technique measured slower goes last, and reads
+   "0.76x: don't" where it stays). The oracle measures those techniques on the whole problem as --verify applies
+   them (verify.TECHNIQUES), so it builds the VerifiedFinding of each finding from its own measurement
+   (measured_gain: the oracle's speedup of the finding's technique, outputs_match: its check) and calls
+   verify.rerank on them: hit_after_verify = the best named (by parts) by the first three findings after the
+   re-ranking that are not marked slower; harmful_after_verify = a technique of those findings measured below
+   HARMFUL and not marked slower. It is the re-ranking --verify does, applied to the oracle's measurements, not a
+   separate --verify run: a technique measured below HARMFUL is below 1x, so marked slower and demoted, and
+   harmful_after_verify counts only what that re-ranking leaves as advice (none, when the measurements are
+   --verify's); the numbers before --verify say how often the diagnosis alone leads with a slower technique;
 4. ``--ncu``: the dominant op's longest kernel under ``ncu --section SpeedOfLight --clock-control none``: its class
    (SM vs memory throughput, benchmarks/diagnose_fixes_gpu.py's sol_class) against the dominant op's limiter.
    Without ncu on PATH: 'not measured'.
 
-Totals: hit rate (hits / problems whose best gives >= HIT_GAIN), harmful advice, bound-class agreement. The results
+Totals: hit rate (hits / problems whose best gives >= HIT_GAIN; by parts, exactly, and after --verify), harmful
+advice (before and after --verify), bound-class agreement, and per kind (module, chain, small, model). The results
 (JSON, schema SCHEMA) are written atomically to --out after every problem; --resume keeps the problems already
 there. --time-limit stops cleanly between problems (or cuts the running technique at the limit) and writes what
 was measured; --problem-budget caps one problem's techniques. Progress on stderr; the table on stdout (--json: the
@@ -113,37 +128,107 @@ def applies(name: str, four_d: bool, device: str) -> str:
     return ""
 
 
+def parts(name: str) -> set[str]:
+    """A technique's parts: 'channels_last+compile' -> {'channels_last', 'compile'}; '' -> none."""
+    return {p for p in name.split("+") if p}
+
+
+def named_by_parts(best: str, named: Sequence[str]) -> bool:
+    """Whether every part of technique ``best`` is named by one of the ``named`` techniques (each of those by any
+    of its parts): a user who does what the findings say applies them together, as --verify's "all" does
+    (roofline.diagnose.verify.combine_techniques)."""
+    given = set().union(*(parts(n) for n in named)) if named else set()
+    return bool(parts(best)) and parts(best) <= given
+
+
+def verified_entries(entry: dict[str, Any]) -> list[Any]:
+    """One roofline.diagnose.verify.VerifiedFinding per finding (rank order), from the oracle's own measurements:
+    measured_gain = the speedup the oracle measured for the finding's technique on the whole problem (None where
+    not measured or the outputs differed), outputs_match = its check (None: not run) -- what --verify measures for
+    the same technique, applied the same way (verify.TECHNIQUES)."""
+    from roofline.diagnose.verify import VerifiedFinding
+
+    techniques = entry.get("techniques") or {}
+    out = []
+    for f in entry.get("findings") or entry.get("top") or []:
+        name = f.get("technique") or ""
+        t = (techniques.get(name) or {}) if name else {}
+        out.append(
+            VerifiedFinding(
+                rule=f.get("rule") or "",
+                technique=name,
+                measured_gain=t.get("speedup"),  # NB: None unless the outputs matched
+                outputs_match=t.get("match"),
+            )
+        )
+    return out
+
+
+def after_verify(entry: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The first TOP findings after --verify's re-ranking (roofline.diagnose.verify.rerank on
+    :func:`verified_entries`): (technique, marked slower) each; a finding whose technique measured slower goes
+    last, and where it stays among the first TOP it reads "0.76x: don't"."""
+    from types import SimpleNamespace
+
+    from roofline.diagnose.verify import rerank
+
+    findings = [SimpleNamespace(**f) for f in entry.get("findings") or entry.get("top") or []]
+    _, verified = rerank(findings, verified_entries(entry))
+    per = [v for v in verified if v.rule not in ("all", "sweep")][:TOP]
+    return [(v.technique, v.slower) for v in per]
+
+
 def score(entry: dict[str, Any]) -> dict[str, Any]:
-    """best (technique, speedup) among MEASURED, hit (None: the best gives < HIT_GAIN or nothing measured),
-    harmful (the top-3-named techniques measured below HARMFUL), named_best (the best gain a top-3 technique
-    gave). Pure: ``entry`` holds 'techniques' {name: {'speedup': float | None}} and 'top' [{'technique': str}]."""
-    speedups = {
-        name: t["speedup"] for name, t in (entry.get("techniques") or {}).items() if t.get("speedup") is not None
-    }
+    """best (technique, speedup) among MEASURED; hit (None: the best gives < HIT_GAIN or nothing measured; else
+    whether the best is named by the first TOP findings, by parts: :func:`named_by_parts`), hit_exact (the best's
+    own name among them); harmful (the top-3-named techniques measured below HARMFUL); named_best (the best gain a
+    top-3 technique gave); and the same after --verify (:func:`after_verify`): hit_after_verify (named by the
+    first TOP findings after the re-ranking that are not marked slower), harmful_after_verify (a technique of
+    those findings measured below HARMFUL and not marked slower). Pure: ``entry`` holds 'techniques'
+    {name: {'speedup': float | None, 'match': bool | None}}, 'top' [{'rule', 'technique'}] and optionally
+    'findings' (all, rank order; default 'top')."""
+    techniques = entry.get("techniques") or {}
+    speedups = {name: t["speedup"] for name, t in techniques.items() if t.get("speedup") is not None}
     named = [f.get("technique") or "" for f in (entry.get("top") or [])[:TOP]]
     candidates = {n: s for n, s in speedups.items() if n in MEASURED}
     best_name = max(candidates, key=lambda n: candidates[n]) if candidates else None
     best = candidates.get(best_name) if best_name else None
-    hit = None if best is None or best < HIT_GAIN else best_name in named
+    target = best is not None and best >= HIT_GAIN
     harmful = sorted({n for n in named if n and n in speedups and speedups[n] < HARMFUL})
     named_gains = [speedups[n] for n in named if n in speedups]
+    verified = after_verify(entry)
+    advised = [n for n, slower in verified if n and not slower]
     return {
         "best": best_name,
         "best_speedup": best,
-        "hit": hit,
+        "hit": named_by_parts(best_name, named) if target and best_name else None,
+        "hit_exact": best_name in named if target else None,
         "harmful": harmful,
         "named_best": max(named_gains) if named_gains else None,
+        "top_after_verify": [{"technique": n, "slower": slower} for n, slower in verified],
+        "hit_after_verify": named_by_parts(best_name, advised) if target and best_name else None,
+        "harmful_after_verify": sorted({n for n in advised if n in speedups and speedups[n] < HARMFUL}),
     }
 
 
 def summarise(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Totals over the problems: hit rate, harmful advice, bound-class agreement (pure)."""
+    """Totals over the problems: hit rate (by parts, exact, after --verify), harmful advice (before and after
+    --verify), bound-class agreement, and the targets, hits and harmful problems per kind (pure)."""
     measured = [e for e in entries if e.get("best") is not None]
     targets = [e for e in entries if e.get("hit") is not None]
     hits = sum(1 for e in targets if e["hit"])
+    hits_after = sum(1 for e in targets if e.get("hit_after_verify"))
     harmful = [e for e in entries if e.get("harmful")]
+    harmful_after = [e for e in entries if e.get("harmful_after_verify")]
     classes = [e["class_agrees"] for e in entries if e.get("class_agrees") is not None]
     named = sum(1 for e in entries if any(f.get("technique") for f in (e.get("top") or [])[:TOP]))
+    kinds: dict[str, dict[str, int]] = {}
+    for e in entries:
+        k = kinds.setdefault(str(e.get("kind") or "?"), {"problems": 0, "targets": 0, "hits": 0, "harmful": 0})
+        k["problems"] += 1
+        k["targets"] += e.get("hit") is not None
+        k["hits"] += bool(e.get("hit"))
+        k["harmful"] += bool(e.get("harmful"))
     return {
         "problems": len(entries),
         "failed": sum(1 for e in entries if e.get("error")),
@@ -151,12 +236,18 @@ def summarise(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "best_at_least_hit_gain": len(targets),
         "hits": hits,
         "hit_rate": hits / len(targets) if targets else None,
+        "hits_exact": sum(1 for e in targets if e.get("hit_exact")),
+        "hits_after_verify": hits_after,
+        "hit_rate_after_verify": hits_after / len(targets) if targets else None,
         "harmful_problems": len(harmful),
         "harmful_advice": sum(len(e["harmful"]) for e in harmful),
+        "harmful_problems_after_verify": len(harmful_after),
+        "harmful_advice_after_verify": sum(len(e["harmful_after_verify"]) for e in harmful_after),
         "top3_names_a_technique": named,
         "class_measured": len(classes),
         "class_agrees": sum(classes),
         "class_agreement": sum(classes) / len(classes) if classes else None,
+        "by_kind": kinds,
     }
 
 
@@ -528,30 +619,45 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}x"
 
 
+def _hit(value: bool | None) -> str:
+    return "-" if value is None else ("hit" if value else "miss")
+
+
 def table(entries: Sequence[dict[str, Any]]) -> str:
-    head = f"{'problem':36} {'best':22} {'speedup':>8}  {'top-3 findings: technique':56} {'hit':5} harmful"
+    """One line a problem: the best technique, the first TOP findings' techniques, hit (by parts) before and
+    after --verify, and the harmful techniques before and after (a demoted finding's technique is not advice)."""
+    head = (
+        f"{'problem':36} {'best':22} {'speedup':>8}  {'top-3 findings: technique':56} {'hit':5} {'hit*':5} "
+        "harmful (* after --verify)"
+    )
     lines = [head, "-" * len(head)]
     for e in entries:
         if e.get("error"):
             lines.append(f"{e['id']:36} error: {e['error'][:100]}")
             continue
         top = ", ".join(f"{f['rule']}:{f['technique'] or '-'}" for f in e.get("top") or []) or "(no finding)"
-        hit = "-" if e.get("hit") is None else ("hit" if e["hit"] else "miss")
+        harmful = ",".join(e.get("harmful") or []) or "-"
+        after = ",".join(e.get("harmful_after_verify") or []) or "-"
         lines.append(
-            f"{e['id']:36} {e.get('best') or '-':22} {_fmt(e.get('best_speedup')):>8}  {top[:56]:56} {hit:5} "
-            f"{','.join(e.get('harmful') or []) or '-'}"
+            f"{e['id']:36} {e.get('best') or '-':22} {_fmt(e.get('best_speedup')):>8}  {top[:56]:56} "
+            f"{_hit(e.get('hit')):5} {_hit(e.get('hit_after_verify')):5} {harmful} / *{after}"
         )
     return "\n".join(lines)
 
 
+def _rate(n: int, of: int) -> str:
+    return f"{n}/{of}" + (f" ({n / of:.0%})" if of else "")
+
+
 def totals_text(summary: dict[str, Any]) -> str:
-    rate = summary["hit_rate"]
     agreement = summary["class_agreement"]
+    targets = summary["best_at_least_hit_gain"]
     return (
         f"problems {summary['problems']} (failed {summary['failed']}, measured {summary['measured']}); "
-        f"hit rate {summary['hits']}/{summary['best_at_least_hit_gain']}"
-        f"{'' if rate is None else f' ({rate:.0%})'} (best technique >= {HIT_GAIN}x named in the top {TOP}); "
-        f"harmful advice {summary['harmful_advice']} in {summary['harmful_problems']} problems (< {HARMFUL}x); "
+        f"hit rate {_rate(summary['hits'], targets)} (best technique >= {HIT_GAIN}x named in the top {TOP}, "
+        f"by parts; exactly {summary['hits_exact']}), after --verify {_rate(summary['hits_after_verify'], targets)}; "
+        f"harmful advice {summary['harmful_advice']} in {summary['harmful_problems']} problems (< {HARMFUL}x), "
+        f"after --verify {summary['harmful_advice_after_verify']} in {summary['harmful_problems_after_verify']}; "
         f"bound class agrees with ncu {summary['class_agrees']}/{summary['class_measured']}"
         f"{'' if agreement is None else f' ({agreement:.0%})'}"
     )

@@ -58,9 +58,14 @@ def test_the_corpus_has_at_least_60_problems_generated_from_the_tables():
         + len(corpus_module.CONV_TAILS) * len(corpus_module.CONV_CHAIN_SHAPES)
         + len(corpus_module.LINEAR_TAILS) * len(corpus_module.LINEAR_CHAIN_SHAPES)
         + sum(len(e[2]) for e in corpus_module.EPILOGUES.values())
+        + sum(len(s) for s in corpus_module.SMALL.values())
     )
     assert len(generated) == tables
-    assert {"conv+mish+mish-c64", "linear+bias+relu-tokens8k", "conv2d-stem", "lstm-h512"} <= set(ids)
+    assert {"conv+mish+mish-c64", "linear+bias+relu-tokens64k", "conv2d-stem", "lstm-h512"} <= set(ids)
+    # the deliberately small (host-bound) problems: a family of their own, few
+    small = [p for p in generated if p.kind == "small"]
+    assert len(small) == sum(len(s) for s in corpus_module.SMALL.values()) == 6
+    assert all(p.id.startswith("small-") for p in small) and len(small) < len(generated) / 10
     assert all(p.dtype("cuda") == "bf16" and p.dtype("cpu") == "fp32" for p in generated)
     models = corpus_module.example_models()
     assert {p.id for p in models} >= {"model-gelu_chain_unfused", "model-conv_nchw_bf16"}
@@ -69,6 +74,34 @@ def test_the_corpus_has_at_least_60_problems_generated_from_the_tables():
     fixes = sys.modules["diagnose_fixes_gpu"].FIXES
     assert {name for name, (dtype, _) in fixes.items() if dtype == "fp32"} == corpus_module.FP32_MODELS
     assert {p.family: p.dtype("cuda") for p in models if p.family in fixes} == {n: d for n, (d, _) in fixes.items()}
+
+
+def test_the_gpu_shapes_are_gpu_bound_on_an_h100_and_fit_in_memory():
+    """Every module and chain problem: 0.2-5 ms of kernel time at the H100's roofs in bf16 (the median at least
+    0.5 ms), at most MEMORY_LIMIT bytes held; the small ones well under 50 us (host-bound)."""
+    estimates = {p.id: (p.kind, corpus_module.estimate(p)) for p in corpus_module.generated()}
+    sized = {pid: e for pid, (kind, e) in estimates.items() if kind != "small"}
+    low = {pid: round(e.seconds * 1e3, 3) for pid, e in sized.items() if not 0.2e-3 <= e.seconds <= 5e-3}
+    assert not low, low
+    assert sorted(e.seconds for e in sized.values())[len(sized) // 2] >= 0.5e-3
+    assert max(e.memory_bytes for e in sized.values()) <= corpus_module.MEMORY_LIMIT
+    small = {pid: e for pid, (kind, e) in estimates.items() if kind == "small"}
+    assert small and max(e.seconds for e in small.values()) < 50e-6
+
+
+def test_the_estimate_counts_bytes_and_flops_op_by_op():
+    peaks = corpus_module.ESTIMATE_PEAKS
+    gelu = corpus_module.estimate(_problem("gelu-rows128k"))  # one op: 2^29 bf16 elements read and written
+    assert (gelu.ops, gelu.memory_bytes) == (1, 2**31)
+    assert gelu.seconds == pytest.approx(2**31 / peaks["bytes_per_s"], rel=1e-12)
+    linear = corpus_module.estimate(_problem("linear-tokens32k"))  # addmm: its FLOPs at the tensor cores' roof
+    assert linear.ops == 1
+    assert linear.seconds == pytest.approx(2 * 32768 * 4096 * 4096 / peaks["tensor_flops"], rel=1e-12)
+    held = (32768 * 4096 + 4096 * 4096 + 4096 + 32768 * 4096) * 2  # input, weight, bias, output
+    assert linear.memory_bytes == held
+    stem = corpus_module.estimate(_problem("conv2d-stem"))  # 3 input channels: the CUDA cores' roof
+    flops = 2 * (64 * 64 * 112 * 112) * (3 * 7 * 7)
+    assert stem.seconds == pytest.approx(flops / peaks["cuda_core_flops"], rel=1e-12)
 
 
 def test_every_generated_problem_builds_on_the_gpu_shape_and_runs_on_the_cpu_shape():
@@ -85,9 +118,12 @@ def test_every_generated_problem_builds_on_the_gpu_shape_and_runs_on_the_cpu_sha
 
 
 def _entry(speedups: dict[str, float | None], named: list[str], **more: Any) -> dict[str, Any]:
+    findings = [{"rule": f"r{i}", "technique": t} for i, t in enumerate(named)]
     entry = {
-        "techniques": {n: {"speedup": s} for n, s in speedups.items()},
-        "top": [{"rule": f"r{i}", "technique": t} for i, t in enumerate(named)],
+        "kind": "module",
+        "techniques": {n: {"speedup": s, "match": None if s is None else True} for n, s in speedups.items()},
+        "findings": findings,
+        "top": findings[: oracle.TOP],
         **more,
     }
     entry.update(oracle.score(entry))
@@ -98,32 +134,82 @@ def test_hit_harmful_and_totals_on_a_hand_made_table():
     table = [
         # the best (compile, 2x) named third: a hit
         _entry({"compile": 2.0, "channels_last": 1.2}, ["", "channels_last", "compile"]),
-        # the best (channels_last+compile) not named: channels_last alone is a miss; reduce-overhead named and slower
+        # the best (channels_last+compile) not named: compile is not (reduce-overhead is not compile); reduce-overhead
+        # named and slower: demoted after --verify
         _entry(
             {"channels_last": 1.6, "channels_last+compile": 3.0, "reduce-overhead": 0.5},
             ["channels_last", "reduce-overhead"],
         ),
         # nothing gives 1.5x: no target; compile named, 0.97x, is not harmful (>= 0.95)
         _entry({"compile": 0.97, "channels_last": 1.4}, ["compile"], class_agrees=True),
-        # the best named fourth does not count; tf32 (not among the five) is never the best but may be harmful
+        # the best named fourth does not count; tf32 (not among the five) is never the best but may be harmful;
+        # after --verify tf32 (0.5x) goes last and compile is third: a hit
         _entry({"compile": 1.5, "tf32": 0.5}, ["tf32", "", "", "compile"], class_agrees=False),
         # nothing measured (every technique failed) and an error
         _entry({"compile": None}, ["compile"], error="failed: boom"),
+        # the best combines two named parts: a hit by parts, not exactly; after --verify channels_last alone (0.8x)
+        # reads "don't", so compile alone is advised: a miss
+        _entry(
+            {"channels_last+compile": 2.5, "compile": 1.2, "channels_last": 0.8},
+            ["channels_last", "compile"],
+            kind="chain",
+        ),
     ]
-    first, second, third, fourth, fifth = table
+    first, second, third, fourth, fifth, sixth = table
     assert (first["best"], first["best_speedup"], first["hit"], first["harmful"]) == ("compile", 2.0, True, [])
-    assert first["named_best"] == 2.0
+    assert (first["hit_exact"], first["hit_after_verify"], first["named_best"]) == (True, True, 2.0)
     assert (second["best"], second["hit"], second["harmful"]) == ("channels_last+compile", False, ["reduce-overhead"])
+    assert second["top_after_verify"] == [
+        {"technique": "channels_last", "slower": False},
+        {"technique": "reduce-overhead", "slower": True},
+    ]
+    assert (second["hit_after_verify"], second["harmful_after_verify"]) == (False, [])
     assert (third["best"], third["hit"], third["harmful"]) == ("channels_last", None, [])
+    assert third["hit_after_verify"] is None
     assert (fourth["best"], fourth["hit"], fourth["harmful"]) == ("compile", False, ["tf32"])
-    assert (fifth["best"], fifth["hit"], fifth["named_best"]) == (None, None, None)
+    assert [t["technique"] for t in fourth["top_after_verify"]] == ["", "", "compile"]
+    assert (fourth["hit_after_verify"], fourth["harmful_after_verify"]) == (True, [])
+    assert (fifth["best"], fifth["hit"], fifth["named_best"], fifth["hit_after_verify"]) == (None, None, None, None)
+    assert (sixth["best"], sixth["hit"], sixth["hit_exact"], sixth["harmful"]) == (
+        "channels_last+compile", True, False, ["channels_last"]
+    )  # fmt: skip
+    assert (sixth["hit_after_verify"], sixth["harmful_after_verify"]) == (False, [])
     summary = oracle.summarise(table)
-    assert summary["problems"] == 5 and summary["failed"] == 1 and summary["measured"] == 4
-    assert (summary["hits"], summary["best_at_least_hit_gain"]) == (1, 3)
-    assert summary["hit_rate"] == pytest.approx(1 / 3)
-    assert (summary["harmful_problems"], summary["harmful_advice"]) == (2, 2)
+    assert summary["problems"] == 6 and summary["failed"] == 1 and summary["measured"] == 5
+    assert (summary["hits"], summary["hits_exact"], summary["best_at_least_hit_gain"]) == (2, 1, 4)
+    assert summary["hit_rate"] == 0.5 and summary["hits_after_verify"] == 2 and summary["hit_rate_after_verify"] == 0.5
+    assert (summary["harmful_problems"], summary["harmful_advice"]) == (3, 3)
+    assert (summary["harmful_problems_after_verify"], summary["harmful_advice_after_verify"]) == (0, 0)
     assert (summary["class_agrees"], summary["class_measured"], summary["class_agreement"]) == (1, 2, 0.5)
-    assert "hit rate 1/3 (33%)" in oracle.totals_text(summary)
+    assert summary["by_kind"] == {
+        "module": {"problems": 5, "targets": 3, "hits": 1, "harmful": 2},
+        "chain": {"problems": 1, "targets": 1, "hits": 1, "harmful": 1},
+    }
+    text = oracle.totals_text(summary)
+    assert "hit rate 2/4 (50%)" in text and "exactly 1" in text and "after --verify 2/4 (50%)" in text
+    assert "harmful advice 3 in 3 problems (< 0.95x), after --verify 0 in 0" in text
+
+
+def test_named_by_parts():
+    assert oracle.named_by_parts("channels_last+compile", ["channels_last", "", "compile"])
+    assert oracle.named_by_parts("channels_last+compile", ["channels_last+compile"])
+    assert oracle.named_by_parts("compile", ["channels_last+compile"])  # a part of a named combination
+    assert not oracle.named_by_parts("channels_last+compile", ["channels_last", "reduce-overhead"])
+    assert not oracle.named_by_parts("compile", []) and not oracle.named_by_parts("", ["compile"])
+
+
+def test_a_harmful_technique_whose_outputs_were_not_checked_is_not_demoted():
+    """The re-ranking demotes only what was measured with matching outputs (VerifiedFinding.slower): a speedup
+    without a check (an older entry) stays advice, and harmful after --verify."""
+    entry = {
+        "techniques": {"compile": {"speedup": 0.5}, "channels_last": {"speedup": 2.0, "match": True}},
+        "top": [{"rule": "a", "technique": "compile"}],
+    }
+    scored = oracle.score(entry)
+    assert scored["top_after_verify"] == [{"technique": "compile", "slower": False}]
+    assert (scored["harmful"], scored["harmful_after_verify"], scored["hit_after_verify"]) == (
+        ["compile"], ["compile"], False
+    )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------ one problem
@@ -222,7 +308,8 @@ def test_ncu_absent_is_not_measured(monkeypatch, tmp_path):
 
 def test_the_script_in_quick_mode_writes_the_json(injected, tmp_path, capsys):
     out = tmp_path / "oracle.json"
-    args = ["--device", "cpu", "--filter", "linear+gelu-rows256,softmax-scores", "--out", str(out), "--rounds", "1"]
+    chosen = "small-linear+gelu-rows256,softmax-scores"
+    args = ["--device", "cpu", "--filter", chosen, "--out", str(out), "--rounds", "1"]
     assert oracle.main([*args, "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     doc = json.loads(out.read_text())
@@ -230,7 +317,7 @@ def test_the_script_in_quick_mode_writes_the_json(injected, tmp_path, capsys):
     assert doc["schema"] == oracle.SCHEMA and doc["complete"] is True and doc["quick"] is True
     assert doc["device"] == "cpu" and doc["corpus"] == 2 and doc["command"].startswith("python benchmarks/")
     assert set(doc["summary"]) >= {"problems", "hit_rate", "harmful_advice", "class_agreement"}
-    assert [e["id"] for e in doc["problems"]] == ["softmax-scores", "linear+gelu-rows256"]
+    assert [e["id"] for e in doc["problems"]] == ["softmax-scores", "small-linear+gelu-rows256"]
     for entry in doc["problems"]:
         assert set(entry) >= {"id", "family", "kind", "dtype", "shape", "top", "techniques", "best", "hit", "harmful"}
         assert entry["dtype"] == "fp32" and entry["techniques"]["compile"]["match"] is True
@@ -241,6 +328,18 @@ def test_the_script_in_quick_mode_writes_the_json(injected, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "hit rate" in text and "softmax-scores" in text
     assert {e["id"]: e["seconds"] for e in json.loads(out.read_text())["problems"]} == before
+
+
+def test_the_documented_cpu_command_with_a_limit(injected, tmp_path, capsys):
+    """--device cpu --quick --limit N: the first N problems of the corpus, the totals (before and after --verify)."""
+    out = tmp_path / "x.json"
+    assert oracle.main(["--device", "cpu", "--quick", "--limit", "2", "--out", str(out), "--rounds", "1"]) == 0
+    doc = json.loads(out.read_text())
+    assert [e["id"] for e in doc["problems"]] == [p.id for p in corpus_module.corpus()[:2]]
+    assert doc["complete"] is True and doc["corpus"] == 2
+    assert all("hit_after_verify" in e and "harmful_after_verify" in e for e in doc["problems"])
+    assert {"hits_exact", "hits_after_verify", "harmful_advice_after_verify", "by_kind"} <= set(doc["summary"])
+    assert "after --verify" in capsys.readouterr().out
 
 
 def test_the_time_limit_stops_cleanly_and_writes(tmp_path, capsys):
@@ -257,7 +356,8 @@ def test_the_real_compile_on_one_tiny_problem(fake_cpu, tmp_path):
     if why:
         pytest.skip(why)
     out = tmp_path / "oracle.json"
-    assert oracle.main(["--device", "cpu", "--filter", "linear+gelu-rows256", "--out", str(out), "--rounds", "1"]) == 0
+    args = ["--device", "cpu", "--filter", "small-linear+gelu-rows256", "--out", str(out), "--rounds", "1"]
+    assert oracle.main(args) == 0
     (entry,) = json.loads(out.read_text())["problems"]
     compiled = entry["techniques"]["compile"]
     assert compiled["match"] is True and compiled["speedup"] > 0 and compiled["warm_s"] > 0
@@ -272,7 +372,7 @@ def test_warming_the_caches_compiles_each_compiling_technique_once(injected, mon
         return compile_(model, inputs, kwargs, device)
 
     monkeypatch.setitem(verify_module.TECHNIQUES, "compile", counted)
-    problems = [_problem("conv+relu-c64"), _problem("linear+gelu-rows256")]
+    problems = [_problem("conv+relu-c64"), _problem("small-linear+gelu-rows256")]
     # the conv: compile and channels_last+compile (reduce-overhead is CUDA's); the Linear: compile alone
     assert oracle.warm_caches(problems, oracle.Options(device="cpu", quick=True)) == 3
     assert calls == ["Sequential"] * 3
@@ -298,14 +398,14 @@ def test_ncu_speed_of_light_against_the_dominant_limiter(monkeypatch, tmp_path):
     fake.chmod(0o755)
     monkeypatch.setattr(oracle.shutil, "which", lambda name: str(fake) if name == "ncu" else None)
     kernel = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluFunctor>(int, float*)"
-    memory = {"id": "gelu-rows16k", "dominant": {"kernel": kernel, "limiter": "memory"}}
+    memory = {"id": "gelu-rows128k", "dominant": {"kernel": kernel, "limiter": "memory"}}
     oracle.add_ncu(memory, oracle.Options(device="cuda", work=tmp_path))
     assert memory["ncu"]["class"] == "memory" and memory["ncu"]["sol"]["Compute (SM) Throughput"] == 20.0
     assert memory["class_agrees"] is True
     called = json.loads(args_file.read_text())
     assert called[:4] == ["--clock-control", "none", "--section", "SpeedOfLight"]
     assert "regex:^vectorized_elementwise_kernel$" in called
-    latency = {"id": "gelu-rows16k", "dominant": {"kernel": kernel, "limiter": "latency"}}
+    latency = {"id": "gelu-rows128k", "dominant": {"kernel": kernel, "limiter": "latency"}}
     oracle.add_ncu(latency, oracle.Options(device="cuda", work=tmp_path))
     assert latency["class_ours"] == "neither" and latency["class_agrees"] is False
     assert not list(tmp_path.glob("ncu-*.py"))  # the runner script is removed

@@ -582,3 +582,12 @@ def test_the_gain_on_the_bounds_own_scope_and_a_slower_technique_demoted():
     assert rerank(findings, [v]) == (findings, [v])
     differs = layout.model_copy(update={"outputs_match": False})
     assert not differs.slower
+    # its ops faster, the model slower (neighbours converting layouts): slower, judged on the model
+    ops_faster = layout.model_copy(update={"scope_gain": 1.3, "measured_gain": 0.9})
+    assert ops_faster.gain == 1.3 and ops_faster.slower
+    ops_slower = layout.model_copy(update={"scope_gain": 0.9, "measured_gain": 1.2})
+    assert not ops_slower.slower  # the model measured faster
+    scope_only = layout.model_copy(update={"scope_gain": 0.9, "measured_gain": None})
+    assert scope_only.slower and not scope_only.model_copy(update={"scope_gain": 1.1}).slower
+    ranked, _ = rerank(findings, [ops_faster, v, together])
+    assert [f.rule for f in ranked] == ["elementwise-chain", "conv-layout"]

@@ -92,8 +92,10 @@ class VerifiedFinding(BaseModel):
 
     @property
     def slower(self) -> bool:
-        """Measured (outputs matching) and slower than eager: the technique is not to be done."""
-        gain = self.gain
+        """Measured (outputs matching) and slower than eager: the technique is not to be done. Judged on the whole
+        model where that was measured (a technique that speeds the finding's own ops but slows the model --
+        channels_last on a convolution whose neighbours then convert layouts -- is slower), else on the scope."""
+        gain = self.measured_gain if self.measured_gain is not None else self.scope_gain
         return bool(self.outputs_match) and gain is not None and gain < 1.0
 
 
