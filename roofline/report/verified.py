@@ -35,18 +35,19 @@ def format_gain(value: float | None) -> str:
 
 def measured_text(v: VerifiedView) -> str:
     """The measured gain as every table writes it: on the finding's ops where measured per op (the bound's scope),
-    with the whole model's beside it ('4.6x its ops, 1.96x the model'); a technique measured slower says so
-    ('0.76x: don't'); '-' when not measured."""
+    with the whole model's beside it ('4.6x its ops, 1.96x the model'); a technique measured slower (the model's
+    gain below 1, or the ops' where the model's was not measured) says so ('0.76x: don't', '1.3x its ops, 0.9x the
+    model: don't'); '-' when not measured."""
     if v.measured_gain is None and v.scope_gain is None:
         return "-"
-    gain = v.scope_gain if v.scope_gain is not None else v.measured_gain
-    if v.outputs_match and gain is not None and gain < 1.0:
-        where = " its ops" if v.scope_gain is not None else ""
-        return f"{format_gain(gain)}{where}: don't"
     if v.scope_gain is not None:
         model = f", {format_gain(v.measured_gain)} the model" if v.measured_gain is not None else ""
-        return f"{format_gain(v.scope_gain)} its ops{model}"
-    return format_gain(v.measured_gain)
+        text = f"{format_gain(v.scope_gain)} its ops{model}"
+    else:
+        text = format_gain(v.measured_gain)
+    # NB: slower as VerifiedFinding.slower decides it: the whole model's gain where measured, else the ops'
+    judged = v.measured_gain if v.measured_gain is not None else v.scope_gain
+    return f"{text}: don't" if v.outputs_match and judged is not None and judged < 1.0 else text
 
 
 def bound_text(value: float | None) -> str:
