@@ -2,13 +2,15 @@
 (benchmarks/advice_corpus.py: nn modules and conv/Linear chains generated from tables, plus workloads/models), the
 diagnosis's findings beside every mechanical technique measured.
 
-    python benchmarks/advice_oracle.py --out advice-h100.json --precompile 8     # on a CUDA machine (bf16 shapes)
+    python benchmarks/advice_oracle.py --out advice-h100.json --precompile 4     # on a CUDA machine (bf16 shapes)
     python benchmarks/advice_oracle.py --out advice-h100.json --resume --ncu     # then ncu on what was measured
+    python benchmarks/advice_oracle.py --out advice-h100.json --resume --rediagnose r2   # new rules, same timings
     python benchmarks/advice_oracle.py --device cpu --quick --limit 4 --out advice-cpu.json   # the logic, on a CPU
 
 Time: --time-limit (default 470 s, the whole run, --precompile included) stops cleanly and writes what was measured
 ("complete": false, "stopped" says where); the same command with --resume goes on where it stopped (and --ncu adds
-ncu to the problems already measured). --precompile N first compiles every problem's techniques in N parallel
+ncu to the problems already measured; --rediagnose TAG diagnoses them again with this checkout's rules, keeping the
+techniques' timings). --precompile N first compiles every problem's techniques in N parallel
 processes (at most --precompile-limit s), so that the timed pass, one problem at a time, loads inductor's caches
 instead of compiling; --problem-budget caps one problem's techniques, --technique-timeout one technique.
 
@@ -475,6 +477,28 @@ def run_problem(problem: Problem, options: Options, tell: Progress = lambda line
     return entry
 
 
+def rediagnose(entry: dict[str, Any], problem: Problem, options: Options, tag: str = "1") -> dict[str, Any]:
+    """``entry`` (a problem measured before) with its diagnosis run again by this checkout: findings, dominant op
+    and scores anew, the techniques' timings kept (the expensive part); its ncu result kept only when the dominant
+    kernel is the same. An error while diagnosing is recorded in ``rediagnose_error`` and the old facts kept."""
+    from roofline.diagnose.verify import failure_note
+
+    try:
+        with time_limit(options.deadline - time.monotonic(), "the time limit (while diagnosing)"):
+            model, inputs, kwargs = problem.build(options.device, options.quick)
+            facts = diagnosis_facts(_diagnose(model, inputs, kwargs, problem, options), options.device)
+    except Exception as exc:
+        return {**entry, "rediagnose_error": failure_note(exc)}
+    finally:
+        _free(options.device)
+    fresh = {**entry, **facts, "rediagnosed": tag}
+    fresh.pop("rediagnose_error", None)
+    if (entry.get("dominant") or {}).get("kernel") != (facts.get("dominant") or {}).get("kernel"):
+        fresh.pop("ncu", None)
+    fresh.update(score(fresh))
+    return fresh
+
+
 # ------------------------------------------------------------------------------------------------ precompiling
 
 
@@ -693,6 +717,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-models", action="store_true", help="the generated problems only")
     parser.add_argument("--resume", action="store_true", help="keep the problems --out holds already")
     parser.add_argument("--ncu", action="store_true", help="ncu SpeedOfLight on each problem's dominant kernel")
+    parser.add_argument(
+        "--rediagnose",
+        default="",
+        metavar="TAG",
+        help="with --resume: diagnose the kept problems again (this checkout's rules), their timings kept; the "
+        "problems already rediagnosed under TAG are skipped (a pass cut by --time-limit goes on)",
+    )
     parser.add_argument("--time-limit", type=float, default=470.0, help="seconds for the whole run (default 470)")
     parser.add_argument("--problem-budget", type=float, default=40.0, help="seconds per problem's techniques")
     parser.add_argument("--technique-timeout", type=float, default=60.0, help="seconds per technique at most")
@@ -773,6 +804,14 @@ def main(argv: list[str] | None = None) -> int:
             tell(meta["stopped"])
             break
         entry = kept.get(problem.id)
+        if (
+            entry is not None
+            and args.rediagnose
+            and not entry.get("error")
+            and entry.get("rediagnosed") != args.rediagnose
+        ):
+            tell(f"({i}/{len(problems)}) {problem.id}: diagnosing again")
+            entry = rediagnose(entry, problem, options, args.rediagnose)
         if entry is None:
             tell(f"({i}/{len(problems)}) {problem.id}")
             try:

@@ -330,6 +330,29 @@ def test_the_script_in_quick_mode_writes_the_json(injected, tmp_path, capsys):
     assert {e["id"]: e["seconds"] for e in json.loads(out.read_text())["problems"]} == before
 
 
+def test_rediagnose_keeps_the_timings_and_diagnoses_again(injected, tmp_path, capsys):
+    out = tmp_path / "oracle.json"
+    args = ["--device", "cpu", "--filter", "softmax-scores", "--out", str(out), "--rounds", "1"]
+    assert oracle.main(args) == 0
+    doc = json.loads(out.read_text())
+    (entry,) = doc["problems"]
+    entry["findings"] = entry["top"] = [{"rule": "stale", "technique": "channels_last", "share": 1.0}]
+    entry["ncu"] = {"sol": "kept only for the same kernel"}
+    out.write_text(json.dumps(doc))
+    assert oracle.main([*args, "--resume", "--rediagnose", "r2"]) == 0
+    (again,) = json.loads(out.read_text())["problems"]
+    # this checkout's findings (what they are depends on this host's timings), scored anew
+    assert all(f["rule"] != "stale" for f in again["findings"]) and again["rediagnosed"] == "r2"
+    assert again["top"] == again["findings"][: oracle.TOP] and "hit_after_verify" in again
+    assert again["techniques"] == entry["techniques"] and again["seconds"] == entry["seconds"]  # timings kept
+    assert again["ncu"] == entry["ncu"]  # the dominant kernel is the same
+    again["findings"] = "not touched under the same tag"
+    out.write_text(json.dumps({**doc, "problems": [again]}))
+    assert oracle.main([*args, "--resume", "--rediagnose", "r2"]) == 0
+    assert json.loads(out.read_text())["problems"][0]["findings"] == "not touched under the same tag"
+    capsys.readouterr()
+
+
 def test_the_documented_cpu_command_with_a_limit(injected, tmp_path, capsys):
     """--device cpu --quick --limit N: the first N problems of the corpus, the totals (before and after --verify)."""
     out = tmp_path / "x.json"
