@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 from roofline import ironlaw
+from roofline.costs.instructions import Estimate, estimate, instruction_time, issue_rates
 from roofline.device import Device
 from roofline.findings.shapes import ALIGN, ROW_ALIGN_BYTES, gemm_dims, misaligned, off_grid
 from roofline.report.rows import KernelFacts, OpPoint, bits_of
@@ -129,6 +131,44 @@ def is_layout_kernel(name: str) -> bool:
     if not any(marker.lower() in lowered for marker in LAYOUT_MARKERS):
         return False
     return not any(marker in lowered for marker in NOT_LAYOUT_MARKERS)
+
+
+def instruction_roof(point: OpPoint, device: Device) -> tuple[float, Estimate] | None:
+    """(seconds, estimate): the time the device's SMs need to issue the op's instructions (an NVIDIA GPU's SMs x 4
+    schedulers x 32 lanes x its clock, the SFU part at 16 per SM per clock: roofline.costs.instructions), None where
+    the op has no estimate or the device no SM count or clock."""
+    rates = issue_rates(device.compute_units, device.clock_hz, device.vendor)
+    if rates is None or point.rows <= 0:
+        return None
+    output = max(point.output_shapes, key=lambda s: math.prod(s) if s else 1, default=[])
+    per_element = estimate(point.op, point.dtype, point.input_shapes, output, strided=point.non_contiguous)
+    if per_element is None:
+        return None
+    return instruction_time(point.rows, per_element, rates), per_element
+
+
+def instruction_floor_s(points: Iterable[OpPoint], device: Device) -> float:
+    """The time the ops' arithmetic takes to issue, summed (0 for ops without an estimate or a device without an
+    issue rate): a kernel fusing them shares their loads, stores, conversions and index math but still issues the
+    arithmetic of every op, so a bound on them never goes below it."""
+    rates = issue_rates(device.compute_units, device.clock_hz, device.vendor)
+    if rates is None:
+        return 0.0
+    total = 0.0
+    for p in points:
+        roof = instruction_roof(p, device)
+        if roof is not None:
+            total += instruction_time(p.rows, roof[1].arithmetic(), rates)
+    return total
+
+
+def floor_time_s(points: Iterable[OpPoint], device: Device) -> float:
+    """Each op's roofline time or its instruction time, the longer, summed: the ops' floor before a fusion."""
+    total = 0.0
+    for p in points:
+        roof = instruction_roof(p, device)
+        total += max(p.roof_time_s, roof[0] if roof is not None else 0.0)
+    return total
 
 
 def _percent(value: float) -> str:
@@ -254,6 +294,13 @@ def classify(
     compute_share = point.compute_time_s / time_s
     memory_share = point.memory_time_s / time_s
     roofs = _roofs_text(point)
+    issue = instruction_roof(point, device) if gpu else None
+    if issue is not None and issue[0] / time_s >= NEAR and issue[0] / time_s > max(compute_share, memory_share):
+        seconds, per_element = issue
+        return "compute", (
+            f"instruction issue: {per_element.describe()} x {point.rows:,} elements = {format_time(seconds)} at the "
+            f"SM issue rate, {_percent(seconds / time_s)} of it achieved, nearer than {roofs}"
+        )
     if max(compute_share, memory_share) >= NEAR:
         limiter = "compute" if compute_share >= memory_share else "memory"
         return limiter, f"achieved {roofs} (at least {_percent(NEAR)} of a roof: {limiter})"
@@ -304,7 +351,7 @@ def classify(
             f"{odd} off the {ALIGN}-multiple tile grid: partial tiles waste its tensor-core work (awkward shapes: "
             f"pad to multiples of {ALIGN})"
         )
-    if is_instruction_bound_kernel(facts.name):
+    if issue is None and is_instruction_bound_kernel(facts.name):
         return "compute", (
             f"neither roof near ({roofs}) with the GPU filled ({shape}); its kernel ({_short(facts.name)}) spends "
             "its issue slots on index arithmetic (a generic element-wise or direct depthwise kernel), not FLOPs: "
@@ -364,6 +411,9 @@ __all__ = [
     "cuda_core_fallback",
     "describe",
     "dominant_kernel",
+    "floor_time_s",
+    "instruction_floor_s",
+    "instruction_roof",
     "is_instruction_bound_kernel",
     "is_layout_kernel",
     "sm_count",
