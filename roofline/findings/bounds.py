@@ -5,7 +5,10 @@ bandwidth is near the ceiling, 'compute' only when its achieved FLOP/s is near i
 roof is near, the kernel launch facts the profiler recorded (grid, block, blocks and warps per SM, estimated
 occupancy) tell a GPU that is not filled ('parallelism') from one that is filled and still slow ('latency': a
 dependency chain or instruction issue). :func:`classify` returns the class and a one-line evidence; the diagnose
-placement (roofline.diagnose.place) stores both in every point, so every reader reads the stored value.
+placement (roofline.diagnose.place) stores both in every point, so every reader reads the stored value. The
+instruction roof is a bound too: :func:`instruction_floor_s` (the ops' arithmetic, which a fused kernel still
+issues) and :func:`floor_time_s` (each op's roofline or instruction time, the longer) keep the fusion and coverage
+findings' bounds from going below it.
 
 The classes, in the order they are decided (thresholds are the module constants; docs/diagnose.md has the table):
 
@@ -13,6 +16,11 @@ The classes, in the order they are decided (thresholds are the module constants;
 - launch (GPU) / host (CPU): the time within ironlaw.LAUNCH_FACTOR of the launch floor (ironlaw.measured_bound);
   on the CPU also when the op's dispatch (host time beyond its self time) exceeds its own time;
 - layout (GPU): at least LAYOUT_SHARE of the op's time in layout/format-conversion kernels (:func:`is_layout_kernel`);
+- compute (instruction issue, GPU): the op has an instruction estimate (roofline.costs.instructions: element-wise
+  ops, scans, flip) and the device an SM count and clock, and the time its SMs need to issue it
+  (:func:`instruction_roof`: elements x instructions per element at SMs x 4 schedulers x 32 lanes x clock, the SFU
+  part at 16 per SM per clock) is at least NEAR of the measured time and above both roofs' shares: issuing takes
+  longer than the bytes (a bf16 softplus at 63% of DRAM on an H100, Nsight Compute reading SM 91%);
 - compute / memory: achieved FLOP/s (bytes/s) at least NEAR of the compute roof (DRAM bandwidth); the nearer wins;
 - parallelism (GPU): neither near and the dominant kernel leaves the GPU unfilled (:func:`under_filled`): fewer
   blocks than SMs, a partial last wave leaving at least TAIL_IDLE of the SM slots idle, or (element-wise and
@@ -25,8 +33,9 @@ The classes, in the order they are decided (thresholds are the module constants;
   fallback (:func:`cuda_core_fallback`: implicit_convolveNd_sgemm, a gemv, torch's slow convolutions), neither roof
   near: it is measured against the CUDA-core roof of its dtype, with the cause (channels or dims not multiples of
   8, the layout) in the evidence;
-- compute (instruction issue): neither near, the GPU filled, and the dominant kernel of a family that spends its
-  issue slots on index arithmetic (:func:`is_instruction_bound_kernel`);
+- compute (instruction issue by kernel name): only for an op without an instruction estimate (or a device without
+  a clock): neither near, the GPU filled, and the dominant kernel of a family that spends its issue slots on index
+  arithmetic (:func:`is_instruction_bound_kernel`);
 - parallelism (CPU): neither near and torch runs ops on fewer threads than the cores the process may use;
 - latency: neither near and the GPU filled, or no launch facts to tell (the evidence says which).
 """

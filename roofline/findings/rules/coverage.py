@@ -49,7 +49,7 @@ NOT_EXPLAINED = Rule(
         "the next experiment: the Nsight Compute sections for its limiter (`NEXT_SECTIONS`) on a GPU; "
         "`torch.profiler` with stacks and `perf stat` on the CPU"
     ),
-    bound="the ops' roofline time plus their launch floors",
+    bound="the ops' roofline time (each op's instruction time where longer) plus their launch floors",
     code_change="no technique is known for these ops",
 )
 COMPILE_CANDIDATE = Rule(
@@ -66,7 +66,10 @@ COMPILE_CANDIDATE = Rule(
         "`torch.compile`: Inductor generates these ops' kernels and fuses them with their neighbours (one pass "
         "over the data, no launch each)"
     ),
-    bound="the ops' roofline time plus their launch floors",
+    bound=(
+        "the ops' roofline time (each op's instruction time where longer: `bounds.floor_time_s`) plus their launch "
+        "floors"
+    ),
     verify=Verify("compile"),
 )
 NEAR_ROOF_RULE = Rule(
@@ -80,7 +83,10 @@ NEAR_ROOF_RULE = Rule(
         "fewer bytes (fuse with the neighbours, a lower precision) near the memory roof; fewer FLOPs (2:4 sparsity, "
         "low rank, a cheaper algorithm) near the compute roof"
     ),
-    bound="half the binding term: half the bytes (fp32 -> bf16, bf16 -> fp8) or half the FLOPs (2:4 sparsity)",
+    bound=(
+        "half the binding term: half the bytes (fp32 -> bf16, bf16 -> fp8) or half the FLOPs (2:4 sparsity); half "
+        "the bytes never below the instruction time of the ops' arithmetic"
+    ),
     code_change="the ops are near their roof already",
     changes_math=True,
 )

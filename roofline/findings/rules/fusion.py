@@ -53,7 +53,10 @@ ELEMENTWISE_CHAIN = Rule(
         "outside loops and the groups below; names the fused op when the chain computes one (F.gelu)"
     ),
     technique="fusion (`torch.compile`, Triton, a fused op)",
-    bound="bytes unfused vs fused (first op's inputs read once, last output written once), one launch",
+    bound=(
+        "bytes unfused vs fused (first op's inputs read once, last output written once), one launch; never below the "
+        "instruction time of the ops' arithmetic (`bounds.instruction_floor_s`: a fused kernel still issues it)"
+    ),
     verify=Verify("compile"),
 )
 
@@ -73,7 +76,10 @@ FUSED_OP = Rule(
         "the fused op (`nn.RMSNorm` / `F.rms_norm`, `F.layer_norm`, `torch.softmax`, `F.silu`, `F.gelu`), else "
         "`torch.compile`"
     ),
-    bound="external inputs read once, outputs written once, one launch; never below that roofline time",
+    bound=(
+        "external inputs read once, outputs written once, one launch; never below that roofline time nor the ops' "
+        "arithmetic's instruction time"
+    ),
     verify=Verify("compile"),
 )
 
