@@ -197,3 +197,60 @@ def test_a_fused_chain_of_mish_is_bounded_by_its_instructions():
     assert with_issue.floor_s == pytest.approx(arithmetic_s + H100.launch_floor_s)
     assert bytes_only.floor_s == pytest.approx(2 * n * 2 / 3.35e12 + H100.launch_floor_s)  # read once, write once
     assert with_issue.floor_s > bytes_only.floor_s
+
+
+# ------------------------------------------------------------------------------------------------ --counters
+
+
+def _counted(p, sm: float | None, memory: float | None):
+    from roofline.findings.counters import OpCounters
+
+    return OpCounters(index=p.index, op=p.op, module=p.module, kernels=["k"], launches=1.0,
+                      compulsory_bytes=p.bytes, dram_read_bytes=0.0, dram_write_bytes=0.0, dram_bytes=0.0,
+                      ratio=None, sm_pct=sm, memory_pct=memory, roofline_bound=p.roofline_bound,
+                      limiter=p.limiter)  # fmt: skip
+
+
+def test_the_measured_sm_throughput_decides_with_counters():
+    from roofline.findings.counters import measured_limiter
+
+    record = unary(0, "aten::softplus")
+    dram_s = 2 * N * 2 / 3.35e12
+    # without a clock the softplus of the held-out run reads memory at 63% of DRAM; ncu read SM 91%, memory 63%
+    memory = at(record, dram_s / 0.63, replace(H100, clock_hz=0.0))
+    assert memory.limiter == "memory"
+    limiter, evidence = measured_limiter(memory, _counted(memory, 91.0, 63.0))
+    assert limiter == "compute" and evidence.startswith("instruction issue, measured: Nsight Compute: SM 91%")
+    assert "the estimate said memory" in evidence
+    # the SM below 60%, or not the busier unit: the counters leave it
+    assert measured_limiter(memory, _counted(memory, 55.0, 40.0)) is None
+    assert measured_limiter(memory, _counted(memory, 70.0, 85.0)) is None
+    assert measured_limiter(memory, _counted(memory, None, 63.0)) is None
+    # the estimate said instruction issue, the counters say the memory side is the busier: memory, or latency
+    issue = at(record, dram_s / 0.63)
+    assert issue.limiter == "compute"
+    assert measured_limiter(issue, _counted(issue, 50.0, 70.0))[0] == "memory"  # type: ignore[index]
+    assert measured_limiter(issue, _counted(issue, 30.0, 40.0))[0] == "latency"  # type: ignore[index]
+    assert measured_limiter(issue, _counted(issue, 91.0, 63.0)) is None  # they agree
+
+
+def test_counters_relabel_the_placed_ops_and_their_aggregates():
+    from roofline.diagnose.pipeline import with_counters
+    from roofline.findings.counters import Counters
+
+    ops = [unary(0, "aten::softplus"), unary(1, "aten::native_layer_norm")]
+    dram_s = 2 * N * 2 / 3.35e12
+    timing = Timing(device="cuda", iterations=1, wall_s=1.0,
+                    ops=[OpTiming(0, dram_s / 0.63, 1), OpTiming(1, dram_s / 0.3, 1)])  # fmt: skip
+    placed = place(ops, timing, replace(H100, clock_hz=0.0))
+    assert [p.limiter for p in placed.points] == ["memory", "latency"]
+    counted = [_counted(placed.points[0], 91.0, 63.0), _counted(placed.points[1], 20.0, 30.0)]
+    counters = Counters(source="test", launches=2, matched_launches=2, unmatched_kernels=[], unmatched_dram_bytes=0,
+                        ops=counted, agreement=None)  # fmt: skip
+    after = with_counters(placed, counters)
+    assert [p.limiter for p in after.points] == ["compute", "latency"]
+    assert after.points[1] is placed.points[1]  # untouched
+    assert with_counters(after, counters) is after  # nothing more to overrule
+    softplus = next(a for a in after.aggregates.op_types if a.key == "aten::softplus")
+    assert softplus.limiter == "compute"
+    assert next(a for a in placed.aggregates.op_types if a.key == "aten::softplus").limiter == "memory"
