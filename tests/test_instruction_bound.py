@@ -75,6 +75,8 @@ def test_the_issue_rate_of_the_h100_sheet():
         # broadcast div (64, 4096) / (64, 1): the generic kernel: div 10 + 3 scalar loads/stores + 3 conversions
         # + 2 dims x (divmod 3 + 3 operands)
         ("aten::div.Tensor", "bf16", [[64, 4096], [64, 1]], [64, 4096], 28, 1),
+        # x / 2.0: the divisor a 0-dim scalar, a multiply by its reciprocal: 1 + 2 / 8 + 2 + 0.5
+        ("aten::div.Tensor", "bf16", [[ROWS, COLS], []], [ROWS, COLS], 3.75, 0),
         # cumsum over rows of 4096, 128 rows: 2**((9 + 12 - 7) // 2) = 128 threads along the row, chunk 256:
         # 2 x 8 steps x 2 = 32 + carry 4 + add 1 + load and store 2 + 2 conversions
         ("aten::cumsum", "bf16", [[128, 4096]], [128, 4096], 41, 0),

@@ -92,7 +92,7 @@ ARITHMETIC: dict[str, tuple[int, int]] = {
     "add": ONE,  # NB: a + alpha * b: one FFMA
     "sub": ONE,  # NB: a - alpha * b: one FFMA
     "mul": ONE,
-    "div": DIV,  # NB: true division; a CPU-scalar divisor becomes a multiply by its reciprocal (not told apart here)
+    "div": DIV,  # NB: true division; a 0-dim divisor becomes a multiply by its reciprocal (see estimate)
     "neg": ONE,
     "abs": ONE,
     "relu": (2, 0),  # NB: clamp_min(x, 0) with NaN propagation: a compare and a select
@@ -259,6 +259,10 @@ def estimate(
     if key not in ARITHMETIC:
         return None
     alu, sfu = ARITHMETIC[key]
+    if key == "div" and len(input_shapes) >= 2 and len(input_shapes[1]) == 0:
+        # NB: torch's div_true_kernel_cuda multiplies by the reciprocal of a CPU-scalar divisor (a 0-dim operand:
+        # a Python number), computed on the host: one FMUL
+        alu, sfu = ONE
     operands = len(tensors)
     generic = strided or any(s != out for s in tensors)
     per_vector = VECTOR_BYTES / size
