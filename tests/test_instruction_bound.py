@@ -126,7 +126,8 @@ def test_softplus_at_63_percent_of_dram_is_instruction_issue():
     assert issue_s > dram_s  # the estimate: more time to issue than to move the bytes
     assert p.limiter == "compute", p.limiter_evidence
     assert p.limiter_evidence.startswith("instruction issue: ~45.8 instructions/element")
-    assert f"{100 * issue_s / p.time_s:.0f}% of it achieved" in p.limiter_evidence
+    assert f"achieved {100 * issue_s / p.time_s:.0f}% of the SM issue rate" in p.limiter_evidence
+    assert "(132 SMs x 4 schedulers x 32 lanes x 1.98 GHz)" in p.limiter_evidence
     assert "63% of DRAM" in p.limiter_evidence
     # the same op on a device without a clock: today's path (63% of DRAM: memory)
     assert at(record, dram_s / 0.63, replace(H100, clock_hz=0.0)).limiter == "memory"

@@ -306,9 +306,10 @@ def classify(
     issue = instruction_roof(point, device) if gpu else None
     if issue is not None and issue[0] / time_s >= NEAR and issue[0] / time_s > max(compute_share, memory_share):
         seconds, per_element = issue
+        rate = f"{device.compute_units} SMs x 4 schedulers x 32 lanes x {device.clock_hz / 1e9:.3g} GHz"
         return "compute", (
             f"instruction issue: {per_element.describe()} x {point.rows:,} elements = {format_time(seconds)} at the "
-            f"SM issue rate, {_percent(seconds / time_s)} of it achieved, nearer than {roofs}"
+            f"SM issue rate ({rate}): achieved {_percent(seconds / time_s)} of the SM issue rate, nearer than {roofs}"
         )
     if max(compute_share, memory_share) >= NEAR:
         limiter = "compute" if compute_share >= memory_share else "memory"
