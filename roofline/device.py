@@ -73,6 +73,9 @@ class Device:
     roof_source: str = ROOF_SOURCE_SPEC
     capacities: dict[str, float] = field(default_factory=dict)  # level -> bytes
     compute_units: int = 0  # SMs / CUs (0 when unknown, e.g. a CPU)
+    # the SM clock the sheet's vector peaks are quoted at (boost), Hz; 0 when unknown. Read by the instruction roof
+    # (roofline.costs.instructions): SMs x 4 schedulers x 32 lanes x this clock
+    clock_hz: float = 0.0
     # With measured roofs: the compute roofs that were measured; the others keep the sheet's value.
     measured: frozenset[tuple[str, str]] = frozenset()
     unit_name: str = "SM"

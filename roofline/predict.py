@@ -191,7 +191,7 @@ def scale_op(op: OpInput, pair: Pair) -> OpPrediction:
     derived = not op.limiter
     cls = op.limiter or derive_class(op, c_here, m_here)
     if cls == "compute" and c_here < NEAR * t:
-        cls = "issue"  # compute by instruction issue (bounds.is_instruction_bound_kernel): FLOPs far under the roof
+        cls = "issue"  # compute by instruction issue (the instruction roof, or a kernel family): FLOPs far below
 
     def mid(a: float, b: float) -> tuple[float, float, float]:
         return (a + b) / 2, min(a, b), max(a, b)

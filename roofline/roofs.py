@@ -91,6 +91,7 @@ def device_from_sheet(sheet: SpecSheet) -> Device:
         launch_floor_s=sheet.launch_floor_us * 1e-6,
         capacities=capacities,
         compute_units=sheet.compute_units,
+        clock_hz=float(sheet.boost_clock_mhz) * 1e6 if sheet.boost_clock_mhz else 0.0,
         unit_name=sheet.compute_unit_name,
         sm=sm_facts(sheet),
         links=tuple(links),

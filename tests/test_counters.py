@@ -484,3 +484,18 @@ def test_agreement_judges_our_verdict_not_the_side_of_the_ridge(placed):
     points = [issue if p.index == point.index else p for p in placed.points]
     by = {o.index: o for o in attach(points, kernels, "x").ops}
     assert (by[point.index].counters_bound, by[point.index].agree) == ("compute", True)
+
+
+def test_diagnose_with_counters_lets_the_measured_sm_throughput_decide(tmp_path, monkeypatch):
+    # the copy kernel read as SM-bound (SM 91%, memory 63%): the copy_, 'latency' from the roofline numbers,
+    # becomes 'compute' (instruction issue, measured); the counters' agreement stays our own verdict's
+    def counters(path, **options):
+        kernels = read_csv(RAW)
+        return [k.model_copy(update={"sm_pct": 91.0, "memory_pct": 63.0}) if "copy" in k.name else k for k in kernels]
+
+    result = _diagnose(tmp_path, monkeypatch, counters, counters=True)
+    copy = next(p for p in result.placed.points if p.op == "aten::copy_")
+    assert copy.limiter == "compute" and copy.limiter_evidence.startswith("instruction issue, measured")
+    assert next(o for o in result.counters.ops if o.op == "aten::copy_").limiter == "latency"
+    plain = _diagnose(tmp_path, monkeypatch, lambda path, **o: read_csv(RAW), counters=True)
+    assert next(p for p in plain.placed.points if p.op == "aten::copy_").limiter == "latency"

@@ -313,10 +313,28 @@ def conclude(
     costs time gets a verdict): what every diagnosis ends with (a model file, a model in-process, a profiled
     region of a loop). ``rules``: the model stage's producers; the coverage stage runs after them."""
     placed = place(records, timing, dev)
+    return placed, findings_of(placed, timing, dev, rules)
+
+
+def findings_of(placed: Placed, timing: Timing, dev: Device, rules: Sequence[Producer] = RULES) -> list[ModelFinding]:
+    """The model and coverage findings of ops already placed (:func:`conclude`'s second half)."""
     ctx = ModelContext.of(placed.points, dev, timing, placed=placed)
     chosen = [*rules, *producers(("coverage",))]
     findings = produce_all(FindingContext(model=ctx), ("model", "coverage"), chosen)
-    return placed, [f for f in findings if isinstance(f, ModelFinding)]
+    return [f for f in findings if isinstance(f, ModelFinding)]
+
+
+def with_counters(placed: Placed, counters: Any) -> Placed:
+    """``placed`` with the classes the counters overrule (roofline.findings.counters.relabel) and its aggregates
+    again; the same object when they overrule none."""
+    from roofline.findings.counters import relabel
+    from roofline.report.aggregate import aggregate_points
+
+    points = relabel(placed.points, counters)
+    if all(a is b for a, b in zip(points, placed.points, strict=True)):
+        return placed
+    aggregates = aggregate_points(points, placed.summary.op_time_s)
+    return placed.model_copy(update={"points": points, "aggregates": aggregates})
 
 
 #: (resolved torch device) -> the model on it, ready to run; called inside the user-code boundary
@@ -488,6 +506,9 @@ def _diagnosis(
         where = Path(getattr(loaded, "path", None) or path)
         measured, counters_error = _with_counters(where, placed, torch_device, later)
         if measured is not None:
+            relabeled = with_counters(placed, measured)  # NB: the measured SM throughput decides instruction issue
+            if relabeled is not placed:
+                placed, findings = relabeled, findings_of(relabeled, timing, dev)
             counted = FindingContext(
                 points=tuple(placed.points), iteration_s=placed.summary.iteration_s, counters=measured
             )

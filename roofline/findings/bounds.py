@@ -5,7 +5,10 @@ bandwidth is near the ceiling, 'compute' only when its achieved FLOP/s is near i
 roof is near, the kernel launch facts the profiler recorded (grid, block, blocks and warps per SM, estimated
 occupancy) tell a GPU that is not filled ('parallelism') from one that is filled and still slow ('latency': a
 dependency chain or instruction issue). :func:`classify` returns the class and a one-line evidence; the diagnose
-placement (roofline.diagnose.place) stores both in every point, so every reader reads the stored value.
+placement (roofline.diagnose.place) stores both in every point, so every reader reads the stored value. The
+instruction roof is a bound too: :func:`instruction_floor_s` (the ops' arithmetic, which a fused kernel still
+issues) and :func:`floor_time_s` (each op's roofline or instruction time, the longer) keep the fusion and coverage
+findings' bounds from going below it.
 
 The classes, in the order they are decided (thresholds are the module constants; docs/diagnose.md has the table):
 
@@ -13,6 +16,11 @@ The classes, in the order they are decided (thresholds are the module constants;
 - launch (GPU) / host (CPU): the time within ironlaw.LAUNCH_FACTOR of the launch floor (ironlaw.measured_bound);
   on the CPU also when the op's dispatch (host time beyond its self time) exceeds its own time;
 - layout (GPU): at least LAYOUT_SHARE of the op's time in layout/format-conversion kernels (:func:`is_layout_kernel`);
+- compute (instruction issue, GPU): the op has an instruction estimate (roofline.costs.instructions: element-wise
+  ops, scans, flip) and the device an SM count and clock, and the time its SMs need to issue it
+  (:func:`instruction_roof`: elements x instructions per element at SMs x 4 schedulers x 32 lanes x clock, the SFU
+  part at 16 per SM per clock) is at least NEAR of the measured time and above both roofs' shares: issuing takes
+  longer than the bytes (a bf16 softplus at 63% of DRAM on an H100, Nsight Compute reading SM 91%);
 - compute / memory: achieved FLOP/s (bytes/s) at least NEAR of the compute roof (DRAM bandwidth); the nearer wins;
 - parallelism (GPU): neither near and the dominant kernel leaves the GPU unfilled (:func:`under_filled`): fewer
   blocks than SMs, a partial last wave leaving at least TAIL_IDLE of the SM slots idle, or (element-wise and
@@ -25,8 +33,9 @@ The classes, in the order they are decided (thresholds are the module constants;
   fallback (:func:`cuda_core_fallback`: implicit_convolveNd_sgemm, a gemv, torch's slow convolutions), neither roof
   near: it is measured against the CUDA-core roof of its dtype, with the cause (channels or dims not multiples of
   8, the layout) in the evidence;
-- compute (instruction issue): neither near, the GPU filled, and the dominant kernel of a family that spends its
-  issue slots on index arithmetic (:func:`is_instruction_bound_kernel`);
+- compute (instruction issue by kernel name): only for an op without an instruction estimate (or a device without
+  a clock): neither near, the GPU filled, and the dominant kernel of a family that spends its issue slots on index
+  arithmetic (:func:`is_instruction_bound_kernel`);
 - parallelism (CPU): neither near and torch runs ops on fewer threads than the cores the process may use;
 - latency: neither near and the GPU filled, or no launch facts to tell (the evidence says which).
 """
@@ -35,8 +44,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 from roofline import ironlaw
+from roofline.costs.instructions import Estimate, estimate, instruction_time, issue_rates
 from roofline.device import Device
 from roofline.findings.shapes import ALIGN, ROW_ALIGN_BYTES, gemm_dims, misaligned, off_grid
 from roofline.report.rows import KernelFacts, OpPoint, bits_of
@@ -129,6 +140,44 @@ def is_layout_kernel(name: str) -> bool:
     if not any(marker.lower() in lowered for marker in LAYOUT_MARKERS):
         return False
     return not any(marker in lowered for marker in NOT_LAYOUT_MARKERS)
+
+
+def instruction_roof(point: OpPoint, device: Device) -> tuple[float, Estimate] | None:
+    """(seconds, estimate): the time the device's SMs need to issue the op's instructions (an NVIDIA GPU's SMs x 4
+    schedulers x 32 lanes x its clock, the SFU part at 16 per SM per clock: roofline.costs.instructions), None where
+    the op has no estimate or the device no SM count or clock."""
+    rates = issue_rates(device.compute_units, device.clock_hz, device.vendor)
+    if rates is None or point.rows <= 0:
+        return None
+    output = max(point.output_shapes, key=lambda s: math.prod(s) if s else 1, default=[])
+    per_element = estimate(point.op, point.dtype, point.input_shapes, output, strided=point.non_contiguous)
+    if per_element is None:
+        return None
+    return instruction_time(point.rows, per_element, rates), per_element
+
+
+def instruction_floor_s(points: Iterable[OpPoint], device: Device) -> float:
+    """The time the ops' arithmetic takes to issue, summed (0 for ops without an estimate or a device without an
+    issue rate): a kernel fusing them shares their loads, stores, conversions and index math but still issues the
+    arithmetic of every op, so a bound on them never goes below it."""
+    rates = issue_rates(device.compute_units, device.clock_hz, device.vendor)
+    if rates is None:
+        return 0.0
+    total = 0.0
+    for p in points:
+        roof = instruction_roof(p, device)
+        if roof is not None:
+            total += instruction_time(p.rows, roof[1].arithmetic(), rates)
+    return total
+
+
+def floor_time_s(points: Iterable[OpPoint], device: Device) -> float:
+    """Each op's roofline time or its instruction time, the longer, summed: the ops' floor before a fusion."""
+    total = 0.0
+    for p in points:
+        roof = instruction_roof(p, device)
+        total += max(p.roof_time_s, roof[0] if roof is not None else 0.0)
+    return total
 
 
 def _percent(value: float) -> str:
@@ -254,6 +303,14 @@ def classify(
     compute_share = point.compute_time_s / time_s
     memory_share = point.memory_time_s / time_s
     roofs = _roofs_text(point)
+    issue = instruction_roof(point, device) if gpu else None
+    if issue is not None and issue[0] / time_s >= NEAR and issue[0] / time_s > max(compute_share, memory_share):
+        seconds, per_element = issue
+        rate = f"{device.compute_units} SMs x 4 schedulers x 32 lanes x {device.clock_hz / 1e9:.3g} GHz"
+        return "compute", (
+            f"instruction issue: {per_element.describe()} x {point.rows:,} elements = {format_time(seconds)} at the "
+            f"SM issue rate ({rate}): achieved {_percent(seconds / time_s)} of the SM issue rate, nearer than {roofs}"
+        )
     if max(compute_share, memory_share) >= NEAR:
         limiter = "compute" if compute_share >= memory_share else "memory"
         return limiter, f"achieved {roofs} (at least {_percent(NEAR)} of a roof: {limiter})"
@@ -304,7 +361,7 @@ def classify(
             f"{odd} off the {ALIGN}-multiple tile grid: partial tiles waste its tensor-core work (awkward shapes: "
             f"pad to multiples of {ALIGN})"
         )
-    if is_instruction_bound_kernel(facts.name):
+    if issue is None and is_instruction_bound_kernel(facts.name):
         return "compute", (
             f"neither roof near ({roofs}) with the GPU filled ({shape}); its kernel ({_short(facts.name)}) spends "
             "its issue slots on index arithmetic (a generic element-wise or direct depthwise kernel), not FLOPs: "
@@ -364,6 +421,9 @@ __all__ = [
     "cuda_core_fallback",
     "describe",
     "dominant_kernel",
+    "floor_time_s",
+    "instruction_floor_s",
+    "instruction_roof",
     "is_instruction_bound_kernel",
     "is_layout_kernel",
     "sm_count",

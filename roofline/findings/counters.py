@@ -13,6 +13,10 @@ The counters' bound is the busier unit: ``memory`` when the memory throughput % 
 else ``compute``; ``low`` marks ops where both are under LOW_PCT (Nsight Compute's own rule for a kernel limited by
 latency, neither unit near its peak). It agrees with ours when it equals the op's roofline bound.
 
+Where the counters and our class differ on instruction issue, the measured SM throughput decides
+(:func:`measured_limiter`, :func:`relabel`; the diagnose pipeline re-draws the aggregates and findings from them);
+the agreement stays that of our class before them.
+
 The locality finding on these counters (rule ``excess-dram-traffic``) is the counters family's
 (:mod:`roofline.findings.rules.counters`).
 """
@@ -25,6 +29,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from roofline.findings.bounds import NEAR
 from roofline.measure.ncu import KernelCounters
 from roofline.report.rows import OpPoint
 
@@ -290,15 +295,59 @@ def _op_counters(point: OpPoint, share: _Share) -> OpCounters:
     )
 
 
+#: Nsight Compute's SM throughput at least this % of peak, and above its memory throughput: limited by instruction
+#: issue (bounds.NEAR, as a percentage: the share of a roof that makes it the limit)
+SM_BOUND_PCT = 100 * NEAR
+
+
+def measured_limiter(point: OpPoint, oc: OpCounters) -> tuple[str, str] | None:
+    """(limiter, evidence) where the op's measured throughputs (--counters) overrule the class our estimate gave:
+    SM throughput at least SM_BOUND_PCT and above the memory throughput makes a 'memory', 'latency' or
+    'parallelism' op 'compute' (instruction issue, measured); an op the instruction estimate called instruction-bound
+    whose memory throughput is at least its SM throughput becomes 'memory' (memory at least SM_BOUND_PCT) or
+    'latency'. None: the counters agree, say nothing, or the op's class is not one they decide (launch, host,
+    layout, the other compute causes)."""
+    sm, memory = oc.sm_pct, oc.memory_pct
+    if sm is None or memory is None:
+        return None
+    measured = f"Nsight Compute: SM {sm:.0f}%, memory {memory:.0f}% of peak"
+    was = f"(the estimate said {point.limiter}: {point.limiter_evidence})" if point.limiter_evidence else ""
+    if point.limiter in ("memory", "latency", "parallelism") and sm >= SM_BOUND_PCT and sm > memory:
+        return "compute", f"instruction issue, measured: {measured}, the SM the busier unit {was}".rstrip()
+    by_estimate = point.limiter == "compute" and point.limiter_evidence.startswith("instruction issue:")
+    if by_estimate and memory >= sm:
+        limiter = "memory" if memory >= SM_BOUND_PCT else "latency"
+        return limiter, f"{measured}: the memory side the busier, not instruction issue {was}".rstrip()
+    return None
+
+
+def relabel(points: Sequence[OpPoint], counters: Counters) -> list[OpPoint]:
+    """``points`` with the class of each op whose counters overrule it (:func:`measured_limiter`); the others as
+    they are. NB: the counters' own agreement (``OpCounters.agree``) stays the estimate's, measured before this."""
+    by_index = {oc.index: oc for oc in counters.ops}
+    out: list[OpPoint] = []
+    for p in points:
+        oc = by_index.get(p.index)
+        decided = measured_limiter(p, oc) if oc is not None else None
+        if decided is None:
+            out.append(p)
+        else:
+            out.append(p.model_copy(update={"limiter": decided[0], "limiter_evidence": decided[1]}))
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ the finding
 
 
 __all__ = [
     "LOCALITY_FACTOR",
     "LOW_PCT",
+    "SM_BOUND_PCT",
     "Counters",
     "OpCounters",
     "attach",
     "base_name",
+    "measured_limiter",
     "normalized",
+    "relabel",
 ]

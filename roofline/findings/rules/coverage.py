@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from roofline.costs.aten.registry import FAMILY
 from roofline.findings.base import Finding, at_floor, bounded, labelled
-from roofline.findings.bounds import is_instruction_bound_kernel
+from roofline.findings.bounds import floor_time_s, instruction_floor_s, is_instruction_bound_kernel
 from roofline.findings.context import FindingContext
 from roofline.findings.model import ModelContext, ModelFinding
 from roofline.findings.registry import Rule, Verify, register
@@ -49,7 +49,7 @@ NOT_EXPLAINED = Rule(
         "the next experiment: the Nsight Compute sections for its limiter (`NEXT_SECTIONS`) on a GPU; "
         "`torch.profiler` with stacks and `perf stat` on the CPU"
     ),
-    bound="the ops' roofline time plus their launch floors",
+    bound="the ops' roofline time (each op's instruction time where longer) plus their launch floors",
     code_change="no technique is known for these ops",
 )
 COMPILE_CANDIDATE = Rule(
@@ -67,7 +67,10 @@ COMPILE_CANDIDATE = Rule(
         "`torch.compile`: Inductor generates these ops' kernels and fuses them with their neighbours (one pass "
         "over the data, no launch each)"
     ),
-    bound="the ops' roofline time plus their launch floors",
+    bound=(
+        "the ops' roofline time (each op's instruction time where longer: `bounds.floor_time_s`) plus their launch "
+        "floors"
+    ),
     verify=Verify("compile"),
 )
 NEAR_ROOF_RULE = Rule(
@@ -81,7 +84,10 @@ NEAR_ROOF_RULE = Rule(
         "fewer bytes (fuse with the neighbours, a lower precision) near the memory roof; fewer FLOPs (2:4 sparsity, "
         "low rank, a cheaper algorithm) near the compute roof"
     ),
-    bound="half the binding term: half the bytes (fp32 -> bf16, bf16 -> fp8) or half the FLOPs (2:4 sparsity)",
+    bound=(
+        "half the binding term: half the bytes (fp32 -> bf16, bf16 -> fp8) or half the FLOPs (2:4 sparsity); half "
+        "the bytes never below the instruction time of the ops' arithmetic"
+    ),
     code_change="the ops are near their roof already",
     changes_math=True,
 )
@@ -239,7 +245,8 @@ def generated(points: Sequence[OpPoint], gpu: bool = False) -> bool:
 def not_explained(ctx: ModelContext, points: Sequence[OpPoint], share: float, efficiency: float) -> ModelFinding:
     limiter, evidence = _limiter(points)
     time_s = sum(p.time_s for p in points)
-    bound = at_floor(time_s, sum(p.roof_time_s + p.launch_floor_s for p in points))
+    # NB: never below the ops' instruction time (bounds.floor_time_s): torch.compile's kernel still issues them
+    bound = at_floor(time_s, floor_time_s(points, ctx.device) + sum(p.launch_floor_s for p in points))
     rates = _rates(points)
     text = (
         f"{_label(points)}: {100 * share:.0f}% of the time at {100 * efficiency:.0f}% of the roofline; "
@@ -278,7 +285,13 @@ def near_roof(ctx: ModelContext, points: Sequence[OpPoint], share: float, effici
             "a lower precision (bf16/fp8 activations, int8/int4 weights)"
         )
         # NB: the what-if of half the bytes (fp32 -> bf16, or bf16 -> fp8), the compute term unchanged
-        after = sum(max(p.memory_time_s / 2, p.compute_time_s) for p in points) + launch
+        # NB: nor below the instruction time of the ops' arithmetic (bounds.instruction_floor_s)
+        after = (
+            max(
+                sum(max(p.memory_time_s / 2, p.compute_time_s) for p in points), instruction_floor_s(points, ctx.device)
+            )
+            + launch
+        )
     else:
         bottleneck = "compute"
         props = [Property.SPARSITY.value, Property.SEPARABILITY.value, Property.SYMMETRY.value]

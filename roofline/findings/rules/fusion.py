@@ -20,6 +20,7 @@ from typing import Any
 
 from roofline.findings import patterns, structure
 from roofline.findings.base import bounded
+from roofline.findings.bounds import floor_time_s, instruction_floor_s
 from roofline.findings.model import (
     COMPILED_UNFUSED,
     Attention,
@@ -52,7 +53,10 @@ ELEMENTWISE_CHAIN = Rule(
         "outside loops and the groups below; names the fused op when the chain computes one (F.gelu)"
     ),
     technique="fusion (`torch.compile`, Triton, a fused op)",
-    bound="bytes unfused vs fused (first op's inputs read once, last output written once), one launch",
+    bound=(
+        "bytes unfused vs fused (first op's inputs read once, last output written once), one launch; never below the "
+        "instruction time of the ops' arithmetic (`bounds.instruction_floor_s`: a fused kernel still issues it)"
+    ),
     verify=Verify("compile"),
 )
 
@@ -72,7 +76,10 @@ FUSED_OP = Rule(
         "the fused op (`nn.RMSNorm` / `F.rms_norm`, `F.layer_norm`, `torch.softmax`, `F.silu`, `F.gelu`), else "
         "`torch.compile`"
     ),
-    bound="external inputs read once, outputs written once, one launch; never below that roofline time",
+    bound=(
+        "external inputs read once, outputs written once, one launch; never below that roofline time nor the ops' "
+        "arithmetic's instruction time"
+    ),
     verify=Verify("compile"),
 )
 
@@ -204,8 +211,11 @@ def elementwise_chain(ctx: ModelContext) -> list[ModelFinding]:
         unfused = sum(p.bytes for p in first_chain)
         fused = min(input_bytes(first_chain[0]) + output_bytes(first_chain[-1]), unfused)
         compute = sum(p.compute_time_s for p in first_chain)
-        before = sum(p.roof_time_s + p.launch_floor_s for p in first_chain)
-        after = roofline_time(compute, memory_time(fused, bw)) + ctx.one_launch_s()
+        # NB: each op's floor is its roofline time or its instruction time (bounds.instruction_roof), the longer; the
+        # fused kernel still issues every op's arithmetic (bounds.instruction_floor_s)
+        before = floor_time_s(first_chain, ctx.device) + sum(p.launch_floor_s for p in first_chain)
+        issue = instruction_floor_s(first_chain, ctx.device)
+        after = max(roofline_time(compute, memory_time(fused, bw)), issue) + ctx.one_launch_s()
         all_pts = [p for chain_pts in group for p in chain_pts]
         time_now = sum(p.time_s for p in all_pts)
         numel = max_numel(first_chain[0])
@@ -257,8 +267,11 @@ def written_out_fusion(ctx: ModelContext) -> list[ModelFinding]:
     for group in grouped(items):
         fusion, pts = group[0]
         compute = sum(p.compute_time_s for p in pts)
-        before = sum(p.roof_time_s + p.launch_floor_s for p in pts) * len(group)
-        after = (roofline_time(compute, memory_time(fusion.fused_bytes, bw)) + ctx.one_launch_s()) * len(group)
+        before = (floor_time_s(pts, ctx.device) + sum(p.launch_floor_s for p in pts)) * len(group)
+        fused_roof = max(
+            roofline_time(compute, memory_time(fusion.fused_bytes, bw)), instruction_floor_s(pts, ctx.device)
+        )
+        after = (fused_roof + ctx.one_launch_s()) * len(group)
         all_pts = [p for _, members in group for p in members]
         time_now = sum(p.time_s for p in all_pts)
         count = f"; x{len(group)} (the same ops {len(group)} times)" if len(group) > 1 else ""
