@@ -11,15 +11,8 @@ import html
 import re
 from typing import Any
 
-# Whole control sequences (ECMA-48), 7-bit (ESC ...) and 8-bit (C1) forms: CSI (ESC [ or U+009B, parameters,
-# intermediates, a final byte), OSC (ESC ] or U+009D, up to BEL or ST: terminal titles, OSC 8 links, OSC 52 clipboard
-# writes), DCS, SOS, PM and APC (ESC P X ^ _ or U+0090 U+0098 U+009E U+009F, up to ST); an unterminated string
-# sequence runs to the end of the text. Then the other two-byte escapes (ESC and one byte).
-_SEQUENCES = re.compile(
-    r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c|$)"
-    r"|\x1b[\x20-\x2f]*[\x30-\x7e]?"
-)
+from roofline.report.sequences import strip_sequences
+
 # XML 1.0 allows tab, newline, carriage return and U+0020 up, less the surrogates and U+FFFE/U+FFFF.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # Terminals and charts: also no escape sequences (ESC, the C1 controls, DEL); tab and newline stay.
@@ -37,7 +30,7 @@ def markdown_text(text: Any) -> str:
 
     Emphasis characters are left alone (``snake_case_names`` stay readable in the source; a stray ``*`` can
     only style text, never inject markup)."""
-    text = _SEQUENCES.sub("", str(text)).replace("\r\n", " ").translate(_MARKDOWN)
+    text = strip_sequences(text).replace("\r\n", " ").translate(_MARKDOWN)
     return xml_text(text.replace("](", "]\\("))
 
 
@@ -55,22 +48,14 @@ def xml_text(text: Any) -> str:
     """``text`` without the characters XML 1.0 cannot hold (control characters, lone surrogates): for values
     handed to ElementTree, which escapes ``& < > "`` itself but writes these as they are (a broken document).
     Terminal control sequences (:func:`strip_sequences`) go whole."""
-    return _XML_ILLEGAL.sub("", _SEQUENCES.sub("", str(text)))
+    return _XML_ILLEGAL.sub("", strip_sequences(text))
 
 
 def plain_text(text: Any) -> str:
     """``text`` without control characters (tab and newline kept), escape sequences' ESC, lone surrogates and
     U+FFFE/U+FFFF: for a terminal (a module named ``\x1b[2J`` must not clear it) and for chart labels. A whole
     control sequence goes (:func:`strip_sequences`: an OSC title or link leaves no ``]0;...`` behind)."""
-    return _NOT_PLAIN.sub("", _SEQUENCES.sub("", str(text)))
-
-
-def strip_sequences(text: Any) -> str:
-    """``text`` without terminal control sequences, whole: CSI (colours, cursor moves, ``\x1b[2J``), OSC (window
-    titles, OSC 8 hyperlinks, OSC 52 clipboard writes), DCS, SOS, PM and APC strings, in their 7-bit (ESC) and 8-bit
-    (C1) forms, and other ESC escapes. Other characters stay (see :func:`plain_text` for one that also drops the
-    remaining control characters)."""
-    return _SEQUENCES.sub("", str(text))
+    return _NOT_PLAIN.sub("", strip_sequences(text))
 
 
 def console_text(text: Any) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
 from roofline.report.points import Point, report_points
+from roofline.report.sequences import strip_sequences
 from roofline.yamlio import dumps_json
 
 if TYPE_CHECKING:
@@ -177,9 +178,11 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_text(text: str) -> str:
-    """A text cell that a spreadsheet cannot run: one that starts like a formula (``=HYPERLINK(...)``, ``+1``,
-    ``-2+3``, ``@SUM``) gets a leading ``'`` (OWASP's CSV-injection rule: shown as text, the quote hidden);
-    numbers are written as numbers, never through this."""
+    """A text cell that a spreadsheet cannot run and a terminal cannot obey: terminal control sequences stripped
+    (roofline.report.sequences), and one that starts like a formula (``=HYPERLINK(...)``, ``+1``, ``-2+3``,
+    ``@SUM``) behind a leading ``'`` (OWASP's CSV-injection rule: shown as text, the quote hidden); numbers are
+    written as numbers, never through this."""
+    text = strip_sequences(text)
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
