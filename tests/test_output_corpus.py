@@ -405,6 +405,7 @@ def _chatter():
     for i in range(100000):
         print("chatter", i, flush=True)
         os.write(1, b"raw chatter\\n")
+        sys.stdout.buffer.write(b"binary chatter\\n")
         time.sleep(0.001)
 
 threading.Thread(target=_chatter).start()
@@ -422,7 +423,7 @@ def test_a_model_that_leaves_threads_neither_corrupts_json_nor_holds_the_exit(tm
     err = done.stderr.decode(errors="replace")
     assert done.returncode == 0, err[-3000:]
     assert json.loads(done.stdout)["schema"] == "roofline.report"
-    assert "chatter" in err and "raw chatter" in err
+    assert "chatter" in err and "raw chatter" in err and "binary chatter" in err
     assert "thread(s) left running by the model" in err and "forever" in err
     assert "Traceback" not in err
     assert read_report(out).rows

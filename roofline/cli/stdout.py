@@ -106,19 +106,32 @@ def _fileno(stream: Any) -> int | None:
 
 
 class _Binary:
-    """``sys.stdout.buffer`` of :class:`Owned`: binary documents (PNG, PDF, Parquet) with the same failure rule."""
+    """``sys.stdout.buffer`` of :class:`Owned`: binary documents (PNG, PDF, Parquet) with the same failure rule;
+    after :func:`divert`, the binary writes of the user's code go where its text goes (standard error)."""
 
     def __init__(self, owner: Owned) -> None:
         self._owner = owner
 
+    def _target(self) -> Any:
+        owner = self._owner
+        return owner.document.buffer if owner.others is None else owner.others.buffer
+
     def write(self, data: bytes) -> int:
-        return self._owner.guard(lambda: self._owner.document.buffer.write(data), len(data))
+        if self._owner.others is not None:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                self._target().write(data)
+            return len(data)
+        return int(self._owner.guard(lambda: self._target().write(data), len(data)))
 
     def flush(self) -> None:
-        self._owner.guard(lambda: self._owner.document.buffer.flush(), 0)
+        if self._owner.others is not None:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                self._target().flush()
+            return
+        self._owner.guard(lambda: self._target().flush(), 0)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner.document.buffer, name)
+        return getattr(self._target(), name)
 
 
 class Owned:
