@@ -80,7 +80,7 @@ def test_markdown_code_fences_longer_than_the_text_holds():
 
 
 def test_xml_text_drops_what_xml_cannot_hold_and_keeps_the_rest():
-    assert xml_text(CONTROL) == "ctl[31m"
+    assert xml_text(CONTROL) == "ctl"  # the whole CSI sequence goes, not only its ESC
     assert xml_text("tab\tnew\nline\r é ✓ 𝔛") == "tab\tnew\nline\r é ✓ 𝔛"
     assert xml_escape(f'{SCRIPT}\x01"&') == "&lt;script&gt;alert(&#x27;pr&#x27;)&lt;/script&gt;&quot;&amp;"
 
@@ -104,7 +104,7 @@ def test_report_markdown_lets_no_html_through(cli, tmp_path):
     assert rows[1].startswith(
         "| &lt;script>alert('pr')&lt;/script> [64x2048] @ layers.0 \\| \\`pipe\\` &amp; &amp;amp; \\\\ | memory |"
     )
-    assert rows[2].startswith("| gelu [64x2048] @ ctl[31m | memory |")  # no terminal escape, no surrogate
+    assert rows[2].startswith("| gelu [64x2048] @ ctl | memory |")  # no terminal escape, no surrogate
     for row in rows:  # a pipe or backtick in a name adds no cell
         assert len(re.findall(r"(?<!\\)\|", row)) == header.count("|")
 
@@ -142,7 +142,7 @@ def test_gate_markdown_and_junit_with_hostile_names(cli, tmp_path):
     assert [row.split(" | ")[0] for row in rows] == [
         "| gemm &lt;img src=x onerror=alert(1)> bf16",
         "| gemm &lt;script>alert('pr')&lt;/script> bf16",
-        "| gemm m=1 \\| ctl[31m bf16",  # an escaped pipe, no terminal escape
+        "| gemm m=1 \\| ctl bf16",  # an escaped pipe, no terminal escape
     ]
     for row in rows:
         assert len(re.findall(r"(?<!\\)\|", row)) == header.count("|")
@@ -153,6 +153,6 @@ def test_gate_markdown_and_junit_with_hostile_names(cli, tmp_path):
     root = ET.fromstring(junit.read_text())  # well-formed: no control characters
     names = [case.get("name") for case in root.iter("testcase")]
     assert "gemm <img src=x onerror=alert(1)> bf16" in names
-    assert "gemm m=1 | ctl[31m bf16" in names
+    assert "gemm m=1 | ctl bf16" in names
     machine = next(p.get("value") for p in root.iter("property") if p.get("name") == "machine")
     assert machine.startswith("<gpu>")

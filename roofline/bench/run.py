@@ -191,51 +191,71 @@ def run_bench(
     build: Build,
     *,
     progress: Progress | None = None,
+    hold: Callable[[], None] | None = None,
 ) -> BenchResult:
-    """Cost, place, build, time and check every item on ``device``; see the module docstring."""
+    """Cost, place, build, time and check every item on ``device``; see the module docstring. A KeyboardInterrupt
+    (Ctrl-C, SIGTERM/SIGHUP, --timeout) anywhere in the loop, inside a row or between two, ends it with the rows
+    finished so far. ``hold``: called once the loop has ended, however it ended, before anything else (the CLI
+    holds the stopping signals there until the rows are written: roofline.cli.timeout.SignalHold)."""
     rows: list[BenchRow] = []
     skipped: list[Skipped] = []
     interrupted = False
     interruption: KeyboardInterrupt | None = None
-    for index, item in enumerate(items):
+    try:  # NB: around the whole loop: a signal between two rows (in a clean-up, in progress) keeps the rows too
+        for index, item in enumerate(items):
+            if progress is not None:
+                progress(index, len(items), item.label)
+            _run_item(item, device, harness, build, rows, skipped)
         if progress is not None:
-            progress(index, len(items), item.label)
-        bench: Runnable | None = None
-        failed = False
-        try:
-            bench = build(item.kind, get_model(item.kind).parse(item.values, item.source))  # can it run here?
-            row = analyze_one(item.kind, item.values, device, item.source)  # does the device have its roof?
-            with bench.active():
-                bench.prepare()  # one call, output checked
-                assert bench.fn is not None
-                measured = harness.measure(bench.fn)
-                bench.check()
-            rows.append(bench_row(row, measured, item, bench.op, bench.notes, cache=harness.cache))
-        except KeyboardInterrupt as exc:
-            interrupted, interruption = True, exc
-        except Exception as exc:
-            failed = True
-            if is_out_of_memory(exc):
-                skipped.append(Skipped(item.kind, item.label, f"out of memory: {_one_line(exc)}", True))
-            elif isinstance(exc, RooflineError):
-                skipped.append(Skipped(item.kind, item.label, str(exc), error=exc))
-            elif isinstance(exc, (RuntimeError, NotImplementedError)):  # torch cannot run it (dtype, device)
-                message = f"{item.kind} {item.label}: torch failed: {_one_line(exc)}"
-                skipped.append(Skipped(item.kind, item.label, message, error=WorkloadError(message)))
-            else:
-                raise
-        finally:
-            if bench is not None:
-                bench.release()
-            bench = None
-            if failed:
-                gc.collect()  # the traceback's frames may hold tensors in reference cycles
-            harness.cleanup()
-        if interrupted:
-            break
-    if progress is not None:
-        progress(len(items) if not interrupted else len(rows) + len(skipped), len(items), "")
+            progress(len(items), len(items), "")
+    except KeyboardInterrupt as exc:
+        if hold is not None:
+            hold()
+        interrupted, interruption = True, exc
+    finally:
+        if hold is not None:
+            hold()
+    if progress is not None and interrupted:
+        progress(len(rows) + len(skipped), len(items), "")
     return BenchResult(rows, skipped, len(items), interrupted, interruption)
+
+
+def _run_item(
+    item: BenchItem, device: Device, harness: Harness, build: Build, rows: list[BenchRow], skipped: list[Skipped]
+) -> None:
+    """Run one item: its row appended to ``rows``, or its skip to ``skipped``. A KeyboardInterrupt goes on up once
+    the item's tensors are released."""
+    bench: Runnable | None = None
+    failed = False
+    try:
+        bench = build(item.kind, get_model(item.kind).parse(item.values, item.source))  # can it run here?
+        row = analyze_one(item.kind, item.values, device, item.source)  # does the device have its roof?
+        with bench.active():
+            bench.prepare()  # one call, output checked
+            assert bench.fn is not None
+            measured = harness.measure(bench.fn)
+            bench.check()
+        rows.append(bench_row(row, measured, item, bench.op, bench.notes, cache=harness.cache))
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        failed = True
+        if is_out_of_memory(exc):
+            skipped.append(Skipped(item.kind, item.label, f"out of memory: {_one_line(exc)}", True))
+        elif isinstance(exc, RooflineError):
+            skipped.append(Skipped(item.kind, item.label, str(exc), error=exc))
+        elif isinstance(exc, (RuntimeError, NotImplementedError)):  # torch cannot run it (dtype, device)
+            message = f"{item.kind} {item.label}: torch failed: {_one_line(exc)}"
+            skipped.append(Skipped(item.kind, item.label, message, error=WorkloadError(message)))
+        else:
+            raise
+    finally:
+        if bench is not None:
+            bench.release()
+        bench = None
+        if failed:
+            gc.collect()  # the traceback's frames may hold tensors in reference cycles
+        harness.cleanup()
 
 
 def bench_report(command: str, target: Any, result: Any, suite: dict[str, str] | None = None) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -35,6 +36,26 @@ class _RootGroup(TyperGroup):
         except KeyboardInterrupt as exc:
             raise _Interrupted(exc) from exc
 
+
+def _flags_as_flags() -> None:
+    """A boolean flag (--json, --force, --warm/--cold, --help) shows no ``<bool>`` value in --help: it takes none.
+    (typer 0.29 labels every option with its type; a flag's label is dropped here, once for every command.)"""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "roofline_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        if getattr(self, "is_flag", False) and self.metavar is None:
+            return None
+        return shown(self, ctx)
+
+    display_type_rich.roofline_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_as_flags()
 
 app = typer.Typer(
     cls=_RootGroup,
@@ -152,7 +173,77 @@ def _interrupted(exc: KeyboardInterrupt) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: every known error becomes one line `Error: ...` and its exit code."""
+    """Console-script entry point: every known error becomes one line `Error: ...` and its exit code. Standard
+    output is owned for the command (roofline.cli.stdout: any encoding, a failing stdout said in one line at the
+    end, exit 2, after the files are written); in the CLI's own process, threads the user's code left running do
+    not keep it alive (:func:`_leave`)."""
+    from roofline.cli import stdout
+
+    entry = argv is None
+    installed = stdout.install(entry)
+    code: Any = 0
+    try:
+        _main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        failure = stdout.settle()
+        stdout.uninstall(installed)
+    if failure is not None and not isinstance(failure, BrokenPipeError):  # a closed pipe (`| head`): nothing to say
+        typer.echo(f"Error: standard output: cannot write it: {failure.strerror or failure}", err=True)
+        if code in (0, None):
+            from roofline.errors import EXIT_USAGE
+
+            code = EXIT_USAGE
+    if entry:
+        _leave(code)
+    sys.exit(code)
+
+
+#: how long the CLI's own process waits, once its command is done, for threads the user's code left running
+LEAVE_GRACE_S = 1.0
+
+
+def _leave(code: Any) -> None:
+    """The CLI's own process, its command done (report written, results printed): threads the user's code started
+    and left running (not daemon threads) would keep the interpreter from exiting, however long they run. They get
+    LEAVE_GRACE_S to end; then one note names them and the process ends with ``os._exit`` (after flushing standard
+    output and standard error; atexit handlers do not run: those threads hold the interpreter's shutdown anyway)."""
+    import os
+    import threading
+    import time
+
+    current = threading.current_thread()
+    left = [t for t in threading.enumerate() if t is not current and not t.daemon and t.is_alive()]
+    if not left:
+        return
+    deadline = time.monotonic() + LEAVE_GRACE_S
+    for thread in left:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [t for t in left if t.is_alive()]
+    if not left:
+        return
+    from roofline.render.escape import plain_text
+
+    names = ", ".join(plain_text(t.name) for t in left[:5]) + (", ..." if len(left) > 5 else "")
+    verbosity.info(f"note: {len(left)} thread(s) left running by the model ({names}): roofline exits without them")
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code if isinstance(code, int) else 1)
+
+
+def _error_line(message: object) -> str:
+    """``Error: ...`` with text that may come from the user's code or files made safe for a terminal: control
+    sequences stripped whole (roofline.render.escape), and one line (a message's other lines joined)."""
+    from roofline.render.escape import plain_text
+
+    text = " ".join(line.strip() for line in plain_text(message).splitlines() if line.strip())
+    return f"Error: {text}"
+
+
+def _main(argv: list[str] | None) -> None:
+    """The command itself (see main); always ends with SystemExit."""
     from roofline.errors import EXIT_USAGE, RooflineError
     from roofline.render.base import clean_terminal_size_env
 
@@ -169,12 +260,14 @@ def main(argv: list[str] | None = None) -> None:
     except RooflineError as exc:
         traceback_text = getattr(exc, "traceback_text", "")
         if traceback_text:  # the user's code failed: their traceback (ours trimmed), then our one line
-            typer.echo(traceback_text.rstrip("\n"), err=True)
+            from roofline.render.escape import plain_text
+
+            typer.echo(plain_text(traceback_text).rstrip("\n"), err=True)
         elif verbosity.verbose():  # --verbose: where in roofline the error was raised
             import traceback
 
             typer.echo("".join(traceback.format_exception(exc)).rstrip("\n"), err=True)
-        typer.echo(f"Error: {exc}", err=True)
+        typer.echo(_error_line(exc), err=True)
         sys.exit(exc.exit_code)
     except _Interrupted as exc:
         _interrupted(exc.interrupt)
@@ -208,10 +301,15 @@ def main(argv: list[str] | None = None) -> None:
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         ctx = getattr(exc, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        typer.echo(f"Error: {message}{hint}", err=True)
+        typer.echo(_error_line(f"{message}{hint}"), err=True)
         sys.exit(getattr(exc, "exit_code", EXIT_USAGE) or EXIT_USAGE)
-    except BrokenPipeError:  # `roofline ... | head`
-        sys.stderr.close()
+    except BrokenPipeError:  # `roofline ... | head` (a write outside the owned stdout)
+        if argv is None:  # what is still buffered goes nowhere, instead of failing again at exit
+            import os
+
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+            os.close(null)
         sys.exit(0)
     finally:
         restore()

@@ -115,8 +115,9 @@ def execute(
     """Run the items on the target device, render them, write the report; exit 130 when interrupted (143/129 when
     terminated, 124 when --timeout ran out: the rows finished so far are written first). ``config``: decode's
     --model, when a file."""
-    from roofline.bench.run import bench_report, run_bench
+    from roofline.bench.run import run_bench
     from roofline.bench.target import open_target
+    from roofline.cli.timeout import SignalHold
     from roofline.costs.suite import check_sweep
     from roofline.errors import TimedOut, interrupt_exit_code
 
@@ -128,12 +129,32 @@ def execute(
     warning = check_sweep(len(items))
     if warning:
         info(warning)
-    with time_limit(opts.timeout):
-        target = open_target(
-            opts.device, sheet=opts.sheet, spec_files=opts.spec or [], warm=opts.warm, max_time_s=opts.max_time
-        )
-        with bench_progress() as progress:
-            result = run_bench(items, target.device, target.harness, target.build, progress=progress)
+    signals = SignalHold()  # from the loop's end to the report written: a signal then waits (rows are not lost)
+    try:
+        with time_limit(opts.timeout):
+            target = open_target(
+                opts.device, sheet=opts.sheet, spec_files=opts.spec or [], warm=opts.warm, max_time_s=opts.max_time
+            )
+            with bench_progress() as progress:
+                result = run_bench(
+                    items, target.device, target.harness, target.build, progress=progress, hold=signals.hold
+                )
+        _finish(result, target, opts, where, title, suite)
+    finally:
+        signals.release()
+    if result.interrupted:
+        done = f"{len(result.rows)} of {result.total} rows measured and written."
+        if isinstance(result.interruption, TimedOut):
+            info(f"Timed out after {result.interruption.seconds:g} s (--timeout): {done}")
+        else:
+            info(f"Interrupted: {done}")
+        raise typer.Exit(interrupt_exit_code(result.interruption))
+
+
+def _finish(result: Any, target: Any, opts: Options, where: Path, title: str, suite: dict[str, str] | None) -> None:
+    """The rows shown (table or --json) and written (the report, --plot)."""
+    from roofline.bench.run import bench_report
+
     if not result.rows and not result.interrupted:
         error = result.first_error()
         if error is not None:  # nothing ran, and not for lack of memory: a usage problem, one line
@@ -159,13 +180,6 @@ def execute(
     write_requested_plot(report, opts.output.stem)
     info(f"Report written to {opts.output}")
     _note_over_roof(result.rows, target.device)
-    if result.interrupted:
-        done = f"{len(result.rows)} of {result.total} rows measured and written."
-        if isinstance(result.interruption, TimedOut):
-            info(f"Timed out after {result.interruption.seconds:g} s (--timeout): {done}")
-        else:
-            info(f"Interrupted: {done}")
-        raise typer.Exit(interrupt_exit_code(result.interruption))
 
 
 def _default_dtype(opts: Options) -> str:

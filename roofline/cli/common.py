@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,11 +33,15 @@ def registry(spec_files: list[Path] | None):  # -> SpecRegistry
 def print_json(data: Any) -> None:
     from roofline.yamlio import dumps_json
 
-    sys.stdout.write(dumps_json(data, indent=2, default=str) + "\n")
+    print_text(dumps_json(data, indent=2, default=str) + "\n")
 
 
 def print_text(text: str) -> None:
-    sys.stdout.write(text)
+    """Our document (a table, JSON...) to standard output (roofline.cli.stdout: also after the model's writes were
+    diverted to standard error)."""
+    from roofline.cli.stdout import write_document
+
+    write_document(text)
 
 
 SWEEP = " Comma list sweeps."

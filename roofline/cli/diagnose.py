@@ -321,9 +321,13 @@ def _run(
     clock: float,
 ) -> DiagnoseResult:
     """The diagnosis of the model file (or --trace), inside --timeout and the progress display. NB: with --json,
-    standard output carries the report alone: whatever the user's file prints goes to stderr."""
+    standard output carries the report alone: whatever the user's file prints goes to stderr, also from a thread
+    it started, after the run (roofline.cli.stdout.divert)."""
+    from roofline.cli.stdout import divert
     from roofline.diagnose.pipeline import diagnose, diagnose_trace
 
+    if as_json:
+        divert()
     quiet_stdout = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
     with time_limit(timeout), quiet_stdout, diagnose_status() as progress:
         if trace is not None:

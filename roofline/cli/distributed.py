@@ -98,6 +98,10 @@ def diagnose_rank_cli(
         if first:
             (where,) = prepare_all(output, "report", inputs=[("the model file", model)])
         quiet_stdout = contextlib.redirect_stdout(sys.stderr) if as_json or not first else contextlib.nullcontext()
+        if as_json:
+            from roofline.cli.stdout import divert
+
+            divert()  # the model's threads too, after the run: standard output carries our document alone
         with time_limit(timeout), quiet_stdout:
             result = diagnose_rank(model, options, launch=launch, backend=backend)
     except BaseException as exc:

@@ -77,7 +77,9 @@ def write_output(content: str | bytes, output: Path | None, fmt: str, shown: Pat
             sys.stdout.buffer.write(content)
             sys.stdout.buffer.flush()
         else:
-            sys.stdout.write(content)
+            from roofline.cli.stdout import write_document
+
+            write_document(content)
         return
     from roofline.report.outputs import write
 

@@ -67,3 +67,48 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         if previous is not None:  # None: a handler not set from Python, which cannot be put back
             signal.signal(signal.SIGALRM, previous)
+
+
+#: the signals that stop a command (Ctrl-C, SIGTERM, SIGHUP, --timeout's SIGALRM), held while finished work is kept
+STOPPING = ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM")
+
+
+class SignalHold:
+    """Holds the stopping signals from :meth:`hold` (bench: once its loop has ended, its rows kept) until
+    :meth:`release` (once the report is written): a signal that comes in between is recorded, not acted on, so it
+    cannot cost the rows finished so far; on release the handlers are put back and the first signal recorded is
+    raised again (Ctrl-C, SIGTERM, SIGHUP: their exit code), except SIGALRM, which only --timeout's timer sends and
+    which is moot once the work is kept (dropped). NB: the Python-level handlers are swapped, not the signal mask:
+    a process-directed signal may reach any thread (torch's own included), and Python runs every handler in the
+    main thread. Main thread only (elsewhere: nothing is held)."""
+
+    def __init__(self) -> None:
+        self.saved: dict[int, Any] = {}
+        self.pending: list[int] = []
+
+    def _record(self, signum: int, frame: object) -> None:
+        self.pending.append(signum)
+
+    def hold(self) -> None:
+        import signal
+        import threading
+
+        if self.saved or threading.current_thread() is not threading.main_thread():
+            return
+        for name in STOPPING:
+            number = getattr(signal, name, None)
+            if number is not None:
+                self.saved[int(number)] = signal.signal(number, self._record)
+
+    def release(self) -> None:
+        import signal
+
+        saved, self.saved = self.saved, {}
+        for number, handler in saved.items():
+            if signal.getsignal(number) == self._record and handler is not None:  # else: replaced since (--timeout)
+                signal.signal(number, handler)
+        alarm = getattr(signal, "SIGALRM", None)
+        pending = [number for number in self.pending if number != alarm]
+        self.pending = []
+        if pending:
+            signal.raise_signal(pending[0])

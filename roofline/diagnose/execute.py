@@ -3,8 +3,9 @@
 Every place the user's code runs (the import of their file, get_inputs(), get_init_inputs(), the constructor,
 an --entry function, forward in the counting and the timing pass) runs inside :func:`user_code`, which keeps
 roofline in charge of the process: an exception (SystemExit included) becomes a UserCodeError carrying their
-traceback; os._exit() raises instead of ending the process without a report; a closed sys.stdout or sys.stderr,
-a replaced one, and the working directory are put back afterwards. Ctrl-C, SIGTERM/SIGHUP (errors.Terminated)
+traceback (its message shown safely, whatever its ``__str__`` does); os._exit() raises instead of ending the
+process without a report; a closed sys.stdout or sys.stderr, a replaced one, the working directory and every signal
+handler the code installed are put back afterwards. Ctrl-C, SIGTERM/SIGHUP (errors.Terminated)
 and --timeout (errors.TimedOut), all KeyboardInterrupts, go on up untouched.
 """
 
@@ -25,18 +26,51 @@ Mode = Literal["inference", "training"]
 _depth = 0  # how many user_code() boundaries are open: an inner one only converts exceptions
 
 
+def exception_text(exc: BaseException) -> str:
+    """``Type: message`` of an exception from the user's code (``Type`` alone without a message), whatever its
+    ``__str__`` does: one that raises (anything but Ctrl-C), or returns no string, is named instead of shown."""
+    name = getattr(type(exc), "__name__", "exception")
+    try:
+        text = str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as failure:  # their __str__ may raise anything, SystemExit included
+        failure_name = getattr(type(failure), "__name__", "exception")
+        return f"{name} (its message could not be shown: its __str__ raised {failure_name})"
+    if not isinstance(text, str):  # a str subclass's __str__ may return anything
+        return name
+    return f"{name}: {text}" if text else name
+
+
 def user_traceback(exc: BaseException, user_file: str | None = None) -> str:
     """The traceback of ``exc`` with our own frames dropped: from the first frame outside the roofline package
-    (the user's code), or the whole chain when none is found."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    (the user's code), or the whole chain when none is found. Its last line is :func:`exception_text` (safe
+    whatever the exception's ``__str__`` does)."""
+    try:
+        frames = traceback.extract_tb(exc.__traceback__)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a source line cannot be read (their loader raised)
+        return f"{exception_text(exc)}\n"
     keep = [
         f
         for f in frames
         if "/roofline/" not in f.filename.replace("\\", "/") or (user_file and f.filename == user_file)
     ]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(keep or frames)]
-    lines += traceback.format_exception_only(type(exc), exc)
-    return "".join(lines)
+    return "".join(lines) + _last_lines(exc)
+
+
+def _last_lines(exc: BaseException) -> str:
+    """The traceback's last lines: a SyntaxError's with its file, line and caret; else :func:`exception_text`."""
+    if isinstance(exc, SyntaxError):
+        try:
+            return "".join(traceback.format_exception_only(type(exc), exc))
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # a subclass's __str__ that raises
+            pass
+    return exception_text(exc) + "\n"
 
 
 class _ExitCalled(BaseException):
@@ -86,13 +120,46 @@ def _closed(stream: Any) -> bool:
         return False
 
 
+def _handlers() -> dict[int, Any]:
+    """The Python-level handler of every signal (main thread only: elsewhere none can be set, so none is kept)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    handlers = {}
+    for number in signal.valid_signals():
+        try:
+            handlers[int(number)] = signal.getsignal(number)
+        except (OSError, ValueError):
+            continue
+    return handlers
+
+
+def _restore_handlers(saved: dict[int, Any]) -> None:
+    """Put back every signal handler the user's code replaced (SIGTERM, SIGINT, SIGALRM...): theirs end with their
+    calls, so Ctrl-C, SIGTERM and --timeout stop roofline as documented afterwards."""
+    import signal
+
+    for number, handler in saved.items():
+        if handler is None:  # not set from Python: cannot be put back
+            continue
+        try:
+            if signal.getsignal(number) is not handler:
+                signal.signal(number, handler)
+        except (OSError, ValueError, TypeError):
+            continue
+
+
 @dataclass
 class _Saved:
-    """What the user's code may change and roofline needs back: os._exit, the two streams, the working directory."""
+    """What the user's code may change and roofline needs back: os._exit, the two streams, the working directory,
+    the signal handlers."""
 
     exit: Callable[[int], NoReturn]
     streams: dict[str, tuple[Any, int, bool]]  # name -> (the stream, its fd, whether that fd was open)
     cwd: str | None
+    handlers: dict[int, Any]
 
     @classmethod
     def take(cls) -> _Saved:
@@ -106,11 +173,12 @@ class _Saved:
             cwd: str | None = os.getcwd()
         except OSError:  # the working directory was removed before we started: nothing to go back to
             cwd = None
-        return cls(os._exit, streams, cwd)
+        return cls(os._exit, streams, cwd, _handlers())
 
     def restore(self, what: str) -> str:
         """Put everything back; a line saying what could not be (a closed file descriptor), else ''."""
         os._exit = self.exit
+        _restore_handlers(self.handlers)
         problems = []
         for name, (stream, fd, was_open) in self.streams.items():
             if was_open and not _fd_open(fd):
@@ -198,8 +266,7 @@ class user_code:  # NB: lower case, used like a function: ``with user_code("the 
         elif not self.errors or (self.keep and isinstance(exc, self.keep)):
             return False
         else:
-            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            message = f"{what} raised {detail}"
+            message = f"{what} raised {exception_text(exc)}"
         raise UserCodeError(message, self.trace(exc)) from None
 
 

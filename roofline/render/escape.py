@@ -11,6 +11,8 @@ import html
 import re
 from typing import Any
 
+from roofline.report.sequences import strip_sequences
+
 # XML 1.0 allows tab, newline, carriage return and U+0020 up, less the surrogates and U+FFFE/U+FFFF.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # Terminals and charts: also no escape sequences (ESC, the C1 controls, DEL); tab and newline stay.
@@ -21,12 +23,15 @@ _BACKTICKS = re.compile("`+")
 
 def markdown_text(text: Any) -> str:
     """``text`` as literal inline Markdown, safe in a table cell: no raw HTML or autolink (``<`` and ``&``
-    become entities), no code span (backticks escaped), no cell break (``|`` escaped), one line, and none of
-    the characters :func:`xml_text` drops (terminal escapes, lone surrogates that UTF-8 cannot write).
+    become entities), no code span (backticks escaped), no cell break (``|`` escaped), no link or image (the
+    ``(`` after a ``]`` escaped: ``[l](javascript:...)`` stays text, ``[16x128]`` as it is), one line, and none
+    of the characters :func:`xml_text` drops (terminal control sequences, lone surrogates that UTF-8 cannot
+    write).
 
     Emphasis characters are left alone (``snake_case_names`` stay readable in the source; a stray ``*`` can
     only style text, never inject markup)."""
-    return xml_text(str(text).replace("\r\n", " ").translate(_MARKDOWN))
+    text = strip_sequences(text).replace("\r\n", " ").translate(_MARKDOWN)
+    return xml_text(text.replace("](", "]\\("))
 
 
 def markdown_code(text: Any) -> str:
@@ -41,14 +46,16 @@ def markdown_code(text: Any) -> str:
 
 def xml_text(text: Any) -> str:
     """``text`` without the characters XML 1.0 cannot hold (control characters, lone surrogates): for values
-    handed to ElementTree, which escapes ``& < > "`` itself but writes these as they are (a broken document)."""
-    return _XML_ILLEGAL.sub("", str(text))
+    handed to ElementTree, which escapes ``& < > "`` itself but writes these as they are (a broken document).
+    Terminal control sequences (:func:`strip_sequences`) go whole."""
+    return _XML_ILLEGAL.sub("", strip_sequences(text))
 
 
 def plain_text(text: Any) -> str:
     """``text`` without control characters (tab and newline kept), escape sequences' ESC, lone surrogates and
-    U+FFFE/U+FFFF: for a terminal (a module named ``\x1b[2J`` must not clear it) and for chart labels."""
-    return _NOT_PLAIN.sub("", str(text))
+    U+FFFE/U+FFFF: for a terminal (a module named ``\x1b[2J`` must not clear it) and for chart labels. A whole
+    control sequence goes (:func:`strip_sequences`: an OSC title or link leaves no ``]0;...`` behind)."""
+    return _NOT_PLAIN.sub("", strip_sequences(text))
 
 
 def console_text(text: Any) -> str:
@@ -64,4 +71,12 @@ def xml_escape(text: Any) -> str:
     return html.escape(xml_text(text), quote=True)
 
 
-__all__ = ["console_text", "markdown_code", "markdown_text", "plain_text", "xml_escape", "xml_text"]
+__all__ = [
+    "console_text",
+    "markdown_code",
+    "markdown_text",
+    "plain_text",
+    "strip_sequences",
+    "xml_escape",
+    "xml_text",
+]

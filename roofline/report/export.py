@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.errors import RooflineError
 from roofline.report.points import Point, report_points
+from roofline.report.sequences import strip_sequences
 from roofline.yamlio import dumps_json
 
 if TYPE_CHECKING:
@@ -172,20 +173,33 @@ def points_frame(report: Any, name: str = "") -> pd.DataFrame:
     return pd.DataFrame({column: _column([row.get(column) for row in rows]) for column in columns}, columns=columns)
 
 
+#: the first characters that make a spreadsheet read a cell as a formula (=, +, -, @; tab and carriage return too)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(text: str) -> str:
+    """A text cell that a spreadsheet cannot run and a terminal cannot obey: terminal control sequences stripped
+    (roofline.report.sequences), and one that starts like a formula (``=HYPERLINK(...)``, ``+1``, ``-2+3``,
+    ``@SUM``) behind a leading ``'`` (OWASP's CSV-injection rule: shown as text, the quote hidden); numbers are
+    written as numbers, never through this."""
+    text = strip_sequences(text)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
 def _csv_column(values: list[Any]) -> list[str]:
     """One column as CSV text, typed as :func:`_column` types it for pandas (and as pandas writes it): integers as
     integers, numbers as Python's shortest float text, text mixed with numbers as JSON text, a missing value, NaN
-    or infinity as empty."""
+    or infinity as empty; text that starts like a spreadsheet formula behind a ``'`` (:func:`csv_text`)."""
     values = [_cell(v) for v in values]
     present = [v for v in values if v is not None]
     ints = bool(present) and all(isinstance(v, int) and not isinstance(v, bool) for v in present)
     if ints and all(_INT64_MIN <= v <= _INT64_MAX for v in present):
         return ["" if v is None else str(v) for v in values]
     if present and any(isinstance(v, str) for v in present) and not all(isinstance(v, str) for v in present):
-        return ["" if v is None else v if isinstance(v, str) else dumps_json(v) for v in values]
+        return ["" if v is None else csv_text(v) if isinstance(v, str) else dumps_json(v) for v in values]
     if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
         return ["" if v is None else repr(float(v)) for v in values]
-    return ["" if v is None else str(v) for v in values]
+    return ["" if v is None else csv_text(v) if isinstance(v, str) else str(v) for v in values]
 
 
 def to_csv(report: Any, name: str = "") -> str:
@@ -219,4 +233,14 @@ def to_parquet(report: Any, name: str = "") -> bytes:
     return buffer.getvalue()
 
 
-__all__ = ["POINT_COLUMNS", "flatten", "json_columns", "points_frame", "records", "to_csv", "to_parquet", "unflatten"]
+__all__ = [
+    "POINT_COLUMNS",
+    "csv_text",
+    "flatten",
+    "json_columns",
+    "points_frame",
+    "records",
+    "to_csv",
+    "to_parquet",
+    "unflatten",
+]
