@@ -77,7 +77,7 @@ def check(
     mismatch = baseline.identity.mismatch(identity)
     if mismatch:
         raise BaselineError(f"the baseline is of another workload ({mismatch}): gate against that workload's baseline")
-    points = points_of(report)
+    points = points_of(report, where)
     if baseline.points and not {p.key for p in baseline.points} & {p.key for p in points}:
         raise BaselineError(
             f"none of the baseline's {len(baseline.points)} points is in the report "

@@ -474,6 +474,74 @@ def parse_rows(source: str, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
     return [model.model_validate({k: v for k, v in row.items() if k in fields}) for row in rows]
 
 
+# ------------------------------------------------------------------------------------------------ checking
+
+#: the times a stored row may hold (seconds): each a number at least 0, or null
+TIME_FIELDS = frozenset(
+    (
+        "median_s",
+        "p20_s",
+        "p80_s",
+        "time_s",
+        "roof_time_s",
+        "compute_time_s",
+        "memory_time_s",
+        "launch_time_s",
+        "cpu_time_s",
+        "confirm_median_s",
+        "layout_time_s",
+    )
+)
+_NUMBER = (int, float)
+_SAMPLE_TYPES = frozenset((int, float, type(None)))
+
+
+def _time_problem(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, _NUMBER):
+        return f"not a number (got {value!r:.40}): a time in seconds"
+    return f"negative (got {value!r}): a time is at least 0" if value < 0 else ""
+
+
+def _samples_problem(value: Any) -> str:
+    if value is None or value == []:
+        return ""  # no samples: a gate refuses the report (roofline.report.baseline.require_measured)
+    if not isinstance(value, list):
+        return f"not a list of times (got {value!r:.40})"
+    kinds = set(map(type, value))
+    if not kinds <= _SAMPLE_TYPES:
+        bad = next(item for item in value if type(item) not in _SAMPLE_TYPES)
+        return f"a sample that is not a number (got {bad!r:.40}): times in seconds"
+    numbers = value if type(None) not in kinds else [item for item in value if item is not None]
+    if numbers and min(numbers) < 0:
+        return f"a negative sample (got {min(numbers)!r}): a time is at least 0"
+    return ""
+
+
+def check_rows(rows: Any) -> str:
+    """The first problem of a report's stored rows, as ``rows[I].FIELD: what: fix`` ('' when none): a row that is
+    not an object or is empty, a time that is not a number or is negative, samples that are not a list of times.
+    One pass over the rows, looking only at those keys (a 100,000-row report: a fraction of its parse). Rows may
+    lack any field (hand-built ones do); a gate needs samples (roofline.report.baseline.require_measured)."""
+    if not isinstance(rows, list):
+        return ""  # the model says what it expected
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict):
+            return f"rows[{index}]: not an object (got {row!r:.40}): re-create the report"
+        if not row:
+            return f"rows[{index}]: an empty row ({{}}): re-create the report"
+        for name in row.keys() & TIME_FIELDS:
+            problem = _time_problem(row[name])
+            if problem:
+                return f"rows[{index}].{name}: {problem}"
+        if "samples_s" in row:
+            problem = _samples_problem(row["samples_s"])
+            if problem:
+                return f"rows[{index}].samples_s: {problem}"
+    return ""
+
+
 # ------------------------------------------------------------------------------------------------ upgrading
 
 
@@ -558,6 +626,7 @@ __all__ = [
     "LIMITERS",
     "ROW_MODELS",
     "STORED_FIELDS",
+    "TIME_FIELDS",
     "Aggregate",
     "Aggregates",
     "BenchRow",
@@ -572,6 +641,7 @@ __all__ = [
     "Stored",
     "UncountedOp",
     "bits_of",
+    "check_rows",
     "finite_number",
     "input_bytes",
     "numel",

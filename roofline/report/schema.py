@@ -11,7 +11,6 @@ and ``efficiency``. A version-1 report is upgraded when it is loaded (roofline.r
 from __future__ import annotations
 
 import gc
-import json
 import platform
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,10 +22,19 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from roofline.errors import ReportError
 from roofline.fileio import atomic_write_text
+from roofline.report.machine import machine_of
 from roofline.report.outputs import REPORT_SCHEMA
-from roofline.report.rows import parse_rows, upgrade_rows
+from roofline.report.rows import check_rows, parse_rows, upgrade_rows
 from roofline.version import __version__
-from roofline.yamlio import dumps_json, may_hold_nonfinite, null_nonfinite
+from roofline.yamlio import (
+    MAX_JSON_BYTES,
+    decode_text,
+    dumps_json,
+    may_hold_nonfinite,
+    null_nonfinite,
+    parse_json,
+    read_bytes,
+)
 
 SCHEMA = REPORT_SCHEMA
 VERSION = 2
@@ -152,16 +160,11 @@ def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -
     JSON reader does, are read as null (a missing value) and ``note`` is told once where they were (by default
     one line ``note: ...`` on stderr); every other problem is a ReportError."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        with paused_gc():
-            data = json.loads(text)
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such report file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path}: corrupt report (invalid JSON at line {exc.lineno}): re-create it") from None
+    if not path.exists() and not path.is_symlink():
+        raise ReportError(f"{path}: no such report file")
+    text = decode_text(read_bytes(path, ReportError, "report", MAX_JSON_BYTES), path, ReportError, "JSON report")
+    with paused_gc():
+        data = parse_json(text, path, ReportError, "corrupt report", "re-create it")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ReportError(f'{path}: not a roofline report (no "schema": "{SCHEMA}")')
     if data.get("version") not in READS:
@@ -169,15 +172,27 @@ def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -
             f"{path}: report version {data.get('version')!r} is not supported by roofline {__version__} "
             f"(reads versions {', '.join(map(str, READS))}): upgrade roofline"
         )
-    data, nonfinite = null_nonfinite(data) if may_hold_nonfinite(text) else (data, [])
-    del text
-    if nonfinite and note is not None:
-        note(nonfinite_note(path, nonfinite))
-    data["schema_"] = data.pop("schema")
     try:
+        data, nonfinite = null_nonfinite(data) if may_hold_nonfinite(text) else (data, [])
+        del text
+        if nonfinite and note is not None:
+            note(nonfinite_note(path, nonfinite))
+        data["schema_"] = data.pop("schema")
+        problem = check_rows(data.get("rows"))
+        if problem:
+            raise ReportError(f"{path}: corrupt report: {problem}")
         with paused_gc():
-            return Report.model_validate(data)
+            report = Report.model_validate(data)
     except ValidationError as exc:
         from roofline.yamlio import describe_validation_error
 
-        raise ReportError(f"{path}: corrupt report: {describe_validation_error(exc)}") from None
+        raise ReportError(f"{path}: corrupt report: {describe_validation_error(exc)}: re-create it") from None
+    except RecursionError:
+        raise ReportError(f"{path}: corrupt report: nested too deeply: re-create it") from None
+    try:
+        machine_of(report)  # the machine block, checked now (gate and baseline read it)
+    except ValidationError as exc:
+        from roofline.yamlio import describe_validation_error
+
+        raise ReportError(f"{path}: corrupt report: machine.{describe_validation_error(exc)}: re-create it") from None
+    return report
