@@ -286,13 +286,21 @@ def describe_validation_error(exc: ValidationError, doc: str = "") -> str:
     return f"{loc}: {message}{more}" if loc else f"{message}{more}"
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _type_fix(kind: str, value: Any) -> str:
     """The fix for a value of the wrong type (strict validation): a number given as true/false or as text."""
     if kind in ("int_type", "float_type", "int_from_float", "int_parsing", "float_parsing"):
         if isinstance(value, bool):
             return ": true/false is not a number: write the number"
         if isinstance(value, str):
-            return ": write the number without quotes"
+            return ": write the number without quotes" if _is_number(value) else ": give a number"
         if kind == "int_from_float" or isinstance(value, float):
             return ": write a whole number"
     if kind == "string_type" and isinstance(value, (int, float)):

@@ -190,9 +190,11 @@ def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -
     except RecursionError:
         raise ReportError(f"{path}: corrupt report: nested too deeply: re-create it") from None
     try:
-        machine_of(report)  # the machine block, checked now (gate and baseline read it)
+        machine_of(report, clocks=False)  # the machine block, checked now (gate and baseline read it)
     except ValidationError as exc:
         from roofline.yamlio import describe_validation_error
 
         raise ReportError(f"{path}: corrupt report: machine.{describe_validation_error(exc)}: re-create it") from None
+    except ValueError as exc:
+        raise ReportError(f"{path}: corrupt report: machine: {exc}: re-create it") from None
     return report
