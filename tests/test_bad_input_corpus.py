@@ -30,7 +30,7 @@ SUITE = "name: s\nworkloads:\n  - {kind: gemm, m: 8, n: 8, k: 8}\n"
 DEEP_JSON = "[" * 100_000 + "]" * 100_000
 LAUGHS = (
     'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
-    + "".join(f"{c}: &{c} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n" for p, c in zip("abcdef", "bcdefg"))
+    + "".join(f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdef", "bcdefg", strict=True))
     + "name: s\nworkloads: *g\n"
 )
 DEEP_BLOCK = "name: s\nworkloads:\n" + "".join("  " * (i + 1) + "-\n" for i in range(150)) + "  " * 151 + "- 1\n"
