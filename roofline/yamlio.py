@@ -228,15 +228,23 @@ def parse_json(
     error: type[RooflineError],
     label: str = "not valid JSON",
     fix: str = "fix the file",
+    constants: list[str] | None = None,
 ) -> Any:
     """The JSON document in ``text`` (read from ``source``), by json's C decoder (fast: one pass, no walk of the
     result). One ``error`` line ``SOURCE: LABEL (WHY): FIX`` for invalid JSON (line and column), a key given twice
     in one object (json would keep the last), or nesting deeper than the decoder's stack (its RecursionError is
-    caught here: no roofline file nests more than a few levels)."""
+    caught here: no roofline file nests more than a few levels). ``constants``: told each NaN, Infinity or
+    -Infinity read (free: json calls it for those alone), so that a reader need not scan the text for them."""
     import json
 
+    def constant(name: str) -> float:
+        constants.append(name)  # type: ignore[union-attr]
+        return float(name)
+
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return json.loads(
+            text, object_pairs_hook=_unique_keys, parse_constant=constant if constants is not None else None
+        )
     except _DuplicateKey as exc:
         raise error(f"{source}: {label} (key {exc.key!r} given twice in one object): keep one") from None
     except json.JSONDecodeError as exc:
@@ -370,8 +378,11 @@ def may_hold_nonfinite(text: str) -> bool:
     """Whether JSON text may hold a NaN or an infinity (NaN, Infinity, or an exponent of 3+ digits such as 1e400,
     which Python reads as inf): substring scans in C (a 300 MB report in about a second), so a reader walks the
     parsed document (:func:`null_nonfinite`) only when it may."""
-    if "NaN" in text or "Infinity" in text:
-        return True
+    return "NaN" in text or "Infinity" in text or has_big_exponent(text)
+
+
+def has_big_exponent(text: str) -> bool:
+    """Whether JSON text holds an exponent of 3+ digits (1e400: Python reads it as inf)."""
     for letter in ("e", "E"):  # NB: a pattern starting with a literal letter scans fast; a class does not
         if letter == "E" and "E" not in text:
             continue

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import gc
 import platform
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from roofline.errors import ReportError
 from roofline.fileio import atomic_write_text
@@ -30,7 +30,7 @@ from roofline.yamlio import (
     MAX_JSON_BYTES,
     decode_text,
     dumps_json,
-    may_hold_nonfinite,
+    has_big_exponent,
     null_nonfinite,
     parse_json,
     read_bytes,
@@ -64,6 +64,20 @@ class Report(BaseModel):
     host: dict[str, str] = {}
     devices: list[DeviceInfo] = []
     rows: list[dict[str, Any]] = []
+
+    @field_validator("rows", mode="plain")
+    @classmethod
+    def _row_objects(cls, rows: Any) -> list[dict[str, Any]]:
+        """A list of objects, kept as they are: pydantic's own check of ``list[dict[str, Any]]`` copied every row
+        (a tenth of reading a large report); what the readers need of each row is checked by check_rows."""
+        if not isinstance(rows, (list, tuple)):
+            raise ValueError(f"Input should be a valid list of row objects (got {type(rows).__name__})")
+        if type(rows) is list and all(type(row) is dict for row in rows):
+            return rows
+        for index, row in enumerate(rows):
+            if not isinstance(row, Mapping):
+                raise ValueError(f"rows[{index}] is not an object (got {row!r:.40})")
+        return [dict(row) for row in rows]
 
     @model_validator(mode="after")
     def _upgrade(self) -> Report:
@@ -164,7 +178,8 @@ def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -
         raise ReportError(f"{path}: no such report file")
     text = decode_text(read_bytes(path, ReportError, "report", MAX_JSON_BYTES), path, ReportError, "JSON report")
     with paused_gc():
-        data = parse_json(text, path, ReportError, "corrupt report", "re-create it")
+        constants: list[str] = []
+        data = parse_json(text, path, ReportError, "corrupt report", "re-create it", constants)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ReportError(f'{path}: not a roofline report (no "schema": "{SCHEMA}")')
     if data.get("version") not in READS:
@@ -173,7 +188,7 @@ def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -
             f"(reads versions {', '.join(map(str, READS))}): upgrade roofline"
         )
     try:
-        data, nonfinite = null_nonfinite(data) if may_hold_nonfinite(text) else (data, [])
+        data, nonfinite = null_nonfinite(data) if constants or has_big_exponent(text) else (data, [])
         del text
         if nonfinite and note is not None:
             note(nonfinite_note(path, nonfinite))
