@@ -311,6 +311,8 @@ def _type_fix(kind: str, value: Any) -> str:
             return ": write the number without quotes" if _is_number(value) else ": give a number"
         if kind == "int_from_float" or isinstance(value, float):
             return ": write a whole number"
+    if kind in ("bool_type", "bool_parsing") and isinstance(value, (str, int, float)):
+        return ": write true or false, without quotes"
     if kind == "string_type" and isinstance(value, (int, float)):
         return ": quote it to make it text"
     return ""

@@ -318,3 +318,25 @@ def test_a_bad_file_is_one_line_and_exit_2(cli, corpus, argv, needles):
     for needle in needles:
         assert needle in line, line
     assert _state(corpus) == before  # nothing written, left behind (temporary files) or changed
+
+
+PYPROJECT = {
+    "deep": "[tool.roofline.gate]\nfail-on = " + "[" * 100_000 + "]" * 100_000 + "\n",
+    "dup-key": '[tool.roofline.gate]\nbaseline = "a.json"\nbaseline = "b.json"\n',
+    "bool-as-text": '[tool.roofline.gate]\nstats = "no"\n',
+    "number-as-text": '[tool.roofline.gate]\nconfidence = "0.9"\n',
+    "list-of-numbers": "[tool.roofline.gate]\nfail-on = [5]\n",
+}
+
+
+@pytest.mark.parametrize("kind", list(PYPROJECT))
+def test_a_bad_gate_table_in_pyproject_is_one_line_and_exit_2(cli, corpus, tmp_path, monkeypatch, kind):
+    """`roofline gate` reads [tool.roofline.gate] from the nearest pyproject.toml: strictly, too."""
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT[kind], encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = cli("gate", str(corpus / "r.json"), "--baseline", str(corpus / "b0.json"))
+    assert result.code == 2, result.err
+    assert "Traceback" not in result.err
+    line = result.error_line()
+    assert f"{tmp_path / 'pyproject.toml'}: " in line, line
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["pyproject.toml"]
