@@ -97,6 +97,7 @@ def _bad_baselines(good: dict) -> dict[str, str]:
         "b_dup_key.json": text.replace('"points": [', '"version": 1,\n "points": [', 1),
         "b_points.json": _variant(good, _set("points", 5)),
         "b_time.json": _variant(good, _set("points.0.time_s", "fast")),
+        "b_quoted.json": _variant(good, _set("points.1.samples_s.2", "1e-4")),
     }
 
 
@@ -241,7 +242,8 @@ CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
             "b_deep.json": ("corrupt baseline (nested thousands of levels deep)", "save it again"),
             "b_dup_key.json": ("key 'version' given twice", "keep one"),
             "b_points.json": ("corrupt baseline: points: Input should be a valid list", "save it again"),
-            "b_time.json": ("points.0.time_s", "save it again"),
+            "b_time.json": ("points.0.time_s", "give a number", "save it again"),
+            "b_quoted.json": ("points.1.samples_s.2", "write the number without quotes"),
         }.items()
     ),
     *(
@@ -292,7 +294,7 @@ CASES: list[tuple[str, list[str], tuple[str, ...]]] = [
 
 def test_the_corpus_covers_every_reader_and_kind():
     ids = [case[0] for case in CASES]
-    assert len(ids) == len(set(ids)) == 5 * 15 + 2 * 3 + 2 * 4 + 3 * 9 + 2 * 5 + 4 + 4 + 3 + 2 == 139
+    assert len(ids) == len(set(ids)) == 5 * 15 + 2 * 3 + 2 * 5 + 3 * 9 + 2 * 5 + 4 + 4 + 3 + 2 == 141
 
 
 def _state(d: Path) -> dict[str, tuple[int, int]]:

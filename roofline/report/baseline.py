@@ -406,7 +406,7 @@ def parse(text: str, source: str) -> Baseline:
         )
     try:
         with paused_gc():
-            return Baseline.model_validate(data)
+            return Baseline.model_validate(data, strict=True)
     except ValidationError as exc:
         from roofline.yamlio import describe_validation_error
 
