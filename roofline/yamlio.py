@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,13 +28,26 @@ def _size(size: int) -> str:
 
 
 def read_bytes(path: Path, error: type[RooflineError], what: str = "YAML", limit: int = MAX_YAML_BYTES) -> bytes:
-    """The bytes of ``path``, refused (one ``error`` line) when missing, unreadable, a directory or over ``limit``
-    (checked before reading: a huge file is never read)."""
+    """The bytes of ``path``, refused (one ``error`` line) when missing, unreadable, a directory, a device or over
+    ``limit`` (a file's size checked before reading: a huge file is never read; a pipe is read up to the limit)."""
     try:
-        size = Path(path).stat().st_size
-        if size > limit and Path(path).is_file():
-            raise error(f"{path}: {size:,} bytes, over the {_size(limit)} a {what} file may have: give the right file")
-        return Path(path).read_bytes()
+        mode = Path(path).stat()
+        if stat.S_ISCHR(mode.st_mode) or stat.S_ISBLK(mode.st_mode) or stat.S_ISSOCK(mode.st_mode):
+            raise error(f"{path}: a device or socket, not a {what} file: give the file itself")
+        if mode.st_size > limit and stat.S_ISREG(mode.st_mode):
+            raise error(
+                f"{path}: {mode.st_size:,} bytes, over the {_size(limit)} a {what} file may have: give the right file"
+            )
+        with Path(path).open("rb") as handle:
+            if stat.S_ISREG(mode.st_mode):
+                return handle.read()
+            chunks, total = [], 0  # a pipe: read to its end, up to the limit (NB: read(limit) would allocate it)
+            while chunk := handle.read(2**20):
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > limit:
+                    raise error(f"{path}: over the {_size(limit)} a {what} file may have: give the right file")
+        return b"".join(chunks)
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -70,6 +84,8 @@ def _flow_depth(text: str) -> int:
         if char in "[{":
             depth += 1
             deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                break  # enough to refuse: never a walk of all of a large file
         elif char in "]}":
             depth = max(depth - 1, 0)
     return deepest

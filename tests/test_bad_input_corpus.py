@@ -342,3 +342,35 @@ def test_a_bad_gate_table_in_pyproject_is_one_line_and_exit_2(cli, corpus, tmp_p
     line = result.error_line()
     assert f"{tmp_path / 'pyproject.toml'}: " in line, line
     assert sorted(path.name for path in tmp_path.iterdir()) == ["pyproject.toml"]
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero here")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["report", "/dev/zero", "--format", "markdown"],
+        ["gate", "{d}/r.json", "--baseline", "/dev/zero"],
+        ["specs", "validate", "/dev/zero"],
+        ["analyze", "suite", "/dev/zero", "-d", "h100-sxm"],
+        ["diagnose", "--trace", "/dev/zero"],
+    ],
+    ids=["report", "gate-baseline", "specs-validate", "analyze-suite", "diagnose-trace"],
+)
+def test_a_device_is_refused_before_reading(cli, corpus, argv):
+    """/dev/zero has no size and no end: read, it would fill the memory."""
+    result = cli(*[a.replace("{d}", str(corpus)) for a in argv])
+    assert result.code == 2, result.err
+    line = result.error_line()
+    assert "/dev/zero: a device or socket" in line and "give the file itself" in line, line
+
+
+def test_a_gzip_bomb_stops_at_the_limit(cli, tmp_path, monkeypatch):
+    import gzip
+
+    monkeypatch.setattr("roofline.diagnose.trace.MAX_JSON_BYTES", 2**20)
+    bomb = tmp_path / "trace.json.gz"
+    bomb.write_bytes(gzip.compress(b" " * (2**20 + 2**16)))
+    assert bomb.stat().st_size < 2**16
+    result = cli("diagnose", "--trace", str(bomb))
+    assert result.code == 2, result.err
+    assert "over 1,048,576 bytes once unzipped: give the right file" in result.error_line()

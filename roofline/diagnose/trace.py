@@ -112,10 +112,16 @@ def read_trace(path: Path, option: str = "--trace") -> dict[str, Any]:
     raw = read_bytes(Path(path), WorkloadError, "trace", MAX_JSON_BYTES)
     if raw[:2] == b"\x1f\x8b":
         try:
+            chunks, total = [], 0
             with gzip.GzipFile(fileobj=io.BytesIO(raw)) as unzipped:
-                raw = unzipped.read(MAX_JSON_BYTES + 1)  # a gzip bomb stops at the limit
-            if len(raw) > MAX_JSON_BYTES:
-                raise WorkloadError(f"{shown}: over {MAX_JSON_BYTES:,} bytes once unzipped: give the right file")
+                while chunk := unzipped.read(2**24):  # a gzip bomb stops at the limit
+                    chunks.append(chunk)
+                    total += len(chunk)
+                    if total > MAX_JSON_BYTES:
+                        raise WorkloadError(
+                            f"{shown}: over {MAX_JSON_BYTES:,} bytes once unzipped: give the right file"
+                        )
+            raw = b"".join(chunks)
         except (EOFError, OSError, zlib.error) as exc:
             raise WorkloadError(
                 f"{shown}: the gzip file is truncated or corrupt ({type(exc).__name__}): copy or export it again "
