@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,17 +15,49 @@ from roofline.errors import RooflineError
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_text(path: Path, error: type[RooflineError], what: str = "YAML") -> str:
-    """A UTF-8 text file's text (a leading byte-order mark dropped); one-line errors for a missing, unreadable,
-    binary or non-UTF-8 file (say where the first bad byte is and how to fix it)."""
+#: The limits of every file we read (docs/cli.md, "Input limits"). A YAML file (spec sheet, suite, model config)
+#: is hand-written and small; JSON reports and traces can hold 100,000 rows or events.
+MAX_YAML_BYTES = 16 * 2**20
+MAX_JSON_BYTES = 4 * 2**30
+MAX_DEPTH = 100  # nesting of lists and mappings in a YAML file; JSON: as deep as the parser's stack allows
+MAX_YAML_VALUES = 1_000_000  # values in a YAML document with every alias expanded (a "billion laughs" file)
+
+
+def _size(size: int) -> str:
+    return f"{size / 2**30:g} GiB" if size >= 2**30 else f"{size / 2**20:g} MiB"
+
+
+def read_bytes(path: Path, error: type[RooflineError], what: str = "YAML", limit: int = MAX_YAML_BYTES) -> bytes:
+    """The bytes of ``path``, refused (one ``error`` line) when missing, unreadable, a directory, a device or over
+    ``limit`` (a file's size checked before reading: a huge file is never read; a pipe is read up to the limit)."""
     try:
-        data = Path(path).read_bytes()
+        mode = Path(path).stat()
+        if stat.S_ISCHR(mode.st_mode) or stat.S_ISBLK(mode.st_mode) or stat.S_ISSOCK(mode.st_mode):
+            raise error(f"{path}: a device or socket, not a {what} file: give the file itself")
+        if mode.st_size > limit and stat.S_ISREG(mode.st_mode):
+            raise error(
+                f"{path}: {mode.st_size:,} bytes, over the {_size(limit)} a {what} file may have: give the right file"
+            )
+        with Path(path).open("rb") as handle:
+            if stat.S_ISREG(mode.st_mode):
+                return handle.read()
+            chunks, total = [], 0  # a pipe: read to its end, up to the limit (NB: read(limit) would allocate it)
+            while chunk := handle.read(2**20):
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > limit:
+                    raise error(f"{path}: over the {_size(limit)} a {what} file may have: give the right file")
+        return b"".join(chunks)
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
     except IsADirectoryError:
         raise error(f"{path}: is a directory, not a {what} file") from None
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def decode_text(data: bytes, path: object, error: type[RooflineError], what: str = "YAML") -> str:
+    """UTF-8 text (a leading byte-order mark dropped); one ``error`` line for a binary or non-UTF-8 file."""
     if b"\x00" in data[:8192]:
         raise error(f"{path}: a binary file, not {what} text: give the {what} file itself")
     try:
@@ -35,7 +69,10 @@ def read_text(path: Path, error: type[RooflineError], what: str = "YAML") -> str
         ) from None
 
 
-MAX_DEPTH = 1000
+def read_text(path: Path, error: type[RooflineError], what: str = "YAML", limit: int = MAX_YAML_BYTES) -> str:
+    """A UTF-8 text file's text (a leading byte-order mark dropped); one-line errors for a missing, unreadable,
+    too large, binary or non-UTF-8 file (say where the first bad byte is and how to fix it)."""
+    return decode_text(read_bytes(path, error, what, limit), path, error, what)
 
 
 def _flow_depth(text: str) -> int:
@@ -47,22 +84,125 @@ def _flow_depth(text: str) -> int:
         if char in "[{":
             depth += 1
             deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                break  # enough to refuse: never a walk of all of a large file
         elif char in "]}":
             depth = max(depth - 1, 0)
     return deepest
 
 
-def load_yaml(path: Path, error: type[RooflineError]) -> Any:
-    """The YAML document in ``path`` (safe loading: plain data only); every problem is one ``error`` naming
-    the file (and the line, for invalid YAML)."""
+class _InputProblem(Exception):
+    """A problem of the document's structure, found while loading it: ``line`` (1-based, 0: unknown) and text."""
+
+    def __init__(self, line: int, text: str) -> None:
+        super().__init__(text)
+        self.line = line
+        self.text = text
+
+
+def _check_nodes(root: Any) -> None:
+    """Refuse a composed YAML document nested deeper than MAX_DEPTH, holding more than MAX_YAML_VALUES values
+    once every alias is expanded (each distinct node is visited once: its expanded size is kept), or an alias
+    inside its own anchor."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            open_nodes.discard(key)
+            children = _children(node)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[key] > MAX_YAML_VALUES:
+                raise _InputProblem(
+                    node.start_mark.line + 1,
+                    f'its aliases expand to more than {MAX_YAML_VALUES:,} values (a "billion laughs" file): '
+                    "write the values out, or use fewer aliases of aliases",
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise _InputProblem(node.start_mark.line + 1, "an alias inside its own anchor: remove the loop")
+        if depth > MAX_DEPTH:
+            raise _InputProblem(node.start_mark.line + 1, f"nested more than {MAX_DEPTH} levels deep")
+        if not isinstance(node, (yaml.SequenceNode, yaml.MappingNode)):
+            sizes[key] = 1
+            continue
+        open_nodes.add(key)
+        stack.append((node, depth, True))
+        stack.extend((child, depth + 1, False) for child in _children(node))
+
+
+def _children(node: Any) -> list[Any]:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _strict_loader(base: Any) -> Any:
+    """``base`` (the safe loader) refusing a key given twice in one mapping (YAML says keys are unique; PyYAML
+    keeps the last silently: ``m: 8`` then ``m: 1000000000``)."""
+    import yaml
+
+    class StrictLoader(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, int] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: its keys may be overridden
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    line = key_node.start_mark.line + 1
+                    try:
+                        first = seen.get(key)
+                    except TypeError:  # an unhashable key: the base loader says so
+                        break
+                    if first is not None:
+                        raise _InputProblem(line, f"key {key!r} given twice (first on line {first}): keep one")
+                    seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    # YAML 1.2 floats: PyYAML (YAML 1.1) reads 1e7 and 1e-300 (no dot) as text, which strict validation refuses
+    StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+    return StrictLoader
+
+
+_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+
+
+_LOADERS: dict[str, Any] = {}
+
+
+def load_yaml(path: Path, error: type[RooflineError]) -> Any:
+    """The YAML document in ``path`` (safe loading: plain data only); every problem is one ``error`` naming
+    the file (and the line, for invalid YAML): a file over MAX_YAML_BYTES, nested deeper than MAX_DEPTH, whose
+    aliases expand to more than MAX_YAML_VALUES values, or with a key given twice in one mapping."""
+    import yaml
+
+    loader_class = _LOADERS.get("strict") or _LOADERS.setdefault(
+        "strict", _strict_loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    )
     text = read_text(path, error)
     if _flow_depth(text) > MAX_DEPTH:  # libyaml crashes the process on some 10^5 nested brackets
         raise error(f"{path}: invalid YAML: nested more than {MAX_DEPTH} levels deep")
+    loader = loader_class(text)
     try:
-        return yaml.load(text, Loader=loader)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_nodes(node)
+        return loader.construct_document(node)
+    except _InputProblem as exc:
+        where = f" line {exc.line}:" if exc.line else ""
+        raise error(f"{path}:{where} invalid YAML: {exc.text}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark is not None else ""
@@ -73,6 +213,77 @@ def load_yaml(path: Path, error: type[RooflineError]) -> Any:
         raise error(f"{path}:{where} invalid YAML: {problem}") from None
     except RecursionError:
         raise error(f"{path}: invalid YAML: nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+# ------------------------------------------------------------------------------------------------ JSON
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object_pairs_hook: the object as a dict, refusing a key given twice (json keeps the last)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return data
+
+
+def parse_json(
+    text: str | bytes,
+    source: object,
+    error: type[RooflineError],
+    label: str = "not valid JSON",
+    fix: str = "fix the file",
+    constants: list[str] | None = None,
+) -> Any:
+    """The JSON document in ``text`` (read from ``source``), by json's C decoder (fast: one pass, no walk of the
+    result). One ``error`` line ``SOURCE: LABEL (WHY): FIX`` for invalid JSON (line and column), a key given twice
+    in one object (json would keep the last), or nesting deeper than the decoder's stack (its RecursionError is
+    caught here: no roofline file nests more than a few levels). ``constants``: told each NaN, Infinity or
+    -Infinity read (free: json calls it for those alone), so that a reader need not scan the text for them."""
+    import json
+
+    def constant(name: str) -> float:
+        constants.append(name)  # type: ignore[union-attr]
+        return float(name)
+
+    try:
+        return json.loads(
+            text, object_pairs_hook=_unique_keys, parse_constant=constant if constants is not None else None
+        )
+    except _DuplicateKey as exc:
+        raise error(f"{source}: {label} (key {exc.key!r} given twice in one object): keep one") from None
+    except json.JSONDecodeError as exc:
+        raise error(
+            f"{source}: {label} (invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}): {fix}"
+        ) from None
+    except RecursionError:
+        raise error(f"{source}: {label} (nested thousands of levels deep): {fix}") from None
+    except UnicodeDecodeError:
+        raise error(f"{source}: {label} (not UTF-8 text): {fix}") from None
+
+
+def load_json(
+    path: Path,
+    error: type[RooflineError],
+    what: str = "JSON",
+    limit: int = MAX_JSON_BYTES,
+    label: str = "not valid JSON",
+    fix: str = "fix the file",
+) -> Any:
+    """The JSON document in ``path``: read_bytes (missing, unreadable, over ``limit``), decode_text (binary, not
+    UTF-8), parse_json (invalid, duplicate keys, too deep): every problem one ``error`` line naming the file."""
+    return parse_json(decode_text(read_bytes(path, error, what, limit), path, error, what), path, error, label, fix)
 
 
 def describe_validation_error(exc: ValidationError, doc: str = "") -> str:
@@ -94,17 +305,49 @@ def describe_validation_error(exc: ValidationError, doc: str = "") -> str:
         quoted = isinstance(value, str) and shown in message
         if scalar and len(shown) <= 60 and not quoted:
             message += f" (got {shown})"
+        message += _type_fix(kind, value)
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
     return f"{loc}: {message}{more}" if loc else f"{message}{more}"
 
 
-def validate(model: type[M], data: Any, source: str, error: type[RooflineError], doc: str = "") -> M:
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _type_fix(kind: str, value: Any) -> str:
+    """The fix for a value of the wrong type (strict validation): a number given as true/false or as text."""
+    if kind in ("int_type", "float_type", "int_from_float", "int_parsing", "float_parsing"):
+        if isinstance(value, bool):
+            return ": true/false is not a number: write the number"
+        if isinstance(value, str):
+            return ": write the number without quotes" if _is_number(value) else ": give a number"
+        if kind == "int_from_float" or isinstance(value, float):
+            return ": write a whole number"
+    if kind in ("bool_type", "bool_parsing") and isinstance(value, (str, int, float)):
+        return ": write true or false, without quotes"
+    if kind == "string_type" and isinstance(value, (int, float)):
+        return ": quote it to make it text"
+    return ""
+
+
+def validate(
+    model: type[M], data: Any, source: str, error: type[RooflineError], doc: str = "", strict: bool = True
+) -> M:
+    """``data`` (a file's document) as ``model``, every field checked up front; pydantic's strict mode by default:
+    no bool for a number (``m: true`` is not 1), no string for a number (``"8"``), no number for a string. Every
+    problem is one ``error`` line ``SOURCE: field.path: message (got VALUE)``."""
     if not isinstance(data, dict):
         raise error(f"{source}: expected a mapping of keys to values at the top level")
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, strict=strict)
     except ValidationError as exc:
         raise error(f"{source}: {describe_validation_error(exc, doc)}") from None
+    except RecursionError:
+        raise error(f"{source}: nested too deeply") from None
 
 
 # ------------------------------------------------------------------------------------------------ JSON numbers
@@ -153,10 +396,11 @@ def may_hold_nonfinite(text: str) -> bool:
     """Whether JSON text may hold a NaN or an infinity (NaN, Infinity, or an exponent of 3+ digits such as 1e400,
     which Python reads as inf): substring scans in C (a 300 MB report in about a second), so a reader walks the
     parsed document (:func:`null_nonfinite`) only when it may."""
-    import re
+    return "NaN" in text or "Infinity" in text or has_big_exponent(text)
 
-    if "NaN" in text or "Infinity" in text:
-        return True
+
+def has_big_exponent(text: str) -> bool:
+    """Whether JSON text holds an exponent of 3+ digits (1e400: Python reads it as inf)."""
     for letter in ("e", "E"):  # NB: a pattern starting with a literal letter scans fast; a class does not
         if letter == "E" and "E" not in text:
             continue

@@ -167,7 +167,7 @@ def test_roundtrip_tolerates_unknown_keys(tmp_path):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("{not json", "corrupt baseline (not JSON"),
+        ("{not json", "corrupt baseline (invalid JSON"),
         (
             '{"schema": "roofline.report", "version": 1}',
             "not a roofline baseline (schema 'roofline.report'; expected \"roofline.baseline\")",

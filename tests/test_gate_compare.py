@@ -10,7 +10,7 @@ import pytest
 from roofline.gate import check
 from roofline.gate.compare import common_mode, compare_points
 from roofline.gate.thresholds import build_rules
-from roofline.report.baseline import BaselineError, Point, from_report, from_reports
+from roofline.report.baseline import BaselineError, Point, from_report, from_reports, points_of
 from tests.gate_synthetic import H100, bench_report, bench_row, diagnose_report, diagnose_row, noisy, spread
 
 BASE = 1.5e-4
@@ -124,16 +124,56 @@ def test_time_rule_with_an_absolute_limit():
 
 
 def test_without_samples_a_change_is_inconclusive_and_no_stats_fails_it():
+    """The comparison of two points without samples (a whole report without them never gets here: the gate
+    refuses it, below)."""
     before = bench_row("m=1", [])
     before.update(median_s=1e-4, efficiency=1.4)
     after = dict(before, median_s=1.2e-4, efficiency=1.4 / 1.2)
-    result = _gate([before], [after])
-    efficiency = _only(result).checks[-1]
+    (old,), (new,) = points_of(bench_report([before])), points_of(bench_report([after]))
+    result = compare_points(old, new, build_rules(("rules", [])))
+    efficiency = result.checks[-1]
     assert result.verdict == "inconclusive" and efficiency.method == "no samples"
     assert efficiency.reason == "efficiency -16.7% beyond -5%, but no samples to tell it from noise"
-    strict = check(bench_report([after]), from_report(bench_report([before]), commit=""), stats=False)
-    assert strict.verdict == "regression" and _only(strict).checks[-1].method == "single numbers"
-    assert _only(strict).checks[-1].reason == "efficiency -16.7% beyond efficiency:-5% (--no-stats)"
+    strict = compare_points(old, new, build_rules(("rules", []), stats=False))
+    assert strict.verdict == "regression" and strict.checks[-1].method == "single numbers"
+    assert strict.checks[-1].reason == "efficiency -16.7% beyond efficiency:-5% (--no-stats)"
+
+
+@pytest.mark.parametrize("samples", [[], None])
+def test_a_report_without_samples_never_passes(samples):
+    """A report stripped of its samples passed the gate on its medians: now the gate and baseline refuse it."""
+    row = bench_row("m=1", spread(BASE, 20, 0.01))
+    baseline = from_report(bench_report([row]), commit="")
+    stripped = dict(row)
+    if samples is None:
+        del stripped["samples_s"]
+    else:
+        stripped["samples_s"] = samples
+    with pytest.raises(BaselineError, match=r"rows\[0\] has no timing samples"):
+        check(bench_report([stripped]), baseline)
+    with pytest.raises(BaselineError, match="no timing samples"):
+        from_report(bench_report([stripped]), commit="")
+
+
+def test_diagnose_reports_without_any_samples_are_refused_some_are_kept():
+    s = spread(1e-5, 20, 0.01)
+    rows = [diagnose_row("aten::mm", "mlp", [[64, 64]], s), diagnose_row("aten::add", "mlp", [[64]], s)]
+    baseline = from_report(diagnose_report(rows), commit="")
+    none = [dict(row, samples_s=[]) for row in rows]
+    with pytest.raises(BaselineError, match="no timing samples"):
+        check(diagnose_report(none), baseline)
+    assert check(diagnose_report([rows[0], none[1]]), baseline).verdict != "regression"
+
+
+def test_two_rows_of_one_label_are_refused_not_merged():
+    """Two different rows with one label pooled into one baseline point, and the gate then failed the very report
+    the baseline came from."""
+    rows = [bench_row("m=1", spread(BASE, 20, 0.01)), bench_row("m=1", spread(3 * BASE, 20, 0.01), flops=7)]
+    with pytest.raises(BaselineError, match=r"rows 0 and 1 are one point \('gemm m=1 bf16'"):
+        from_report(bench_report(rows), commit="")
+    baseline = from_report(bench_report(rows[:1]), commit="")
+    with pytest.raises(BaselineError, match="report: rows 0 and 1 are one point"):
+        check(bench_report(rows), baseline)
 
 
 def test_new_and_vanished_points_are_reported_not_failed():

@@ -102,7 +102,8 @@ BAD_INPUT = [
     (["plot", "{missing}", "-o", "x.png"], "Error: {missing}: no such report file"),
     (
         ["plot", "{corrupt}", "-o", "x.png"],
-        "Error: {corrupt}: corrupt report (invalid JSON at line 1): re-create it",
+        "Error: {corrupt}: corrupt report (invalid JSON at line 1, column 2: Expecting property name enclosed in "
+        "double quotes): re-create it",
     ),
     (["plot", "{diag}", "-o", "x.jpg"], f"Error: -o x.jpg: unknown output extension '.jpg': {EXT} (or give --format)"),
     (

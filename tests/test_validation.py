@@ -78,7 +78,7 @@ READERS = {"--spec": _spec_flag, "ROOFLINE_SPECS_DIR": _specs_dir, "suite": _sui
         (LATIN1, "not UTF-8 text (byte 0xe9 on line 1): save the file as UTF-8"),
         (b"name: x\nnote: \x1b[2J\n", "line 2: invalid YAML: unacceptable character #x001b"),
         (b"a: [1, 2\n", "invalid YAML"),
-        (b"a: " + b"[" * 2000, "nested more than 1000 levels deep"),
+        (b"a: " + b"[" * 2000, "nested more than 100 levels deep"),
     ],
     ids=["binary", "latin-1", "control-char", "unclosed", "deep"],
 )
@@ -122,7 +122,7 @@ def test_brackets_nested_past_libyaml_are_refused_not_a_segfault(tmp_path):
         timeout=120,
     )
     assert done.returncode == 2, done.stderr
-    assert done.stderr.strip().splitlines() == [f"Error: {path}: invalid YAML: nested more than 1000 levels deep"]
+    assert done.stderr.strip().splitlines() == [f"Error: {path}: invalid YAML: nested more than 100 levels deep"]
 
 
 # ------------------------------------------------------------------------------------------------ spec sheets
@@ -133,7 +133,7 @@ def test_brackets_nested_past_libyaml_are_refused_not_a_segfault(tmp_path):
     [
         ("fp32: 66.9}", "fp32: .inf}", "compute_dense_tflops.vector.fp32", "finite number from 1e-06 to 1e+06 TFLOP/s"),
         ("fp32: 66.9}", "fp32: -.inf}", "compute_dense_tflops.vector.fp32", "finite number"),
-        ("fp32: 66.9}", "fp32: 1e400}", "compute_dense_tflops.vector.fp32", "(got '1e400')"),
+        ("fp32: 66.9}", "fp32: 1e400}", "compute_dense_tflops.vector.fp32", "finite number"),
         ("fp32: 66.9}", "fp32: 1.0e+400}", "compute_dense_tflops.vector.fp32", "(got inf)"),
         ("fp32: 66.9}", "fp32: .nan}", "compute_dense_tflops.vector.fp32", "(got nan)"),
         ("fp32: 66.9}", "fp32: 0}", "compute_dense_tflops.vector.fp32", "(got 0)"),
@@ -236,7 +236,7 @@ def test_zero_where_allowed(cli):
     [
         ("{kind: gemm, m: 1" + "0" * 200 + ", n: 4, k: 4}", "gemm: m: too large: a size is at most 2^62"),
         ("{kind: gemm, m: 1.0e+300, n: 4, k: 4}", "gemm: m: "),
-        ("{kind: gemm, m: .inf, n: 4, k: 4}", "gemm: m: Input should be a finite number"),
+        ("{kind: gemm, m: .inf, n: 4, k: 4}", "gemm: m: Input should be a valid integer"),
         ("{kind: gemm, m: .nan, n: 4, k: 4}", "gemm: m: "),
         ("{kind: elementwise, op: gelu, numel: -1}", "numel: "),
     ],

@@ -138,7 +138,9 @@ class CostModel:
     def __call__(self, params: Params) -> Cost:
         return self.formula(params)
 
-    def parse(self, values: dict[str, Any], source: str = "") -> Params:
+    def parse(self, values: dict[str, Any], source: str = "", strict: bool = False) -> Params:
+        """The parameters, validated; ``strict`` (a file's values: pydantic's strict mode) takes no bool or string
+        for a number. The command line's values are text converted by their options, so not strict."""
         from roofline.yamlio import describe_validation_error
 
         where = f"{source}: " if source else ""
@@ -146,7 +148,7 @@ class CostModel:
             if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SIZE:
                 raise WorkloadError(f"{where}{self.kind}: {name}: too large: a size is at most 2^62 (about 4.6e18)")
         try:
-            return self.params.model_validate(values)
+            return self.params.model_validate(values, strict=strict)
         except ValidationError as exc:
             raise WorkloadError(
                 f"{where}{self.kind}: {describe_validation_error(exc, 'docs/cost-models.md')}"

@@ -23,11 +23,11 @@ WorkloadError line naming the file and the key (exit 2 at the CLI).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from roofline.errors import WorkloadError
+from roofline.yamlio import MAX_YAML_BYTES, parse_json, read_text
 
 KEYS: dict[str, tuple[str, ...]] = {
     "layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
@@ -84,14 +84,8 @@ SHARED_EXPERT_KEYS = ("n_shared_experts", "shared_expert_intermediate_size", "nu
 def _read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise WorkloadError(f"{path}: no such Hugging Face config file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise WorkloadError(f"{path}: not a Hugging Face config (not UTF-8 text)") from None
-    except json.JSONDecodeError as exc:
-        raise WorkloadError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    except OSError as exc:
-        raise WorkloadError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    text = read_text(path, WorkloadError, "Hugging Face config.json", MAX_YAML_BYTES)
+    data = parse_json(text, path, WorkloadError, "not valid JSON", "give the model's config.json")
     if not isinstance(data, dict):
         raise WorkloadError(f"{path}: a Hugging Face config is a JSON object, this is a {type(data).__name__}")
     text = data.get("text_config")

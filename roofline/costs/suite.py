@@ -88,6 +88,6 @@ def load_suite(name_or_path: str) -> tuple[Suite, list[tuple[str, dict[str, Any]
             )
         model = get_model(kind)
         for point in expand(values):
-            model.parse(point, source)  # fail early, naming the entry
+            model.parse(point, source, strict=True)  # fail early, naming the entry
             items.append((kind, point, source))
     return suite, items

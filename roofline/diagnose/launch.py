@@ -79,7 +79,7 @@ def first_failure(folder: Path) -> dict[str, Any] | None:
     for path in sorted(Path(folder).glob("rank-*.json")):
         try:
             found.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
     return min(found, key=lambda f: (f.get("time", 0.0), f.get("rank", 0)), default=None)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import gzip
+import io
 import json
 import re
 import zlib
@@ -36,6 +37,7 @@ from roofline.errors import WorkloadError
 from roofline.report.outputs import TRACE_SCHEMA
 from roofline.report.records import OpRecord
 from roofline.samples import median
+from roofline.yamlio import MAX_JSON_BYTES, parse_json, read_bytes
 
 STEP_MARKER = re.compile(r"^ProfilerStep#(\d+)$")
 ITERATION_MARKER = "roofline::iteration"  # roofline.diagnose.profile.MARKER (a live run's exported trace)
@@ -105,32 +107,42 @@ def read_trace(path: Path, option: str = "--trace") -> dict[str, Any]:
     ``traceEvents`` list. WorkloadError (exit 2), one line naming the fix, for a missing or unreadable file, a
     truncated .gz, text that is not JSON, or JSON that is not a Chrome trace."""
     shown = f"{option} {path}"
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise WorkloadError(f"{shown}: no such file: give the path of the trace torch.profiler exported") from None
-    except OSError as exc:
-        raise WorkloadError(f"{shown}: cannot read it: {exc.strerror or exc}") from None
+    if not Path(path).exists() and not Path(path).is_symlink():
+        raise WorkloadError(f"{shown}: no such file: give the path of the trace torch.profiler exported")
+    raw = read_bytes(Path(path), WorkloadError, "trace", MAX_JSON_BYTES)
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = gzip.decompress(raw)
+            chunks, total = [], 0
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as unzipped:
+                while chunk := unzipped.read(2**24):  # a gzip bomb stops at the limit
+                    chunks.append(chunk)
+                    total += len(chunk)
+                    if total > MAX_JSON_BYTES:
+                        raise WorkloadError(
+                            f"{shown}: over {MAX_JSON_BYTES:,} bytes once unzipped: give the right file"
+                        )
+            raw = b"".join(chunks)
         except (EOFError, OSError, zlib.error) as exc:
             raise WorkloadError(
                 f"{shown}: the gzip file is truncated or corrupt ({type(exc).__name__}): copy or export it again "
                 "(gzip -t checks one)"
             ) from None
     try:
-        data = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise WorkloadError(
             f"{shown}: not a JSON trace (not UTF-8 text): give the .json or .json.gz file that torch.profiler's "
             "export_chrome_trace wrote"
         ) from None
-    except json.JSONDecodeError as exc:
-        raise WorkloadError(
-            f"{shown}: not JSON (line {exc.lineno} column {exc.colno}: {exc.msg}): give the .json or .json.gz file "
-            "that torch.profiler's export_chrome_trace wrote (a truncated file: export it again)"
-        ) from None
+    del raw
+    data = parse_json(
+        text,
+        shown,
+        WorkloadError,
+        "not JSON",
+        "give the .json or .json.gz file that torch.profiler's export_chrome_trace wrote (a truncated file: "
+        "export it again)",
+    )
     if isinstance(data, list):  # the Chrome trace's array form
         data = {"traceEvents": data}
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):

@@ -57,11 +57,13 @@ def check(
     *,
     confidence: float | None = None,
     stats: bool = True,
+    where: str | None = None,
 ) -> GateResult:
     """Gate ``report`` (a Report or the path of one) against ``baseline`` (a Baseline or the path of one).
 
     ``rules``: a Rules value, or rule texts on top of the defaults. Raises BaselineError (baseline missing,
-    corrupt, of another suite or model, or sharing no point with the report), ReportError, ThresholdError."""
+    corrupt, of another suite or model, or sharing no point with the report), ReportError, ThresholdError.
+    ``where`` names the report in those errors (default: its path, else 'report')."""
     from roofline.gate.compare import compare
     from roofline.report.baseline import BaselineError, identity_of, points_of, require_measured
     from roofline.report.machine import machine_of
@@ -70,14 +72,14 @@ def check(
         rules = build_rules(("rules", list(rules or [])), confidence=confidence, stats=stats)
     elif confidence is not None:
         rules.confidence = confidence
-    where = str(report) if isinstance(report, (str, Path)) else "report"
+    where = where or (str(report) if isinstance(report, (str, Path)) else "report")
     report, baseline = _report(report), _baseline(baseline)
     require_measured(report, where)
     identity = identity_of(report)
     mismatch = baseline.identity.mismatch(identity)
     if mismatch:
         raise BaselineError(f"the baseline is of another workload ({mismatch}): gate against that workload's baseline")
-    points = points_of(report)
+    points = points_of(report, where)
     if baseline.points and not {p.key for p in baseline.points} & {p.key for p in points}:
         raise BaselineError(
             f"none of the baseline's {len(baseline.points)} points is in the report "

@@ -76,13 +76,15 @@ def find(start: Path | None = None) -> GateConfig:
             data = toml.loads(text)
         except toml.TOMLDecodeError as exc:
             raise UsageError(f"{path}: invalid TOML: {exc}") from None
+        except RecursionError:
+            raise UsageError(f"{path}: invalid TOML: nested too deeply") from None
         table = data.get("tool", {}).get("roofline", {}).get("gate")
         if table is None:
             continue
         if not isinstance(table, dict):
             raise UsageError(f"{path}: [tool.roofline.gate] must be a table")
         try:
-            config = GateConfig.model_validate(table)
+            config = GateConfig.model_validate(table, strict=True)
         except ValidationError as exc:
             from roofline.yamlio import describe_validation_error
 

@@ -250,7 +250,7 @@ def run(
         from roofline.report.schema import read_report
 
         report = _measured(read_report(Path(target)), f"the report {target}")
-        return GateRun(check(report, saved, rules), report, Path(target), baseline_path)
+        return GateRun(check(report, saved, rules, where=str(target)), report, Path(target), baseline_path)
 
     options = options or MeasureOptions()
     what = "the model" if kind == "model" else "the suite"

@@ -19,7 +19,6 @@ the next run on a quiet machine (:func:`quiet`), so a busy calibration never sta
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import zlib
@@ -36,7 +35,7 @@ from roofline.errors import CalibrationError
 from roofline.fileio import atomic_write_text
 from roofline.specs.machine import Machine
 from roofline.version import __version__
-from roofline.yamlio import dumps_json
+from roofline.yamlio import dumps_json, parse_json
 
 SCHEMA = "roofline.calibration"
 VERSION = 1
@@ -304,10 +303,7 @@ def save(cal: Calibration, directory: Path | None = None) -> Path:
 
 def parse(text: str, source: str = "calibration") -> Calibration:
     """A Calibration from JSON text; CalibrationError when it is not JSON, foreign, or invalid."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise CalibrationError(f"{source}: not JSON ({exc})") from None
+    data = parse_json(text, source, CalibrationError, "not JSON", "run `roofline calibrate` again")
     if not isinstance(data, dict):
         raise CalibrationError(f"{source}: not a calibration document (a JSON {type(data).__name__})")
     if data.get("schema") != SCHEMA:
@@ -318,6 +314,8 @@ def parse(text: str, source: str = "calibration") -> Calibration:
         )
     try:
         return Calibration.model_validate(data)
+    except RecursionError:
+        raise CalibrationError(f"{source}: invalid calibration: nested too deeply") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))

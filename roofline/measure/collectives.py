@@ -21,7 +21,6 @@ imported inside the measuring functions only.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -39,7 +38,7 @@ from roofline.fileio import atomic_write_text
 from roofline.measure.calibration import cache_dir
 from roofline.samples import median
 from roofline.version import __version__
-from roofline.yamlio import dumps_json
+from roofline.yamlio import dumps_json, parse_json
 
 SCHEMA = "roofline.collectives"
 VERSION = 1
@@ -131,16 +130,15 @@ def save(cal: CollectivesCalibration, directory: Path | None = None) -> Path:
 
 
 def parse(text: str, source: str = "collectives calibration") -> CollectivesCalibration:
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise CalibrationError(f"{source}: not JSON ({exc})") from None
+    data = parse_json(text, source, CalibrationError, "not JSON", "run `roofline calibrate` again")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise CalibrationError(f"{source}: not a roofline collectives calibration")
     if data.get("version") != VERSION:
         raise CalibrationError(f"{source}: version {data.get('version')!r}, this roofline reads version {VERSION}")
     try:
         return CollectivesCalibration.model_validate(data)
+    except RecursionError:
+        raise CalibrationError(f"{source}: invalid: nested too deeply") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))

@@ -40,7 +40,7 @@ from roofline.report.machine import MachineInfo, machine_of
 from roofline.report.outputs import BASELINE_SCHEMA
 from roofline.report.rows import finite_number, positive_number
 from roofline.version import __version__
-from roofline.yamlio import dumps_json
+from roofline.yamlio import MAX_JSON_BYTES, decode_text, dumps_json, parse_json, read_bytes
 
 SCHEMA = BASELINE_SCHEMA
 VERSION = 1
@@ -147,6 +147,16 @@ def require_measured(report: Any, where: str) -> None:
         )
     if not report.rows:
         raise BaselineError(f"{where}: the report has no rows")
+    timed = [row for row in report.rows if report.source == "bench" or row.get("timed", True)]
+    if report.source == "bench":
+        bare = next((index for index, row in enumerate(timed) if not row.get("samples_s")), None)
+    else:  # diagnose reports written before samples were kept have none: refused only when no op has any
+        bare = 0 if timed and not any(row.get("samples_s") for row in timed) else None
+    if bare is not None:
+        raise BaselineError(
+            f"{where}: rows[{bare}] has no timing samples (samples_s), which the gate measures with: gate the report "
+            f"as `roofline {report.source}` wrote it, or run it again"
+        )
 
 
 def _shape_text(shapes: Any) -> str:
@@ -222,10 +232,20 @@ def _diagnose_points(rows: list[dict[str, Any]]) -> list[Point]:
     return points
 
 
-def points_of(report: Any) -> list[Point]:
-    """The report's points with their keys (see the module docstring), in report order."""
+def points_of(report: Any, where: str = "the report") -> list[Point]:
+    """The report's points with their keys (see the module docstring), in report order. BaselineError (naming
+    ``where``) when two bench rows are one point."""
     if report.source == "bench":
-        return [_bench_point(row) for row in report.rows]
+        points = [_bench_point(row) for row in report.rows]
+        first: dict[str, int] = {}
+        for index, point in enumerate(points):
+            earlier = first.setdefault(point.key, index)
+            if earlier != index:  # one point would pool two rows' samples: the gate could not tell them apart
+                raise BaselineError(
+                    f"{where}: rows {earlier} and {index} are one point ({point.label!r}: same kind, label, "
+                    "dtype and op): give the workloads different labels, or keep one"
+                )
+        return points
     if report.source == "diagnose":
         return _diagnose_points(list(report.rows))
     raise BaselineError(f"a {report.source} report has no measured points")
@@ -351,8 +371,8 @@ def from_reports(
         if mismatch:
             raise BaselineError(f"{name}: not a run of what {names[0]} measured ({mismatch})")
     by_key: dict[str, list[Point]] = {}
-    for report in reports:
-        for point in points_of(report):
+    for report, name in zip(reports, names, strict=True):
+        for point in points_of(report, name):
             by_key.setdefault(point.key, []).append(point)
     return Baseline(
         created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -373,11 +393,8 @@ def from_reports(
 def parse(text: str, source: str) -> Baseline:
     from roofline.report.schema import paused_gc
 
-    try:
-        with paused_gc():
-            data = json.loads(text)
-    except ValueError as exc:
-        raise BaselineError(f"{source}: corrupt baseline (not JSON: {exc})") from None
+    with paused_gc():
+        data = parse_json(text, source, BaselineError, "corrupt baseline", "save it again")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else None
         what = f"schema {found!r}" if found else "no schema"
@@ -389,24 +406,21 @@ def parse(text: str, source: str) -> Baseline:
         )
     try:
         with paused_gc():
-            return Baseline.model_validate(data)
+            return Baseline.model_validate(data, strict=True)
     except ValidationError as exc:
         from roofline.yamlio import describe_validation_error
 
-        raise BaselineError(f"{source}: corrupt baseline: {describe_validation_error(exc)}") from None
+        raise BaselineError(f"{source}: corrupt baseline: {describe_validation_error(exc)}: save it again") from None
+    except RecursionError:
+        raise BaselineError(f"{source}: corrupt baseline: nested too deeply: save it again") from None
 
 
 def load(path: Path | str) -> Baseline:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(
-            f"{path}: no such baseline: save one with `roofline baseline save REPORT.json -o {path}`"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"{path}: cannot read the baseline: {exc}") from None
-    return parse(text, str(path))
+    if not path.exists() and not path.is_symlink():
+        raise BaselineError(f"{path}: no such baseline: save one with `roofline baseline save REPORT.json -o {path}`")
+    data = read_bytes(path, BaselineError, "baseline", MAX_JSON_BYTES)
+    return parse(decode_text(data, path, BaselineError, "JSON baseline"), str(path))
 
 
 def save(baseline: Baseline, path: Path | str, *, force: bool = False, option: str = "-o") -> Path:

@@ -44,8 +44,10 @@ def _median(values: list[float]) -> float | None:
     return median(values) if values else None
 
 
-def machine_of(report: Any) -> MachineInfo:
-    """The machine of a Report (roofline.report.schema.Report): its ``machine`` block, completed from the others."""
+def machine_of(report: Any, clocks: bool = True) -> MachineInfo:
+    """The machine of a Report (roofline.report.schema.Report): its ``machine`` block, completed from the others.
+    ``clocks``: the SM clock from the rows' samples (False: the block alone, as the reader checks it). A ``machine``
+    block that is not an object is a ValueError; one whose fields do not validate, pydantic's ValidationError."""
     extra = report.model_extra or {}
     block = extra.get("bench") or extra.get("diagnose") or {}
     block = block if isinstance(block, dict) else {}
@@ -64,8 +66,11 @@ def machine_of(report: Any) -> MachineInfo:
     recorded = extra.get("machine")
     if isinstance(recorded, dict):
         data.update({key: value for key, value in recorded.items() if value is not None})
-    clocks = [c for row in report.rows for c in (row.get("clocks_mhz") or []) if isinstance(c, (int, float))]
-    data["sm_clock_mhz"] = _median(clocks)
+    elif recorded is not None:
+        raise ValueError(f"not an object (got {recorded!r:.40})")
+    if clocks:
+        seen = [c for row in report.rows for c in (row.get("clocks_mhz") or []) if isinstance(c, (int, float))]
+        data["sm_clock_mhz"] = _median(seen)
     data["roof_source"] = block.get("roof_source") or (device.roof_source if device else None)
     data["python"] = report.host.get("python")
     data["platform"] = report.host.get("platform")

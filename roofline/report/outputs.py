@@ -72,7 +72,7 @@ def _json_schema(path: Path) -> str | None:
         return None
     try:
         data = json.loads(path.read_bytes())
-    except (ValueError, MemoryError):
+    except (ValueError, MemoryError, RecursionError):
         return None
     schema = data.get("schema") if isinstance(data, dict) else None
     return schema if isinstance(schema, str) else None

@@ -11,22 +11,30 @@ and ``efficiency``. A version-1 report is upgraded when it is loaded (roofline.r
 from __future__ import annotations
 
 import gc
-import json
 import platform
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from roofline.errors import ReportError
 from roofline.fileio import atomic_write_text
+from roofline.report.machine import machine_of
 from roofline.report.outputs import REPORT_SCHEMA
-from roofline.report.rows import parse_rows, upgrade_rows
+from roofline.report.rows import check_rows, parse_rows, upgrade_rows
 from roofline.version import __version__
-from roofline.yamlio import dumps_json, may_hold_nonfinite, null_nonfinite
+from roofline.yamlio import (
+    MAX_JSON_BYTES,
+    decode_text,
+    dumps_json,
+    has_big_exponent,
+    null_nonfinite,
+    parse_json,
+    read_bytes,
+)
 
 SCHEMA = REPORT_SCHEMA
 VERSION = 2
@@ -56,6 +64,20 @@ class Report(BaseModel):
     host: dict[str, str] = {}
     devices: list[DeviceInfo] = []
     rows: list[dict[str, Any]] = []
+
+    @field_validator("rows", mode="plain")
+    @classmethod
+    def _row_objects(cls, rows: Any) -> list[dict[str, Any]]:
+        """A list of objects, kept as they are: pydantic's own check of ``list[dict[str, Any]]`` copied every row
+        (a tenth of reading a large report); what the readers need of each row is checked by check_rows."""
+        if not isinstance(rows, (list, tuple)):
+            raise ValueError(f"Input should be a valid list of row objects (got {type(rows).__name__})")
+        if type(rows) is list and all(type(row) is dict for row in rows):
+            return rows
+        for index, row in enumerate(rows):
+            if not isinstance(row, Mapping):
+                raise ValueError(f"rows[{index}] is not an object (got {row!r:.40})")
+        return [dict(row) for row in rows]
 
     @model_validator(mode="after")
     def _upgrade(self) -> Report:
@@ -152,16 +174,12 @@ def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -
     JSON reader does, are read as null (a missing value) and ``note`` is told once where they were (by default
     one line ``note: ...`` on stderr); every other problem is a ReportError."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        with paused_gc():
-            data = json.loads(text)
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such report file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path}: corrupt report (invalid JSON at line {exc.lineno}): re-create it") from None
+    if not path.exists() and not path.is_symlink():
+        raise ReportError(f"{path}: no such report file")
+    text = decode_text(read_bytes(path, ReportError, "report", MAX_JSON_BYTES), path, ReportError, "JSON report")
+    with paused_gc():
+        constants: list[str] = []
+        data = parse_json(text, path, ReportError, "corrupt report", "re-create it", constants)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ReportError(f'{path}: not a roofline report (no "schema": "{SCHEMA}")')
     if data.get("version") not in READS:
@@ -169,15 +187,29 @@ def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -
             f"{path}: report version {data.get('version')!r} is not supported by roofline {__version__} "
             f"(reads versions {', '.join(map(str, READS))}): upgrade roofline"
         )
-    data, nonfinite = null_nonfinite(data) if may_hold_nonfinite(text) else (data, [])
-    del text
-    if nonfinite and note is not None:
-        note(nonfinite_note(path, nonfinite))
-    data["schema_"] = data.pop("schema")
     try:
+        data, nonfinite = null_nonfinite(data) if constants or has_big_exponent(text) else (data, [])
+        del text
+        if nonfinite and note is not None:
+            note(nonfinite_note(path, nonfinite))
+        data["schema_"] = data.pop("schema")
+        problem = check_rows(data.get("rows"))
+        if problem:
+            raise ReportError(f"{path}: corrupt report: {problem}")
         with paused_gc():
-            return Report.model_validate(data)
+            report = Report.model_validate(data)
     except ValidationError as exc:
         from roofline.yamlio import describe_validation_error
 
-        raise ReportError(f"{path}: corrupt report: {describe_validation_error(exc)}") from None
+        raise ReportError(f"{path}: corrupt report: {describe_validation_error(exc)}: re-create it") from None
+    except RecursionError:
+        raise ReportError(f"{path}: corrupt report: nested too deeply: re-create it") from None
+    try:
+        machine_of(report, clocks=False)  # the machine block, checked now (gate and baseline read it)
+    except ValidationError as exc:
+        from roofline.yamlio import describe_validation_error
+
+        raise ReportError(f"{path}: corrupt report: machine.{describe_validation_error(exc)}: re-create it") from None
+    except ValueError as exc:
+        raise ReportError(f"{path}: corrupt report: machine: {exc}: re-create it") from None
+    return report
