@@ -802,6 +802,8 @@ def main(argv: list[str] | None = None) -> int:
         if time.monotonic() >= options.deadline:
             meta["stopped"] = f"time limit ({args.time_limit:.0f} s) reached before {problem.id}: --resume goes on"
             tell(meta["stopped"])
+            # NB: the problems a --resume run kept and did not reach stay in the document as they were
+            entries += [kept[p.id] for p in problems[i - 1 :] if p.id in kept]
             break
         entry = kept.get(problem.id)
         if (

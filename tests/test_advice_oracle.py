@@ -372,6 +372,18 @@ def test_the_time_limit_stops_cleanly_and_writes(tmp_path, capsys):
     assert doc["complete"] is False and doc["problems"] == [] and "time limit" in doc["stopped"]
 
 
+def test_a_resumed_run_stopped_by_the_limit_keeps_what_it_did_not_reach(injected, tmp_path, capsys):
+    out = tmp_path / "oracle.json"
+    args = ["--device", "cpu", "--filter", "softmax-scores,small-linear+gelu-rows256", "--out", str(out)]
+    assert oracle.main([*args, "--rounds", "1"]) == 0
+    before = json.loads(out.read_text())["problems"]
+    assert len(before) == 2
+    assert oracle.main([*args, "--resume", "--ncu", "--time-limit", "0"]) == 0  # stopped before the first
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is False and doc["problems"] == before  # nothing measured before is lost
+    capsys.readouterr()
+
+
 def test_the_real_compile_on_one_tiny_problem(fake_cpu, tmp_path):
     from test_verify import _compile_works
 
