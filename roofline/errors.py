@@ -3,7 +3,8 @@
 Exit codes (documented in docs/cli.md):
   0  success
   1  the user's own code failed (their traceback is shown); for ``gate``: a regression
-  2  usage or input error: bad option, unknown device, invalid spec sheet or workload file
+  2  usage or input error: bad option, unknown device, invalid spec sheet or workload file; work too large for
+     the memory this machine has free
   3  ``gate``: inconclusive (too noisy to decide)
   4  ``gate``: nothing was measured (the model or suite failed or stopped): never a pass
   124 ``--timeout`` ran out (as coreutils ``timeout``): the work finished so far is kept
@@ -80,6 +81,11 @@ class ReportError(RooflineError):
 
 class DeviceError(RooflineError):
     """A device the command needs is absent or unusable (e.g. --device cuda where torch sees no GPU)."""
+
+
+class ResourceError(RooflineError):
+    """Work too large for the memory this machine has free (``bench``: every row skipped before allocating, or
+    out of memory; the process guard's limit reached): one line, exit 2."""
 
 
 class CalibrationError(RooflineError):

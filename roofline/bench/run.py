@@ -10,8 +10,10 @@ The loop (:func:`run_bench`) is pure orchestration over injected parts, so it is
 Per item: the cost formula gives exact FLOPs and bytes, ``place`` the iron-law time on the roofs, the
 harness the measured time, and a :class:`~roofline.report.rows.BenchRow` holds all three. Efficiency is the
 roofline time over the measured median (1.0 = on the roof; launches excluded) and the bound 'launch' when the
-median is within roofline.ironlaw.LAUNCH_FACTOR of the launch floors: see :func:`bench_row`. One item running out
-of memory is skipped with a note and the rest go on; Ctrl-C stops the loop and returns the rows finished so far.
+median is within roofline.ironlaw.LAUNCH_FACTOR of the launch floors: see :func:`bench_row`. Before an item
+allocates anything, its memory estimate (roofline.bench.memory) is checked against what the device has free (the
+harness's ``memory``): one that does not fit is skipped with the reason, as is one whose allocation fails (out of
+memory), and the rest go on; Ctrl-C stops the loop and returns the rows finished so far.
 
 What runs lives in ``roofline.bench.items`` (:class:`~roofline.bench.items.BenchItem`), the real set-up in
 ``roofline.bench.target`` (``open_target``: CUDA or CPU, roofs resolved by ``roofline.roofs``; torch lazily).
@@ -28,10 +30,11 @@ from typing import Any, Protocol
 
 from roofline import ironlaw
 from roofline.analysis import analyze_one
+from roofline.bench import memory as bench_memory
 from roofline.bench.items import BenchItem
 from roofline.costs.models import get_model
 from roofline.device import Device
-from roofline.errors import RooflineError, WorkloadError, is_out_of_memory
+from roofline.errors import ResourceError, RooflineError, WorkloadError, is_out_of_memory
 from roofline.measure.engine import Backend, ClockMonitor, Measurement, measure
 from roofline.measure.stopping import StoppingRule
 from roofline.report.rows import BenchRow, Row
@@ -111,6 +114,7 @@ class Harness:
     rest_s: float = 0.0  # idle time before each item (CUDA: REST_S), after synchronising the device
     sleep: Callable[[float], None] = time.sleep
     check: bool = True  # a second sample set per row; re-measure once when it disagrees (measure's ``check``)
+    memory: Callable[[], bench_memory.Free | None] | None = None  # free memory now, before each item (None: unchecked)
 
     def measure(self, fn: Callable[[], object]) -> Measurement:
         if self.rest_s > 0:
@@ -228,7 +232,12 @@ def _run_item(
     bench: Runnable | None = None
     failed = False
     try:
-        bench = build(item.kind, get_model(item.kind).parse(item.values, item.source))  # can it run here?
+        params = get_model(item.kind).parse(item.values, item.source)
+        too_big = memory_skip(item, params, harness.memory() if harness.memory is not None else None)
+        if too_big is not None:  # NB: before anything is allocated (an allocation past the free memory may not fail)
+            skipped.append(too_big)
+            return
+        bench = build(item.kind, params)  # can it run here?
         row = analyze_one(item.kind, item.values, device, item.source)  # does the device have its roof?
         with bench.active():
             bench.prepare()  # one call, output checked
@@ -256,6 +265,32 @@ def _run_item(
         if failed:
             gc.collect()  # the traceback's frames may hold tensors in reference cycles
         harness.cleanup()
+
+
+def memory_skip(item: BenchItem, params: Any, free: bench_memory.Free | None) -> Skipped | None:
+    """The skip of ``item`` (its validated ``params``) when its memory estimate does not fit in ``free``, else None."""
+    reason = bench_memory.check(bench_memory.estimate(item.kind, params), free)
+    return Skipped(item.kind, item.label, f"{item.kind} {item.label}: {reason}", True) if reason else None
+
+
+def memory_skips(items: Sequence[BenchItem], free: bench_memory.Free | None) -> list[Skipped]:
+    """The items that do not fit in ``free`` (checked before a target is opened: no calibration, no allocation)."""
+    skips = (memory_skip(item, get_model(item.kind).parse(item.values, item.source), free) for item in items)
+    return [skip for skip in skips if skip is not None]
+
+
+def nothing_ran(result: BenchResult) -> RooflineError | None:
+    """The one-line error of a run in which no row ran (every item skipped, not interrupted): the first skip that
+    was not for memory (a usage problem), else the first memory skip; None when a row ran."""
+    if result.rows or result.interrupted or not result.skipped:
+        return None
+    error = result.first_error()
+    if error is not None:
+        return error
+    first = result.skipped[0]
+    name = f"{first.kind} {first.label}: "
+    more = f" (and the other {len(result.skipped) - 1} rows)" if len(result.skipped) > 1 else ""
+    return ResourceError(f"{name}{first.reason.removeprefix(name)}{more}: nothing ran")
 
 
 def bench_report(command: str, target: Any, result: Any, suite: dict[str, str] | None = None) -> Any:

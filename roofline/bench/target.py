@@ -7,12 +7,13 @@ sheet; the CPU: its measured roofs). torch is imported lazily, when a target is 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from roofline import roofs
+from roofline.bench.memory import Free
 from roofline.bench.run import Build, Harness, Runnable
 from roofline.device import Device
 from roofline.errors import UsageError
@@ -99,6 +100,32 @@ def _builder(torch: Any, torch_device: Any, *, cpu: bool = False) -> Build:
     return build
 
 
+def host_free() -> Free | None:
+    """The host memory free now, lowered to the room left under a limit on the process's data (roofline's guard,
+    roofline.resources.memory_guard, or ``ulimit -d``); None when it cannot be read."""
+    from roofline.resources import data_room, host_memory
+
+    memory = host_memory()
+    if memory is None:
+        return None
+    free = Free(memory.available, f"on the host ({memory.source})")
+    room = data_room()
+    if room is not None and room < free.bytes:
+        free = Free(room, "under the process's data limit (RLIMIT_DATA)")
+    return free
+
+
+def _cuda_free(torch: Any, index: int) -> Callable[[], Free | None]:
+    def free() -> Free | None:
+        try:
+            available, _ = torch.cuda.mem_get_info(index)
+        except RuntimeError:  # no context yet, a driver that cannot say: unchecked
+            return None
+        return Free(int(available), f"on cuda:{index} (torch.cuda.mem_get_info)")
+
+    return free
+
+
 def _cuda_target(
     torch: Any, index: int, sheet: str | None, spec_files: Sequence[Path], warm: bool, rule: StoppingRule
 ) -> Target:
@@ -135,6 +162,8 @@ def _cuda_target(
     def cleanup() -> None:
         torch.cuda.empty_cache()  # each shape starts with the memory the last one held given back
 
+    torch.cuda.empty_cache()  # what was cached before the first row counts as free too
+
     harness = Harness(
         backend=CudaEvents(torch),
         flush=flush,
@@ -147,6 +176,7 @@ def _cuda_target(
         description=description,
         cache="warm" if warm else "cold",
         rest_s=REST_S,
+        memory=_cuda_free(torch, index),
     )
     info = {
         "device_kind": "cuda",
@@ -182,6 +212,7 @@ def _cpu_target(torch: Any, warm: bool, rule: StoppingRule) -> Target:
         rule=rule,
         threads=threads,
         description=description,
+        memory=host_free,
     )
     info = {
         "device_kind": "cpu",

@@ -273,6 +273,13 @@ def _main(argv: list[str] | None) -> None:
         _interrupted(exc.interrupt)
     except KeyboardInterrupt as exc:
         _interrupted(exc)
+    except MemoryError:  # past the free memory, or the process guard (roofline.resources.memory_guard)
+        typer.echo(
+            "Error: out of memory: the run needed more than this machine has free (or than the process's data "
+            "limit, RLIMIT_DATA, allows): use smaller sizes",
+            err=True,
+        )
+        sys.exit(EXIT_USAGE)
     except ModuleNotFoundError as exc:  # a dependency of ours is missing from this environment
         from roofline.extras import EXTRAS, install_hint, missing_extra
 

@@ -83,10 +83,17 @@ def _run_options() -> Callable[[Command], Command]:
 
 
 def _devices(opts: Run) -> list:  # -> list[Device]
+    """The devices of --device; the CPU's measured roofs (a calibration, the first time) under the process guard
+    (roofline.resources.memory_guard: an allocation past the free memory fails instead of the OOM killer)."""
+    import contextlib
+
+    from roofline.resources import memory_guard
     from roofline.roofs import sheet_devices
 
     names = split_list(opts.device, "--device") if opts.device else None
-    return sheet_devices(names, spec_files=opts.spec or [], roofs=opts.roofs)
+    on_cpu = any(name.strip().lower() == "cpu" for name in names or [])
+    with memory_guard() if on_cpu else contextlib.nullcontext():
+        return sheet_devices(names, spec_files=opts.spec or [], roofs=opts.roofs)
 
 
 def _prepare(output: Path | None, spec: list[Path] | None, read: tuple[str, Any] = ("", None)) -> Path | None:

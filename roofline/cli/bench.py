@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,8 @@ def execute(
     from roofline.cli.timeout import SignalHold
     from roofline.costs.suite import check_sweep
     from roofline.errors import TimedOut, interrupt_exit_code
+    from roofline.resources import memory_guard
+    from roofline.roofs import device_kind
 
     inputs = [("the suite file", (suite or {}).get("file")), *(("a --spec sheet", path) for path in opts.spec or [])]
     if config is not None and config.endswith((".yaml", ".yml")):
@@ -129,9 +132,12 @@ def execute(
     warning = check_sweep(len(items))
     if warning:
         info(warning)
+    on_cpu = device_kind(opts.device) == "cpu"
+    if on_cpu:  # NB: before the target (a first CPU run calibrates): a run of which no row fits is refused at once
+        _refuse_if_nothing_fits(items)
     signals = SignalHold()  # from the loop's end to the report written: a signal then waits (rows are not lost)
     try:
-        with time_limit(opts.timeout):
+        with time_limit(opts.timeout), memory_guard() if on_cpu else contextlib.nullcontext():
             target = open_target(
                 opts.device, sheet=opts.sheet, spec_files=opts.spec or [], warm=opts.warm, max_time_s=opts.max_time
             )
@@ -151,14 +157,30 @@ def execute(
         raise typer.Exit(interrupt_exit_code(result.interruption))
 
 
-def _finish(result: Any, target: Any, opts: Options, where: Path, title: str, suite: dict[str, str] | None) -> None:
-    """The rows shown (table or --json) and written (the report, --plot)."""
-    from roofline.bench.run import bench_report
+def _refuse_if_nothing_fits(items: list) -> None:
+    """On the CPU, before anything is opened or allocated: when no item fits in the free host memory, the first
+    one's reason is the one-line error (exit 2)."""
+    from roofline.bench.run import BenchResult, memory_skips, nothing_ran
+    from roofline.bench.target import host_free
 
-    if not result.rows and not result.interrupted:
-        error = result.first_error()
-        if error is not None:  # nothing ran, and not for lack of memory: a usage problem, one line
-            raise error
+    skips = memory_skips(items, host_free())
+    if items and len(skips) == len(items):
+        error = nothing_ran(BenchResult([], skips, len(items)))
+        assert error is not None
+        raise error
+
+
+def _finish(result: Any, target: Any, opts: Options, where: Path, title: str, suite: dict[str, str] | None) -> None:
+    """The rows shown (table or --json) and written (the report, --plot); a row skipped for memory is one line on
+    stderr too. No row ran: the first reason is the one-line error (exit 2) and no report is written."""
+    from roofline.bench.run import bench_report, nothing_ran
+
+    error = nothing_ran(result)
+    if error is not None:
+        raise error
+    for skip in result.skipped:
+        if skip.out_of_memory:
+            info(f"note: skipped {skip.kind} {skip.label}: {skip.reason.removeprefix(f'{skip.kind} {skip.label}: ')}")
     report = bench_report(command_line(), target, result, suite)
     if opts.as_json:
         print_text(report.to_json())
