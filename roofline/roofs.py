@@ -387,6 +387,11 @@ def target_pairs(
         raise UsageError("--device: name at least one target GPU (`roofline specs list` shows them)")
     registry = _registry(spec_files)
     here_sheet = registry.find(info.name)
+    if here_sheet is None and info.name.strip().lower() == "cpu":
+        raise UsageError(
+            "the report was measured on a CPU: predict scales a GPU's report to other GPUs (a CPU has no spec sheet "
+            "to scale from): run bench or diagnose on a GPU and predict that report"
+        )
     if here_sheet is None:
         raise UsageError(
             f"the report was measured on {info.name!r}, which has no spec sheet (a CPU report, or give its sheet "

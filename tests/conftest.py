@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -11,8 +13,27 @@ os.environ["COLUMNS"] = "120"
 os.environ["NO_COLOR"] = "1"
 os.environ.pop("ROOFLINE_DEVICE", None)
 os.environ.pop("ROOFLINE_SPECS_DIR", None)
-# Hermetic: no test reads or writes the user's calibration cache (analyze --roofs auto would use it).
-os.environ["ROOFLINE_CACHE_DIR"] = tempfile.mkdtemp(prefix="roofline-test-cache-")
+# Hermetic: nothing the tests run reads or writes the user's home. Every cache and config directory a library of
+# ours writes by default (~/.cache/roofline's calibrations, matplotlib's font cache and config, torch.compile's
+# inductor cache, Triton's kernels, the CUDA JIT cache, torch hub) goes under one temporary directory for the whole
+# session, children included (they inherit the environment); it is removed at exit. tests/test_hermetic.py runs a
+# slice of the suite under a fake HOME and checks that nothing appears there.
+SESSION_TMP = tempfile.mkdtemp(prefix="roofline-test-")
+REDIRECTED = {
+    "ROOFLINE_CACHE_DIR": "roofline-cache",  # calibrations (analyze --roofs auto would read the user's)
+    "XDG_CACHE_HOME": "xdg-cache",  # whatever else follows the XDG rule (~/.cache)
+    "XDG_CONFIG_HOME": "xdg-config",
+    "MPLCONFIGDIR": "matplotlib",  # matplotlib's font cache and config (~/.cache/matplotlib, ~/.config/matplotlib)
+    "TORCHINDUCTOR_CACHE_DIR": "torchinductor",  # torch.compile
+    "TRITON_CACHE_DIR": "triton",  # ~/.triton/cache
+    "TRITON_HOME": "triton-home",  # newer Triton: ~/.triton
+    "TORCH_HOME": "torch",  # torch hub, ~/.cache/torch
+    "CUDA_CACHE_PATH": "nv-compute-cache",  # ~/.nv/ComputeCache
+}
+for _name, _sub in REDIRECTED.items():
+    os.environ[_name] = os.path.join(SESSION_TMP, _sub)
+    os.makedirs(os.environ[_name], exist_ok=True)
+atexit.register(shutil.rmtree, SESSION_TMP, ignore_errors=True)
 
 
 def _cuda_available() -> bool:
