@@ -356,14 +356,15 @@ def main() -> None:
                     from roofline.render.diagnose import DiagnoseRenderer
 
                     result = diagnose_result(n)
-                    import roofline.report.machine as machine_module
+                    import roofline.specs.detect as detect_module
 
-                    real = machine_module.describe  # the machine of the made-up run, not of this one (no NVML probe)
-                    machine_module.describe = lambda *a, **k: {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3"}
+                    # the machine of the made-up run, not of this one (no NVML probe)
+                    real = detect_module.describe_machine
+                    detect_module.describe_machine = lambda *a, **k: {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3"}
                     try:
                         report = result.report("roofline diagnose scale_model.py")
                     finally:
-                        machine_module.describe = real
+                        detect_module.describe_machine = real
 
                     def console(report: Any = report) -> str:
                         return DiagnoseRenderer(color=False).render(report)

@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import pytest
 import torch  # noqa: F401  (imported once, before the in-process runs)
 from diagnose_devices import CPU
 from gate_synthetic import bench_report, bench_row, spread
+from test_user_boundary import model_file
 
 from roofline.report import baseline as baselines
 from roofline.report.records import OpTiming, Timing
@@ -51,20 +51,6 @@ def fake_cpu(monkeypatch):
     monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (CPU, ["test roofs"]))
     monkeypatch.setattr("roofline.diagnose.profile.time_model", modelled_timing)
     return CPU
-
-
-def model_file(tmp_path: Path, forward: str = "", *, top: str = "", name: str = "model.py") -> Path:
-    path = tmp_path / name
-    body = textwrap.indent(textwrap.dedent(forward).strip("\n"), "        ") if forward else ""
-    path.write_text(
-        "import os, signal, sys, threading, time\nimport torch\n"
-        + textwrap.dedent(top)
-        + "\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
-        + (body + "\n" if body else "")
-        + "        return torch.relu(x)\n\n\ndef get_init_inputs():\n    return ()\n\n\n"
-        "def get_inputs():\n    return (torch.randn(4, 8),)\n"
-    )
-    return path
 
 
 # ------------------------------------------------------------------------------------------------ streams

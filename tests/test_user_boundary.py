@@ -59,13 +59,13 @@ def _boundary_restored():
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
-def model_file(tmp_path: Path, forward: str, *, top: str = "", name: str = "model.py") -> Path:
+def model_file(tmp_path: Path, forward: str = "", *, top: str = "", name: str = "model.py") -> Path:
     """A KernelBench-style model whose forward runs ``forward`` (indented by the caller's 4 spaces) then
     returns relu(x); ``top`` runs at import."""
     path = tmp_path / name
     body = textwrap.indent(textwrap.dedent(forward).strip("\n"), "        ") if forward else ""
     path.write_text(
-        "import os, sys, time\nimport torch\n"
+        "import os, signal, sys, threading, time\nimport torch\n"
         + textwrap.dedent(top)
         + "\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
         + (body + "\n" if body else "")

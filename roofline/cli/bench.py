@@ -30,7 +30,7 @@ from roofline.cli.output import (
     save_report,
     write_requested_plot,
 )
-from roofline.cli.timeout import check_timeout, time_limit, timeout_option
+from roofline.cli.timeout import check_timeout, say_stopped, time_limit, timeout_option
 from roofline.cli.verbosity import info, verbose
 from roofline.costs.params import BENCH
 
@@ -120,7 +120,6 @@ def execute(
     from roofline.bench.target import open_target
     from roofline.cli.timeout import SignalHold
     from roofline.costs.suite import check_sweep
-    from roofline.errors import TimedOut, interrupt_exit_code
     from roofline.resources import memory_guard
     from roofline.roofs import device_kind
 
@@ -149,12 +148,7 @@ def execute(
     finally:
         signals.release()
     if result.interrupted:
-        done = f"{len(result.rows)} of {result.total} rows measured and written."
-        if isinstance(result.interruption, TimedOut):
-            info(f"Timed out after {result.interruption.seconds:g} s (--timeout): {done}")
-        else:
-            info(f"Interrupted: {done}")
-        raise typer.Exit(interrupt_exit_code(result.interruption))
+        say_stopped(result.interruption, f"{len(result.rows)} of {result.total} rows measured and written.")
 
 
 def _refuse_if_nothing_fits(items: list) -> None:

@@ -401,14 +401,10 @@ def _interrupted(result: DiagnoseResult) -> None:
     verified before it."""
     if result.interruption is None:
         return
-    from roofline.errors import TimedOut, interrupt_exit_code
+    from roofline.cli.timeout import say_stopped
 
     done = f"{len(result.verified or [])} finding(s) verified before it; the report keeps them"
-    if isinstance(result.interruption, TimedOut):
-        info(f"Timed out after {result.interruption.seconds:g} s (--timeout) while verifying: {done}")
-    else:
-        info(f"Interrupted while verifying: {done}")
-    raise typer.Exit(interrupt_exit_code(result.interruption))
+    say_stopped(result.interruption, done, "verifying")
 
 
 def _count_option(name: str, value: str) -> int | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -112,3 +112,17 @@ class SignalHold:
         self.pending = []
         if pending:
             signal.raise_signal(pending[0])
+
+
+def say_stopped(interruption: BaseException | None, done: str, during: str = "") -> NoReturn:
+    """How a run stopped (--timeout, Ctrl-C, a signal) and what it kept, in one line; then its exit code
+    (roofline.errors.interrupt_exit_code)."""
+    from roofline.cli.verbosity import info
+    from roofline.errors import TimedOut, interrupt_exit_code
+
+    where = f" while {during}" if during else ""
+    if isinstance(interruption, TimedOut):
+        info(f"Timed out after {interruption.seconds:g} s (--timeout){where}: {done}")
+    else:
+        info(f"Interrupted{where}: {done}")
+    raise typer.Exit(interrupt_exit_code(interruption))
