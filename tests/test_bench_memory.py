@@ -275,3 +275,21 @@ def test_host_memory_reads_meminfo_and_a_cgroup_limit(tmp_path):
     (v1 / "memory" / "job" / "memory.usage_in_bytes").write_text("5\n")
     proc_cgroup.write_text("4:memory:/job\n0::/\n")
     assert host_memory(meminfo, proc_cgroup, v1).source == "MemAvailable"
+
+
+def test_bench_and_analyze_on_the_cpu_run_under_the_guard_and_restore_it(cli, tmp_path, monkeypatch):
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    seen: list[int] = []
+
+    def cpu_roofs(torch_):
+        seen.append(resource.getrlimit(resource.RLIMIT_DATA)[0])  # while the CPU's roofs are resolved (calibrated)
+        return FAKE_CPU, ["test roofs"]
+
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", cpu_roofs)
+    args = ("bench", "gemm", "-m", "8", "-n", "8", "-k", "8", "--device", "cpu", "--max-time", "0.02")
+    assert cli(*args, "-o", str(tmp_path / "r.json")).code == 0
+    assert cli("analyze", "gemm", "-m", "8", "-n", "8", "-k", "8", "--dtype", "fp32", "--device", "cpu").code == 0
+    assert len(seen) == 2 and all(limit != resource.RLIM_INFINITY for limit in seen)
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before
+    assert cli("analyze", "gemm", "-m", "8", "-n", "8", "-k", "8", "--device", "h100-sxm").code == 0
+    assert len(seen) == 2  # a spec sheet: nothing measured, no guard
