@@ -224,14 +224,19 @@ class Diagnosis:
             return None
         from roofline.render.notebook import report_html
 
-        return report_html(self.report(), self._result.path.name)
+        return report_html(self.report(), self._name())
 
     def _repr_markdown_(self) -> str | None:
         if self._result is None:
             return None
         from roofline.render.notebook import report_markdown
 
-        return report_markdown(self.report(), self._result.path.name)
+        return report_markdown(self.report(), self._name())
+
+    def _name(self) -> str:
+        """What the page calls the model: its file's name, or the in-process model's name as given."""
+        result = self.result
+        return str(result.path) if result.convention == "in-process" else result.path.name
 
     def __repr__(self) -> str:
         if self._result is None:
