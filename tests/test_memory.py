@@ -109,7 +109,7 @@ def test_the_report_stores_the_block_once_and_reads_it_back(fake_cpu, tmp_path):
         "parameters": "67 (268 B)",
         "weights": "268 B",
         "activations": f"64 B ({TRAINING_BASIS})",
-        "peak allocated": "-",
+        "peak allocated": "not measured",
     }
 
 
@@ -119,15 +119,17 @@ def test_every_renderer_shows_the_memory_lines(fake_cpu):  # noqa: F811
     doc = report_document(report, "r")
     markdown = MarkdownReportRenderer().render(doc)
     html = HtmlReportRenderer().render(doc)
-    for text in (console, markdown, html):
+    assert "  memory     parameters 67 (268 B); weights 268 B; activations 128 B" in console
+    for text in (markdown, html):
         assert "Parameters and memory" in text
+    for text in (console, markdown, html):
         assert "268 B" in text and f"128 B ({INFERENCE_BASIS})" in text
         assert "Sequential" in text and CPU_PEAK_NOTE in text
     assert "| (model) | Sequential | 67 | 0 | 268 B |" in markdown
     assert "<td>0</td><td>Linear</td>" in html
     # a report without the block (older ones, bench, analyze) shows no section
     older = report.model_copy(update={"memory": None})
-    assert memory_view(older) is None and "Parameters and memory" not in DiagnoseRenderer(color=False).render(older)
+    assert memory_view(older) is None and "  memory  " not in DiagnoseRenderer(color=False).render(older)
 
 
 def test_an_analytic_decode_report_shows_the_cost_models_kv_cache(tmp_path):

@@ -231,14 +231,14 @@ class DiagnoseRenderer(Renderer):
             return []
         from rich.table import Table
 
-        lines: list[Any] = ["", "[bold]Parameters and memory[/]"]
-        lines += [f"  {name:<14} {escape(value)}" for name, value in memory.items]
+        text = "; ".join(f"{name} {value}" for name, value in memory.items)
+        lines: list[Any] = [f"  {'memory':<10} {escape(text)}"]
         lines += [f"  [dim]{escape(note)}[/]" for note in memory.notes]
-        if not memory.modules:
+        if len(memory.modules) < 2:  # the model alone: the line says it
             return lines
         more = f"; {memory.more_modules} more in the report" if memory.more_modules else ""
         table = Table(
-            title=f"\nModules by parameters (their subtree's; own: the module's itself{more})",
+            title=f"\nModules by parameters (own: the module's itself{more})",
             title_justify="left",
             header_style="bold",
             box=box.SIMPLE_HEAD,

@@ -39,7 +39,7 @@ from roofline.units import format_bytes, format_count
 TOP_MODULES = 10
 TRAINING_BASIS = "saved for backward"
 INFERENCE_BASIS = "largest live set"
-CPU_PEAK_NOTE = "peak allocated: torch keeps no allocator statistics for CPU tensors (CUDA only): not measured"
+CPU_PEAK_NOTE = "peak allocated: torch keeps allocator statistics for CUDA only (none on the CPU)"
 
 
 class ModuleParams(BaseModel):
@@ -162,7 +162,8 @@ def _facts_items(facts: MemoryFacts) -> list[tuple[str, str]]:
     if facts.kv_cache_bytes is not None:
         items.append(("KV cache", _amount(facts.kv_cache_bytes)))
     source = f" ({facts.peak_source})" if facts.peak_source else ""
-    items.append(("peak allocated", f"{_amount(facts.peak_allocated_bytes)}{source}"))
+    peak = "not measured" if facts.peak_allocated_bytes is None else format_bytes(facts.peak_allocated_bytes)
+    items.append(("peak allocated", f"{peak}{source}"))
     return items
 
 
