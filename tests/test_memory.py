@@ -153,3 +153,21 @@ def test_an_analytic_decode_report_shows_the_cost_models_kv_cache(tmp_path):
     text = MarkdownReportRenderer().render(report_document(report, "d"))
     assert f"KV cache {format_bytes(kv)} per request, x batch 4 = {format_bytes(4 * kv)}" in text
     assert f"weights {format_bytes(serving['weight_memory_bytes'])}" in text
+
+
+def test_a_profiled_loop_region_stores_parameters_and_activations(fake_cpu):  # noqa: F811
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with roofline.profile(steps=1, warmup=0, model=model) as run:
+        for _ in range(10):
+            optimizer.zero_grad()
+            model(torch.randn(2, 4)).sum().backward()
+            optimizer.step()
+            run.step()
+            if run.done:
+                break
+    memory = run.report().memory
+    # the ReLU's output (64 B) and the batch the step itself made (randn 2x4: 32 B), which the first Linear's
+    # weight gradient reads; the seed of ones the loop's backward starts from is no activation
+    assert (memory["parameters"], memory["activation_bytes"], memory["activations"]) == (67, 96, TRAINING_BASIS)
+    assert memory["peak_allocated_bytes"] is None and "peak allocated: not measured in a loop" in memory["notes"]

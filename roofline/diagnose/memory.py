@@ -27,6 +27,8 @@ def module_parameters(model: Any) -> MemoryFacts:
     import torch
 
     model = _unwrapped(model)
+    if model is None:
+        return MemoryFacts(notes=["parameters: no model given (roofline.profile(model=...)): none counted"])
     if not isinstance(model, torch.nn.Module):
         return MemoryFacts(notes=["parameters: the model is a plain callable (no nn.Module): none counted"])
     rows: list[ModuleParams] = []

@@ -12,9 +12,10 @@ Definitions (docs/diagnose.md, "Parameters and memory"):
 - weight bytes: the parameters' bytes plus the buffers' (BatchNorm's running statistics...): the model's state.
 - activation bytes, NB: from the counting pass's dataflow (roofline.report.records.OpRecord.input_producers),
   each tensor counted once (by its storage). Training: the tensors the forward pass produced that the backward
-  pass reads (what autograd keeps for backward), the model's inputs, parameters and buffers excluded, and the
-  shape-only reads of ``*_like`` ops not counted. Inference: the largest live set: a tensor the iteration
-  produced is live from the op that writes it through the last op that reads it; the largest sum over the ops.
+  pass reads (what autograd keeps for backward), the model's inputs, parameters and buffers excluded, and
+  ``*_like`` ops' reads (the shape only) and outputs (the backward pass's seed of ones) not counted.
+  Inference: the largest live set: a tensor the iteration produced is live from the op that writes it through the
+  last op that reads it; the largest sum over the ops.
   The model's outputs (read by no op) and its inputs are not in it, nor the allocator's rounding or caching.
 - KV cache: known only where the workload models one (analyze decode/prefill); a diagnosed model's is None.
 - peak allocated: CUDA's ``torch.cuda.max_memory_allocated`` over the timing pass (warm-up, timed and profiled
@@ -78,13 +79,15 @@ def _tensor_bytes(shape: Sequence[int], dtype: str) -> int | None:
 
 
 def _reads(records: Sequence[OpRecord]) -> list[tuple[OpRecord, Any, int, int]]:
-    """(reader, storage key, producer index, bytes) of every tensor input an op of the iteration produced."""
+    """(reader, storage key, producer index, bytes) of every tensor input an op of the iteration produced, those
+    made from a shape alone (``*_like``: the backward pass's seed of ones) left out."""
+    made = {r.index for r in records if r.op.endswith("_like")}
     reads = []
     for r in records:
         if r.op.endswith("_like"):  # NB: zeros_like/ones_like read the shape, not the data
             continue
         for i, producer in enumerate(r.input_producers):
-            if producer is None or (i < len(r.input_params) and r.input_params[i]):
+            if producer is None or producer in made or (i < len(r.input_params) and r.input_params[i]):
                 continue
             size = _tensor_bytes(r.input_shapes[i], r.input_dtypes[i] if i < len(r.input_dtypes) else "")
             if size is None:
