@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from roofline.render.notebook import register as _register_display
 from roofline.report.chart import DEFAULT_TOP, ChartSpec, KnownDevice, NamedReport, check_top, report_chart
 from roofline.report.points import Point, report_points
 from roofline.report.schema import Report, read_report
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from roofline.findings.model import ModelFinding
 
 ReportLike = Report | str | Path
+_register_display()  # a Report shows as HTML in a notebook (Report._repr_html_)
 
 
 def register_cost(
@@ -214,6 +216,27 @@ class Diagnosis:
     def save(self, path: str | Path) -> Path:
         """Write the report's JSON at ``path`` (atomically); read it back with load_report or `roofline plot`."""
         return self.report().save(path)
+
+    def _repr_html_(self) -> str | None:
+        """Jupyter: the report's page as a cell's output (roofline.render.notebook: the findings, memory, the
+        chart when matplotlib is there, the top points)."""
+        if self._result is None:
+            return None
+        from roofline.render.notebook import report_html
+
+        return report_html(self.report(), self._name())
+
+    def _repr_markdown_(self) -> str | None:
+        if self._result is None:
+            return None
+        from roofline.render.notebook import report_markdown
+
+        return report_markdown(self.report(), self._name())
+
+    def _name(self) -> str:
+        """What the page calls the model: its file's name, or the in-process model's name as given."""
+        result = self.result
+        return str(result.path) if result.convention == "in-process" else result.path.name
 
     def __repr__(self) -> str:
         if self._result is None:

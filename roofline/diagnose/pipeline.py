@@ -190,6 +190,7 @@ class DiagnoseResult:
     counters_error: str = ""  # --counters: why there are none (ncu missing, no permission), naming the fix
     # diagnose's own time: stage -> seconds (roofline.report.records.STAGES), in the order they ran
     stages: dict[str, float] = field(default_factory=dict)
+    memory: Any = None  # roofline.report.memory.MemoryFacts: parameters, weights, activations, peak (None: unknown)
 
     def combined_dict(self) -> dict[str, Any] | None:
         """What the findings allow together, each op's saving counted once (roofline.findings.combine)."""
@@ -220,6 +221,7 @@ class DiagnoseResult:
                 **({} if self.verified is None else {"verified": [v.model_dump(mode="json") for v in self.verified]}),
                 **({"interrupted": True} if self.interruption is not None else {}),
                 **({} if self.counters is None else {"counters": self.counters.model_dump(mode="json")}),
+                **({} if self.memory is None else {"memory": self.memory.model_dump(mode="json")}),
             }
         )
 
@@ -538,6 +540,7 @@ def _diagnosis(
         notes=notes,
         verified=verified,
         interruption=interruption,
+        memory=_memory(loaded, records, options.mode, timed),
         counters=measured,
         counters_error=counters_error,
         stages=watch.seconds,
@@ -581,6 +584,7 @@ class _Timed:
     timing: Timing
     compiled: bool
     compile_failure: str = ""
+    peak: Any = None  # roofline.diagnose.memory.Peak: the allocator's peak over the timing pass
 
 
 def _time(
@@ -615,10 +619,12 @@ def _time(
         budget["budget"] = Budget(upper_s=watch.seconds["count"])
     watch.start(f"timing the model's {what}", shown)
     counts = {"device": torch_device, "mode": options.mode, "warmup": warmup, "iters": iters}
+    from roofline.diagnose.memory import peak_memory
+
     try:
-        with user_code(errors=False):
+        with user_code(errors=False), peak_memory(torch_device) as peak:
             timing = timer.time(loaded.model, loaded.inputs, loaded.kwargs, records, **counts, **extra, **budget)
-        return _Timed(timing, compiled)
+        return _Timed(timing, compiled, peak=peak)
     except Exception as exc:
         from roofline.diagnose.dynamo import failure_line, is_compile_failure
 
@@ -629,10 +635,18 @@ def _time(
     watch.tell(f"timing the model eagerly ({failure})")
     from roofline.diagnose.loader import uncompiled
 
-    with user_code(errors=False), uncompiled(loaded.model) as original:
+    with user_code(errors=False), uncompiled(loaded.model) as original, peak_memory(torch_device) as peak:
         timing = timer.time(original, loaded.inputs, loaded.kwargs, records, **counts, **budget)
     timing.notes.insert(0, failure)
-    return _Timed(timing, False, failure)
+    return _Timed(timing, False, failure, peak)
+
+
+def _memory(loaded: Any, records: list[OpRecord], mode: str, timed: _Timed) -> Any:
+    """The report's memory block (roofline.diagnose.memory): the loaded model's parameters, the records'
+    activations, the timing pass's peak."""
+    from roofline.diagnose.memory import memory_facts
+
+    return memory_facts(loaded.model, records, mode, timed.peak)
 
 
 def _timing_stages(watch: _Stopwatch, timing: Timing) -> None:

@@ -322,6 +322,7 @@ def diagnose_region(
     """The diagnosis of a finished region: a roofline.diagnose.pipeline.DiagnoseResult, as a model run gives.
     ``roofs_of(torch_device, sheet=, spec_files=, roofs=)`` -> (Device, notes) (default: roofline.roofs)."""
     from roofline import roofs as roof_resolver
+    from roofline.diagnose.memory import Peak, memory_facts
     from roofline.diagnose.pipeline import DiagnoseResult, conclude
 
     roof_resolver.check_roofs(roofs)
@@ -362,6 +363,7 @@ def diagnose_region(
         placed=placed,
         findings=findings,
         notes=notes,
+        memory=memory_facts(region.model, records, mode, Peak(notes=["peak allocated: not measured in a loop"])),
     )
 
 

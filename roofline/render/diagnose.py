@@ -19,6 +19,7 @@ from roofline.ironlaw import LAUNCH_FACTOR, intensity
 from roofline.render.analyze import BOUND_STYLE
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.render.escape import console_text as escape
+from roofline.report.memory import MODULE_HEADERS, MemoryView, memory_view, module_cells
 from roofline.report.rows import Aggregates, IterationSummary, UncountedOp
 from roofline.report.verified import VerifiedView, format_gain, measured_text, report_verified
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
@@ -146,6 +147,7 @@ class DiagnoseRenderer(Renderer):
     def render(self, report: Any) -> str:
         d = DiagnoseView.of(report)
         parts: list[Any] = [*self._header(d), *self._summary(d.summary)]
+        parts += self._memory(memory_view(report, self.top))
         if d.aggregates.ops:
             parts.append(self._ops_table(d.aggregates.ops[: self.top], d.summary))
         if d.aggregates.modules:
@@ -221,6 +223,31 @@ class DiagnoseRenderer(Renderer):
         lines = ["", "[bold]Summary[/]"]
         lines += [f"  {name:<10} {escape(value)}" for name, value in fields]
         return lines
+
+    @staticmethod
+    def _memory(memory: MemoryView | None) -> list[Any]:
+        """Parameters and memory (the report's memory block): its lines, then the modules with most parameters."""
+        if memory is None:
+            return []
+        from rich.table import Table
+
+        text = "; ".join(f"{name} {value}" for name, value in memory.items)
+        lines: list[Any] = [f"  {'memory':<10} {escape(text)}"]
+        lines += [f"  [dim]{escape(note)}[/]" for note in memory.notes]
+        if len(memory.modules) < 2:  # the model alone: the line says it
+            return lines
+        more = f"; {memory.more_modules} more in the report" if memory.more_modules else ""
+        table = Table(
+            title=f"\nModules by parameters (own: the module's itself{more})",
+            title_justify="left",
+            header_style="bold",
+            box=box.SIMPLE_HEAD,
+        )
+        for i, header in enumerate(MODULE_HEADERS):
+            table.add_column(header, justify="right" if i >= 2 else "left", overflow="fold")
+        for m in memory.modules:
+            table.add_row(*(escape(c) for c in module_cells(m)))
+        return [*lines, table]
 
     def _columns(self, table: Any) -> None:
         for header in ("time", "share", "intensity\nFLOP/B", "achieved\nFLOP/s", "attainable\nFLOP/s", "eff."):

@@ -25,6 +25,7 @@ from roofline.render.report_markdown import (
     summary_items,
     verified_cells,
 )
+from roofline.report.memory import MODULE_HEADERS, MemoryView, module_cells
 from roofline.report.points import FindingView, ReportDocument
 from roofline.report.verified import VerifiedView
 
@@ -79,16 +80,40 @@ def _e(text: Any) -> str:
     return xml_escape(text)
 
 
-class HtmlReportRenderer(Renderer):
-    """A ReportDocument (roofline.report.points.report_document) and the chart's SVG as one HTML page."""
+#: a notebook cell's output: the page's classes only, scoped to the report's element (the notebook keeps its own)
+FRAGMENT_STYLE = "".join(
+    f".roofline-report {line}\n"
+    for line in STYLE.splitlines()
+    if line.startswith((".bound-", ".flag", ".evidence", "td."))
+)
 
-    def __init__(self, *, chart_svg: str = "", rows: int = DEFAULT_ROWS, findings: int = 20) -> None:
+
+class HtmlReportRenderer(Renderer):
+    """A ReportDocument (roofline.report.points.report_document) and the chart's SVG as one HTML page.
+
+    ``fragment``: an element to put in a page that has its own (a notebook cell's output: no document, head or
+    page style); ``chart_uri``: the chart as an image's data URI (a PNG, base64) in place of inline SVG."""
+
+    def __init__(
+        self,
+        *,
+        chart_svg: str = "",
+        rows: int = DEFAULT_ROWS,
+        findings: int = 20,
+        fragment: bool = False,
+        chart_uri: str = "",
+    ) -> None:
         self.chart_svg = chart_svg
         self.rows = rows
         self.findings = findings
+        self.fragment = fragment
+        self.chart_uri = chart_uri
 
     def render(self, doc: ReportDocument) -> str:
         title = f"roofline {doc.source} report: {doc.name}"
+        if self.fragment:
+            body = self._body(doc, title)
+            return "\n".join(['<div class="roofline-report">', f"<style>{FRAGMENT_STYLE}</style>", *body, "</div>"])
         parts = [
             "<!DOCTYPE html>",
             '<html lang="en">',
@@ -100,8 +125,17 @@ class HtmlReportRenderer(Renderer):
             "</head>",
             "<body>",
             "<main>",
-            f"<h1>{_e(title)}</h1>",
+            *self._body(doc, title),
+            f"<footer>Written by roofline {_e(doc.tool_version)}: one file, no scripts or external resources. "
+            "The CSV of every point: <code>roofline report REPORT.json -o points.csv</code>.</footer>",
+            "</main>",
+            "</body>",
+            "</html>",
         ]
+        return "\n".join(parts) + "\n"
+
+    def _body(self, doc: ReportDocument, title: str) -> list[str]:
+        parts = [f"<h1>{_e(title)}</h1>"]
         if doc.command:
             parts.append(
                 f'<p class="meta"><code>{_e(doc.command)}</code> · {_e(doc.created_utc)} · roofline '
@@ -114,9 +148,13 @@ class HtmlReportRenderer(Renderer):
             )
         parts.append("<h2>Summary</h2>")
         parts.append("<dl>" + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in summary_items(doc)) + "</dl>")
-        if self.chart_svg:
+        parts += self._memory(doc.memory)
+        if self.chart_svg or self.chart_uri:
             parts.append('<h2>Roofline</h2><figure class="chart">')
-            parts.append(inline_svg(self.chart_svg))
+            if self.chart_uri:
+                parts.append(f'<img alt="the roofline chart" style="max-width: 100%" src="{_e(self.chart_uri)}">')
+            else:
+                parts.append(inline_svg(self.chart_svg))
             parts.append("</figure>")
         if doc.notes:
             parts.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in doc.notes) + "</ul>")
@@ -125,12 +163,33 @@ class HtmlReportRenderer(Renderer):
             parts += self._verified(doc.verified)
         parts += self._uncounted(doc.uncounted)
         parts += self._points(doc)
-        parts.append(
-            f"<footer>Written by roofline {_e(doc.tool_version)}: one file, no scripts or external resources. "
-            "The CSV of every point: <code>roofline report REPORT.json -o points.csv</code>.</footer>"
-        )
-        parts += ["</main>", "</body>", "</html>"]
-        return "\n".join(parts) + "\n"
+        return parts
+
+    @staticmethod
+    def _memory(memory: MemoryView | None) -> list[str]:
+        """Parameters and memory: the stored lines, the modules with the most parameters, the notes."""
+        if memory is None:
+            return []
+        parts = ["<h2>Parameters and memory</h2>"]
+        parts.append("<dl>" + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in memory.items) + "</dl>")
+        if memory.modules:
+            parts.append('<table class="modules"><thead><tr>')
+            parts.append("".join(f"<th>{_e(h)}</th>" for h in MODULE_HEADERS) + "</tr></thead><tbody>")
+            for m in memory.modules:
+                cells = module_cells(m)
+                parts.append(
+                    "<tr>"
+                    + "".join(
+                        f'<td class="num">{_e(c)}</td>' if i >= 2 else f"<td>{_e(c)}</td>" for i, c in enumerate(cells)
+                    )
+                    + "</tr>"
+                )
+            parts.append("</tbody></table>")
+            if memory.more_modules:
+                parts.append(f"<p>{memory.more_modules} more modules with parameters in the report.</p>")
+        if memory.notes:
+            parts.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in memory.notes) + "</ul>")
+        return parts
 
     def _findings(self, findings: Sequence[FindingView]) -> list[str]:
         parts = ["<h2>Findings</h2>"]

@@ -11,6 +11,7 @@ from typing import Any
 from roofline.render.base import Renderer
 from roofline.render.escape import markdown_code
 from roofline.render.escape import markdown_text as _cell
+from roofline.report.memory import MODULE_HEADERS, MemoryView, module_cells
 from roofline.report.points import FindingView, Point, ReportDocument
 from roofline.report.verified import VerifiedView, bound_text, match_text, measured_text
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
@@ -195,6 +196,7 @@ class MarkdownReportRenderer(Renderer):
         lines += ["### Summary", ""]
         lines += [f"- **{name}**: {_cell(value)}" for name, value in summary_items(doc)]
         lines.append("")
+        lines += self._memory(doc.memory)
         several = len(doc.devices) > 1
         shown = [p for p in doc.points][: self.rows]
         if shown:
@@ -215,6 +217,23 @@ class MarkdownReportRenderer(Renderer):
             lines += [f"- {_cell(note)}" for note in doc.notes]
             lines.append("")
         return "\n".join(lines).rstrip("\n") + "\n"
+
+    @staticmethod
+    def _memory(memory: MemoryView | None) -> list[str]:
+        """Parameters and memory: the stored lines, the modules with the most parameters, the notes."""
+        if memory is None:
+            return []
+        lines = ["### Parameters and memory", ""]
+        lines += [f"- **{_cell(name)}**: {_cell(value)}" for name, value in memory.items]
+        lines.append("")
+        if memory.modules:
+            lines += _table(MODULE_HEADERS, [module_cells(m) for m in memory.modules], {2, 3, 4})
+            if memory.more_modules:
+                lines += ["", f"{memory.more_modules} more modules with parameters in the report."]
+            lines.append("")
+        if memory.notes:
+            lines += [*(f"- {_cell(n)}" for n in memory.notes), ""]
+        return lines
 
     def _findings(self, findings: Sequence[FindingView]) -> list[str]:
         lines = ["### Findings", ""]

@@ -23,6 +23,7 @@ from typing import Any
 
 from roofline import ironlaw
 from roofline.report.aggregate import held_most
+from roofline.report.memory import MemoryView, memory_view
 from roofline.report.rows import Stored, finite_number, positive_number
 from roofline.report.verified import VerifiedView, report_verified
 
@@ -438,6 +439,7 @@ class ReportDocument:
     totals: Mapping[str, Any]  # diagnose: the report's summary block ({} otherwise)
     uncounted: tuple[Mapping[str, Any], ...]  # diagnose: ops without a cost formula
     verified: tuple[VerifiedView, ...] | None = None  # diagnose --verify (roofline.report.verified); None: not run
+    memory: MemoryView | None = None  # parameters and memory (roofline.report.memory); None: the report has none
 
 
 def report_document(report: Any, name: str, *, notes: Sequence[str] = (), per_call: bool = False) -> ReportDocument:
@@ -459,6 +461,7 @@ def report_document(report: Any, name: str, *, notes: Sequence[str] = (), per_ca
         totals=totals if isinstance(totals, Mapping) else {},
         uncounted=tuple(u for u in uncounted or () if isinstance(u, Mapping)) if isinstance(uncounted, list) else (),
         verified=report_verified(report),
+        memory=memory_view(report),
     )
 
 

@@ -52,6 +52,11 @@ class DeviceInfo(BaseModel):
     compute_flops_per_s: dict[str, float]  # 'dtype unit' -> FLOP/s
 
 
+#: how a notebook shows a Report ('html', 'markdown' -> a function of the report): registered by the render layer
+#: (roofline.render.notebook, imported with roofline.api), which this layer cannot import
+DISPLAY: dict[str, Callable[[Report], str]] = {}
+
+
 class Report(BaseModel):
     model_config = ConfigDict(extra="allow", defer_build=True)
 
@@ -85,6 +90,15 @@ class Report(BaseModel):
         self.rows = upgrade_rows(self.source, self.rows, self.devices)
         self.version = max(self.version, VERSION)
         return self
+
+    def _repr_html_(self) -> str | None:
+        """Jupyter: summary, memory, the chart, findings and the top points (roofline.render.notebook)."""
+        show = DISPLAY.get("html")
+        return None if show is None else show(self)
+
+    def _repr_markdown_(self) -> str | None:
+        show = DISPLAY.get("markdown")
+        return None if show is None else show(self)
 
     def typed_rows(self) -> list[Any]:
         """The rows as their models (roofline.report.rows: Row, BenchRow or OpPoint, by the report's source)."""
