@@ -17,6 +17,7 @@ from roofline.cli import completion as completion_cli
 from roofline.cli import counters as counters_cli
 from roofline.cli import gate as gate_cli
 from roofline.cli import predict as predict_cli
+from roofline.cli import schema as schema_cli
 from roofline.version import __version__
 
 
@@ -82,6 +83,7 @@ app.command("predict")(predict_cli.predict)
 app.command("report")(report.report)
 app.command("gate")(gate_cli.gate)
 app.add_typer(baseline_cli.app, name="baseline")
+app.command("schema")(schema_cli.schema)
 app.command("completion")(completion_cli.completion)
 
 
