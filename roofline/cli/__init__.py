@@ -95,6 +95,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Say nothing on stderr but errors (no notes, progress or 'written to' lines)."
@@ -111,6 +112,9 @@ def _root(
 
         raise UsageError("--quiet and --verbose: give one of them")
     verbosity.set_level(verbosity.QUIET if quiet else verbosity.VERBOSE if verbose else verbosity.NORMAL)
+    from roofline.cli import defaults
+
+    defaults.apply(ctx)  # [tool.roofline] of pyproject.toml: the defaults of the subcommand about to run
 
 
 def _click_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
