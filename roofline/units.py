@@ -87,6 +87,52 @@ def parse_sizes(text: str, option: str = "size", **kwargs: bool) -> list:
     return [parse_size(item, option, **kwargs) for item in items]
 
 
+#: time units an option takes (``5us``, ``1.2 ms``), in seconds, exactly; ``µs`` is ``us``
+TIME_UNITS: dict[str, Fraction] = {
+    "ns": Fraction(1, 10**9),
+    "us": Fraction(1, 10**6),
+    "µs": Fraction(1, 10**6),
+    "ms": Fraction(1, 10**3),
+    "s": Fraction(1),
+    "min": Fraction(60),
+    "h": Fraction(3600),
+}
+_TIME = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*(ns|us|µs|ms|s|min|h)?\s*$", re.IGNORECASE)
+MIN_TIME_S, MAX_TIME_S = Fraction(1, 10**9), 10**9  # 1 ns to about 32 years: a time outside them is a typo
+_TIME_RANGE = f"a time is 1 ns to {MAX_TIME_S:g} s"
+
+
+def parse_time(text: str, option: str, unit: str = "s") -> float:
+    """A time in ``unit`` (an option's documented unit: ``s``, ``ms``, ``us``): ``5us``, ``5 us``, ``1.2ms``,
+    ``0.5s``, ``250ns``, ``2min``, or a bare number, read in ``unit``. Exact before the last rounding
+    (``1.2ms`` in us is 1200.0). Positive and finite, 1 ns to :data:`MAX_TIME_S` seconds: a UsageError naming
+    ``option`` otherwise."""
+    scale = TIME_UNITS[unit]
+    match = _TIME.match(text)
+    if not match:
+        raise UsageError(
+            f"{option}: cannot read {text!r} as a time: use a number in {unit} or one with a unit, "
+            "such as 5us, 1.2ms, 0.5s, 250ns"
+        )
+    number, exponent, given = match.group(1), match.group(2), match.group(3)
+    if exponent is not None and abs(int(exponent)) > 100:  # 1e99999999: not worth computing
+        raise UsageError(f"{option}: {text!r} is out of range: {_TIME_RANGE}")
+    seconds = Fraction(number) * Fraction(10) ** int(exponent or 0) * (TIME_UNITS[given.lower()] if given else scale)
+    if seconds <= 0:
+        raise UsageError(f"{option}: {text!r} must be positive")
+    if not MIN_TIME_S <= seconds <= MAX_TIME_S:
+        raise UsageError(f"{option}: {text!r} is out of range: {_TIME_RANGE}")
+    return float(seconds / scale)
+
+
+def parse_times(text: str, option: str, unit: str = "s") -> list[float]:
+    """A comma list of times (a sweep): ``5us,10us`` or ``5,10`` in ``unit``."""
+    items = text.split(",")
+    if any(not item.strip() for item in items):
+        raise UsageError(f"{option}: empty item in {text!r}: write a comma list such as 5us,10us")
+    return [parse_time(item, option, unit) for item in items]
+
+
 def _si(value: float, unit: str, prefixes: str = "kMGTPE", digits: int = 4) -> str:
     if value == 0 or not math.isfinite(value):
         return f"{value:g} {unit}"

@@ -141,6 +141,12 @@ CASES: list[tuple[str, list[str], int, str]] = [
         "--seq",
     ),
     ("analyze-decode-model", ["analyze", "decode", "--model", "gpt7", "-d", "h100-sxm"], 2, "gpt7"),
+    (
+        "analyze-launch-floor-unit",
+        ["analyze", "decode", "--model", "gpt2", "--launch-floor", "5 usec", "-d", "h100-sxm"],
+        2,
+        "--launch-floor: cannot read '5 usec' as a time",
+    ),
     ("analyze-decode-bad-config", ["analyze", "decode", "--model", "{d}/llm_bad.yaml", "-d", "h100-sxm"], 2, "llm"),
     (
         "analyze-elementwise-op",
@@ -175,6 +181,8 @@ CASES: list[tuple[str, list[str], int, str]] = [
     ("bench-max-time-negative", [*CPU_GEMM, "-m", "8", "--max-time", "-1"], 2, "--max-time"),
     ("bench-max-time-nan", [*CPU_GEMM, "-m", "8", "--max-time", "nan"], 2, "--max-time"),
     ("bench-timeout-zero", [*CPU_GEMM, "-m", "8", "--timeout", "0"], 2, "--timeout"),
+    ("bench-max-time-unit", [*CPU_GEMM, "-m", "8", "--max-time", "5 secs"], 2, "--max-time: cannot read '5 secs'"),
+    ("bench-timeout-unit", [*CPU_GEMM, "-m", "8", "--timeout", "10m"], 2, "--timeout: cannot read '10m' as a time"),
     ("bench-output-directory", [*CPU_GEMM, "-m", "8", "-o", "{d}/adir"], 2, "adir"),
     (
         "bench-output-is-suite",

@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # entry that matches decides its layer.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("roofline.version", "roofline.errors", "roofline.units", "roofline.dtypes", "roofline.properties",
-              "roofline.fileio", "roofline.yamlio", "roofline.resources", "roofline.samples", "roofline.extras")),
+              "roofline.fileio", "roofline.yamlio", "roofline.resources", "roofline.samples", "roofline.extras",
+              "roofline.pyproject")),
     ("device", ("roofline.device",)),
     ("specs", ("roofline.specs.*",)),
     ("costs", ("roofline.costs.*",)),

@@ -42,6 +42,7 @@ def test_wheel_ships_data_and_runs_outside_the_repo(tmp_path: Path) -> None:
     assert "roofline/_data/workloads/llm/llama-3-8b.yaml" in names
     assert "roofline/_data/workloads/suites/transformer-ops.yaml" in names
     assert "roofline/py.typed" in names  # PEP 561: type checkers read the package's hints
+    assert "roofline/report/report.schema.json" in names  # the report's JSON Schema (`roofline schema`)
     entry_points = zipfile.ZipFile(wheel).read("roofline-0.1.0.dist-info/entry_points.txt").decode()
     assert "[pytest11]" in entry_points and "roofline = roofline.pytest_plugin" in entry_points
 

@@ -12,6 +12,8 @@ from roofline.units import (
     format_time,
     parse_size,
     parse_sizes,
+    parse_time,
+    parse_times,
 )
 
 
@@ -64,3 +66,59 @@ def test_dtypes():
     assert dtypes.nbytes(4096, "fp16") == 8192
     with pytest.raises(UsageError, match="unknown dtype 'fp99'"):
         dtypes.canonical("fp99")
+
+
+@pytest.mark.parametrize(
+    ("text", "unit", "value"),
+    [
+        ("5us", "us", 5.0),
+        ("5 us", "us", 5.0),
+        ("5µs", "us", 5.0),
+        ("5US", "us", 5.0),
+        ("1.2ms", "us", 1200.0),
+        ("0.5s", "s", 0.5),
+        ("250ns", "us", 0.25),
+        ("5", "us", 5.0),  # bare: the option's unit
+        ("600", "s", 600.0),
+        ("2min", "s", 120.0),
+        ("1.5h", "s", 5400.0),
+        ("1e3", "us", 1000.0),
+        ("2.5e-3 s", "ms", 2.5),
+        (".5", "s", 0.5),
+        ("1ns", "s", 1e-9),
+        ("1e9", "s", 1e9),
+    ],
+)
+def test_parse_time(text, unit, value):
+    assert parse_time(text, "--t", unit) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("", "cannot read '' as a time: use a number in us or one with a unit, such as 5us, 1.2ms, 0.5s, 250ns"),
+        ("5xs", "cannot read '5xs' as a time"),
+        ("5 m", "cannot read '5 m' as a time"),  # m: minutes or milli? neither: min and ms are taken
+        ("-1us", "cannot read '-1us' as a time"),
+        ("nan", "cannot read 'nan' as a time"),
+        ("inf", "cannot read 'inf' as a time"),
+        ("5us,6us", "cannot read '5us,6us' as a time"),
+        ("0", "'0' must be positive"),
+        ("0ms", "'0ms' must be positive"),
+        ("0.1ns", "'0.1ns' is out of range: a time is 1 ns to 1e+09 s"),
+        ("1e10s", "'1e10s' is out of range: a time is 1 ns to 1e+09 s"),
+        ("1e99999999", "'1e99999999' is out of range"),
+    ],
+)
+def test_parse_time_rejects_in_one_line(text, why):
+    with pytest.raises(UsageError) as caught:
+        parse_time(text, "--t", "us")
+    message = str(caught.value)
+    assert message.startswith(f"--t: {why}") and "\n" not in message
+
+
+def test_parse_times_sweep():
+    assert parse_times("5us,0.01ms", "--launch-floor", "us") == [5.0, 10.0]
+    assert parse_times("5,10", "--launch-floor", "us") == [5.0, 10.0]
+    with pytest.raises(UsageError, match="--launch-floor: empty item in '5,'"):
+        parse_times("5,", "--launch-floor", "us")

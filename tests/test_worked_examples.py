@@ -170,6 +170,15 @@ def test_cuda_graphs_launch_overhead(cli):
     assert ten["graph_saving_s"] == pytest.approx(70 * 30 * 10e-6 - 10e-6)
 
 
+def test_launch_floor_takes_units(cli):
+    # --launch-floor 5us,0.01ms is --launch-floor 5,10 (bare numbers are in us, its documented unit)
+    args = ("decode", "--params", "70e9", "--d-model", "8192", "--layers", "70", "--kernels-per-layer", "30")
+    bare = rows(cli, *args, "--launch-floor", "5,10", "-d", "h100-sxm")
+    units = rows(cli, *args, "--launch-floor", "5us,0.01ms", "-d", "h100-sxm")
+    assert [r["serving"]["launch_time_s"] for r in units] == [r["serving"]["launch_time_s"] for r in bare]
+    assert units[0]["serving"]["launch_time_s"] == pytest.approx(70 * 30 * 5e-6, rel=1e-12)
+
+
 def test_decode_turns_compute_bound_at_batch_296(cli):
     # I_decode(B) reaches the H100's fp16 ridge (989.4 / 3.35 = 295.3) at B = ridge P b / (2P - ridge d b) = 295.4
     (row,) = rows(cli, "decode", "--params", "8.75e9", "--d-model", "4096", "-d", "h100-sxm")

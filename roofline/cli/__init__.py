@@ -17,6 +17,7 @@ from roofline.cli import completion as completion_cli
 from roofline.cli import counters as counters_cli
 from roofline.cli import gate as gate_cli
 from roofline.cli import predict as predict_cli
+from roofline.cli import schema as schema_cli
 from roofline.version import __version__
 
 
@@ -82,6 +83,7 @@ app.command("predict")(predict_cli.predict)
 app.command("report")(report.report)
 app.command("gate")(gate_cli.gate)
 app.add_typer(baseline_cli.app, name="baseline")
+app.command("schema")(schema_cli.schema)
 app.command("completion")(completion_cli.completion)
 
 
@@ -93,6 +95,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Say nothing on stderr but errors (no notes, progress or 'written to' lines)."
@@ -109,6 +112,9 @@ def _root(
 
         raise UsageError("--quiet and --verbose: give one of them")
     verbosity.set_level(verbosity.QUIET if quiet else verbosity.VERBOSE if verbose else verbosity.NORMAL)
+    from roofline.cli import defaults
+
+    defaults.apply(ctx)  # [tool.roofline] of pyproject.toml: the defaults of the subcommand about to run
 
 
 def _click_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:

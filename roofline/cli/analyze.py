@@ -43,8 +43,8 @@ app = typer.Typer(
 
 
 DEVICE_HELP = (
-    "Spec-sheet name(s), or cpu (this CPU, measured roofs); comma list to compare (default: $ROOFLINE_DEVICE or this "
-    "GPU)."
+    "Spec-sheet name(s), or cpu (this CPU, measured roofs); comma list to compare (default: $ROOFLINE_DEVICE, the "
+    "project's [tool.roofline] device, or this GPU)."
 )
 ROOFS_HELP = (
     "spec (sheet), measured (this machine's `roofline calibrate` cache; error if none) or auto (measured when a "

@@ -45,7 +45,9 @@ WARM_HELP = (
     "Warm: no flush before each sample; cold: flush the L2 (CPU: the caches) before each sample, outside the timed "
     "region (default: cold on a GPU, warm on the CPU)."
 )
-MAX_TIME_HELP = "Time budget per row in seconds (sampling stops earlier once the spread settles)."
+MAX_TIME_HELP = (
+    "Time budget per row (0.5, 500ms, 2s; bare: seconds; default 1 s): sampling stops earlier once the spread settles."
+)
 OUTPUT_HELP = "Report JSON, written atomically (rows with every sample)."
 
 
@@ -88,6 +90,13 @@ class Options:
     timeout: float | None = None
 
 
+def max_time_s(text: str | None) -> float:
+    """--max-time's value in seconds (bench's default when not given)."""
+    from roofline.units import parse_time
+
+    return DEFAULT_MAX_TIME_S if text is None else parse_time(text, "--max-time", "s")
+
+
 def _bench_options() -> Callable[[Command], Command]:
     """The options every bench command takes, after its workload's; the command receives them as ``opts``."""
     return with_options(
@@ -97,15 +106,19 @@ def _bench_options() -> Callable[[Command], Command]:
             option("sheet", typer.Option(None, "--sheet", help=SHEET_HELP), str | None),
             option("spec", spec_option(), list[Path] | None),
             option("warm", typer.Option(None, "--warm/--cold", help=WARM_HELP, show_default=False), bool | None),
-            option("max_time", typer.Option(DEFAULT_MAX_TIME_S, "--max-time", help=MAX_TIME_HELP), float),
+            option(
+                "max_time",
+                typer.Option(None, "--max-time", help=MAX_TIME_HELP, metavar="TIME", show_default=False),
+                str | None,
+            ),
             option("output", typer.Option(DEFAULT_OUTPUT, "--output", "-o", help=OUTPUT_HELP), Path),
             option("plot", plot_option(), Path | None),
             option("force", force_option(), bool),
             option("as_json", json_option(), bool),
-            option("timeout", timeout_option("the rows finished so far are written, exit 124"), float | None),
+            option("timeout", timeout_option("the rows finished so far are written, exit 124"), str | None),
         ],
         lambda device, sheet, spec, warm, max_time, output, as_json, timeout, **_: Options(
-            device, sheet, spec, warm, max_time, output, as_json, check_timeout(timeout)
+            device, sheet, spec, warm, max_time_s(max_time), output, as_json, check_timeout(timeout)
         ),
     )
 

@@ -58,6 +58,16 @@ def sizes_value(text: str | None, option: str, *, allow_zero: bool = False, inte
     return values if len(values) > 1 else values[0]
 
 
+def times_value(text: str | None, option: str, unit: str) -> Any:
+    """A time option's value in ``unit``: None (not given), one time, or a list (a sweep): ``5us,10us``."""
+    from roofline.units import parse_times
+
+    if text is None:
+        return None
+    values = parse_times(text, option, unit)
+    return values if len(values) > 1 else values[0]
+
+
 def words_value(text: str | None, option: str) -> Any:
     """A word option's value (dtype, op, impl): None, one word, or a list (a sweep)."""
     if text is None:
@@ -148,6 +158,8 @@ def workload_values(
             values[key] = default_dtype() if default_dtype is not None else None
         elif param.kind == "number":
             values[key] = sizes_value(text, param.option, integer=False)
+        elif param.kind == "time":
+            values[key] = times_value(text, param.option, param.unit)
         elif param.kind == "bytes":
             values[key] = bytes_value(text, param.option)
         else:

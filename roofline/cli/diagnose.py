@@ -27,7 +27,7 @@ from roofline.cli.output import (
     write_requested_plot,
 )
 from roofline.cli.process import freeze_heap, frozen_after, is_entry
-from roofline.cli.timeout import time_limit, timeout_option
+from roofline.cli.timeout import check_timeout, time_limit, timeout_option
 from roofline.cli.verbosity import info
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def diagnose(
     backend: str | None = BACKEND_OPTION,
     force: bool = force_option(),
     predict: list[str] | None = PREDICT_OPTION,
-    timeout: float | None = timeout_option("says which stage was running, writes no report, exit 124"),
+    timeout: str | None = timeout_option("says which stage was running, writes no report, exit 124"),
 ) -> None:
     """Run a PyTorch model, count what every op must do, time what it did, and say what limits it.
 
@@ -191,6 +191,7 @@ def diagnose(
     """
     started = _process_age_s()  # before anything of diagnose runs: Python's start and our CLI's imports
     clock = time.perf_counter()
+    timeout_s = check_timeout(timeout)
     options = _options(entry, device, dtype, mode, warmup, iters, sheet, spec, roofs, script_args,
                        (verify or verify_all, verify_all), counters, export_trace)  # fmt: skip
     _check(model, trace, options, top)
@@ -200,7 +201,7 @@ def diagnose(
             from roofline.errors import UsageError
 
             raise UsageError("--trace reads one trace: --nproc, --backend and torchrun are for a live run (MODEL.py)")
-        _distributed(model, nproc, backend, options, shown, timeout)
+        _distributed(model, nproc, backend, options, shown, timeout_s)
         return
     inputs = [
         ("the model file" if trace is None else "the trace", model if trace is None else trace),
@@ -209,7 +210,7 @@ def diagnose(
     # before the model runs (it may chdir)
     where, trace_where = prepare_all(output, "report", [("--export-trace", export_trace, "trace")], inputs=inputs)
     assert where is not None
-    result = _run(model, trace, options, as_json, timeout, clock)
+    result = _run(model, trace, options, as_json, timeout_s, clock)
     if result.stages:  # a live run (a --trace diagnosis runs no stages of its own)
         result.stages = {**({"python": started} if started is not None else {}), **result.stages}
     _show_and_write(result, shown, where, trace_where)

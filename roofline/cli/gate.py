@@ -9,8 +9,9 @@ from typing import Any
 import typer
 
 from roofline.cli.common import json_option, print_text, spec_option
-from roofline.cli.timeout import time_limit, timeout_option
+from roofline.cli.timeout import check_timeout, time_limit, timeout_option
 from roofline.cli.verbosity import info
+from roofline.units import parse_time
 
 FORMATS = ("table", "markdown", "json")
 DEFAULT_GATE_ITERS = 20  # NB: = roofline.gate.run.DEFAULT_ITERS (not imported: --help stays light)
@@ -117,7 +118,11 @@ WARM_OPTION = typer.Option(
     None, "--warm/--cold", help="SUITE: cache warm or flushed before each sample (as bench).", show_default=False
 )
 MAX_TIME_OPTION = typer.Option(
-    None, "--max-time", help="SUITE: time budget per row in seconds (bench's default 1).", show_default=False
+    None,
+    "--max-time",
+    help="SUITE: time budget per row (500ms, 2s; bare: seconds; bench's default 1 s).",
+    metavar="TIME",
+    show_default=False,
 )
 ENTRY_OPTION = typer.Option(None, "--entry", help="MODEL: function returning (model, inputs).")
 DTYPE_OPTION = typer.Option(None, "--dtype", help="MODEL: cast to fp32, bf16 or fp16.")
@@ -157,7 +162,7 @@ def gate(
     sheet: str | None = SHEET_OPTION,
     spec: list[Path] | None = spec_option(),
     warm: bool | None = WARM_OPTION,
-    max_time: float | None = MAX_TIME_OPTION,
+    max_time: str | None = MAX_TIME_OPTION,
     entry: str | None = ENTRY_OPTION,
     dtype: str | None = DTYPE_OPTION,
     mode: str | None = MODE_OPTION,
@@ -165,7 +170,7 @@ def gate(
     iters: int | None = ITERS_OPTION,
     roofs: str | None = ROOFS_OPTION,
     confirm: int = CONFIRM_OPTION,
-    timeout: float | None = timeout_option("SUITE/MODEL: nothing measured, never a pass, exit 4"),
+    timeout: str | None = timeout_option("SUITE/MODEL: nothing measured, never a pass, exit 4"),
 ) -> None:
     """Compare a report with a baseline: exit 0 pass, 1 regression, 3 inconclusive (too noisy), 2 bad input,
     4 nothing measured (the model or suite failed, timed out or measured no row: never a pass).
@@ -181,15 +186,17 @@ def gate(
     started = time.perf_counter()
     fmt = _format(fmt, as_json)
     kind = gate_run.kind_of(target)
+    max_time_s = None if max_time is None else parse_time(max_time, "--max-time", "s")
+    timeout_s = check_timeout(timeout)
     _check_kind(kind, output=output, device=device, sheet=sheet, spec=spec, confirm=confirm, timeout=timeout,
                 warm=warm, max_time=max_time, entry=entry, dtype=dtype, mode=mode, warmup=warmup, iters=iters,
                 roofs=roofs, script_args=script_args)  # fmt: skip
     written = _prepare_outputs(target, kind, baseline, spec, output, junit, markdown_file, force)
     options = gate_run.MeasureOptions(
-        device=device, sheet=sheet, spec_files=spec or [], warm=warm, max_time_s=max_time, entry=entry, dtype=dtype,
+        device=device, sheet=sheet, spec_files=spec or [], warm=warm, max_time_s=max_time_s, entry=entry, dtype=dtype,
         mode=mode, warmup=warmup, iters=iters, roofs=roofs, argv=script_args or [],
     )  # fmt: skip
-    with time_limit(timeout):  # NB: gate_run.run turns a TimedOut while measuring into NotMeasured (exit 4)
+    with time_limit(timeout_s):  # NB: gate_run.run turns a TimedOut while measuring into NotMeasured (exit 4)
         gated = _gate_run(target, kind, baseline, fail_on, confidence, no_stats, options, confirm, output)
     result = gated.result
     _show(result, fmt)

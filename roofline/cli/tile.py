@@ -61,7 +61,7 @@ def tile(
     heads: str = typer.Option("1", "--heads", help="Heads (attention)."),
     batch: str = typer.Option("1", "--batch", "-b", help="Batch (independent problems)."),
     device: str | None = typer.Option(
-        None, "--device", "-d", help="Spec-sheet name (default: $ROOFLINE_DEVICE or this GPU)."
+        None, "--device", "-d", help="Spec-sheet name (default: $ROOFLINE_DEVICE, [tool.roofline] device, or this GPU)."
     ),
     spec: list[Path] | None = spec_option(),
     as_json: bool = json_option(),

@@ -1,4 +1,4 @@
-"""`--timeout SECONDS` of diagnose, bench and gate: a wall-clock bound on the work, as coreutils `timeout` gives,
+"""`--timeout TIME` of diagnose, bench and gate: a wall-clock bound on the work, as coreutils `timeout` gives,
 but inside the process, so that the work finished so far is kept (bench writes its rows) and the message says
 what was running. SIGALRM (signal.setitimer) raises roofline.errors.TimedOut, a KeyboardInterrupt like Ctrl-C;
 the CLI exits 124 (gate: 4, nothing measured)."""
@@ -18,16 +18,21 @@ def timeout_option(outcome: str) -> Any:
     return typer.Option(
         None,
         "--timeout",
-        help=f"Stop after SECONDS of wall-clock time: {outcome}. Default: no limit.",
-        metavar="SECONDS",
+        help=f"Stop after TIME of wall-clock time (600, 90s, 10min; bare: seconds): {outcome}. Default: no limit.",
+        metavar="TIME",
         show_default=False,
     )
 
 
-def check_timeout(seconds: float | None) -> float | None:
-    """``seconds`` when it is a positive finite number (or None: no limit), else UsageError (exit 2)."""
+def check_timeout(seconds: float | str | None) -> float | None:
+    """``seconds`` when it is a positive finite number (or None: no limit), else UsageError (exit 2); a text is the
+    option's (``600``, ``10min``: roofline.units.parse_time)."""
     if seconds is None:
         return None
+    if isinstance(seconds, str):
+        from roofline.units import parse_time
+
+        return parse_time(seconds, "--timeout", "s")
     if not math.isfinite(seconds) or seconds <= 0:
         from roofline.errors import UsageError
 
@@ -36,7 +41,7 @@ def check_timeout(seconds: float | None) -> float | None:
 
 
 @contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
+def time_limit(seconds: float | str | None) -> Iterator[None]:
     """Raise roofline.errors.TimedOut in the main thread once ``seconds`` of wall-clock time have passed inside
     the block (None: no limit); the timer is stopped and the previous SIGALRM handler put back on the way out."""
     seconds = check_timeout(seconds)

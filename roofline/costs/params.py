@@ -19,10 +19,10 @@ from typing import Any, Literal
 REQUIRED: Any = ...
 
 #: how an option's text is read: size (whole sizes: 4096, 4Ki, 2^12, 64x64), word (a name), dtype (a dtype name;
-#: bench's default depends on the device), number (a float), bytes (80G), flag (a switch), text (as given),
-#: path (a file)
-Kind = Literal["size", "word", "dtype", "number", "bytes", "flag", "text", "path"]
-SWEEPS: tuple[str, ...] = ("size", "word", "dtype", "number")  # kinds a comma list sweeps
+#: bench's default depends on the device), number (a float), time (5us, 1.2ms, or a bare number in the param's
+#: ``unit``), bytes (80G), flag (a switch), text (as given), path (a file)
+Kind = Literal["size", "word", "dtype", "number", "time", "bytes", "flag", "text", "path"]
+SWEEPS: tuple[str, ...] = ("size", "word", "dtype", "number", "time")  # kinds a comma list sweeps
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class Param:
     sweep_help: bool = True  # the help says that a comma list sweeps (kinds in SWEEPS)
     zero: bool = False  # a size that may be 0
     metavar: str | None = None
+    unit: str = "s"  # a time's unit: what a bare number means and what the cost model receives ('us')
     suite: bool = True  # a suite entry names it too (False: the command line's only, as --config)
     bench: Mapping[str, Any] = field(default_factory=dict)  # what differs under `roofline bench`: help, default
     aliases: Mapping[str, str] = field(default_factory=dict)  # bench's other names for a value ('sdpa': 'fused')
@@ -229,7 +230,14 @@ def _llm(kind: str, step: Param, batch: Param, step_first: bool) -> Workload:
             ("--kernels-per-layer",),
             "Kernel launches per layer (default: as counted, 12 for a gated layer).",
         ),
-        Param("launch_floor_us", ("--launch-floor",), "Launch floor in us (default: the device's).", "number"),
+        Param(
+            "launch_floor_us",
+            ("--launch-floor",),
+            "Launch floor per kernel: 5us, 1.2ms; bare: us (default: the device's).",
+            "time",
+            metavar="TIME",
+            unit="us",
+        ),
         Param(
             "memory",
             ("--memory",),

@@ -50,45 +50,19 @@ class GateConfig(BaseModel):
         return path if path.is_absolute() or self._path is None else self._path.parent / path
 
 
-def _toml() -> Any:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ModuleNotFoundError:
-            raise UsageError("reading [tool.roofline.gate] needs Python 3.11+ (or the tomli package)") from None
-    return tomllib
-
-
 def find(start: Path | None = None) -> GateConfig:
     """The settings of the nearest pyproject.toml with a [tool.roofline.gate] table; defaults when none has one."""
-    here = (start or Path.cwd()).resolve()
-    for directory in (here, *here.parents):
-        path = directory / "pyproject.toml"
-        if not path.is_file():
-            continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if "roofline" not in text:  # cheap: most pyproject files say nothing about us
-            continue
-        toml = _toml()
-        try:
-            data = toml.loads(text)
-        except toml.TOMLDecodeError as exc:
-            raise UsageError(f"{path}: invalid TOML: {exc}") from None
-        except RecursionError:
-            raise UsageError(f"{path}: invalid TOML: nested too deeply") from None
-        table = data.get("tool", {}).get("roofline", {}).get("gate")
-        if table is None:
-            continue
-        if not isinstance(table, dict):
-            raise UsageError(f"{path}: [tool.roofline.gate] must be a table")
-        try:
-            config = GateConfig.model_validate(table, strict=True)
-        except ValidationError as exc:
-            from roofline.yamlio import describe_validation_error
+    from roofline.pyproject import find_table
 
-            raise UsageError(f"{path}: [tool.roofline.gate] {describe_validation_error(exc, 'docs/ci.md')}") from None
-        config._path = path
-        return config
-    return GateConfig()
+    found = find_table(("roofline", "gate"), start)
+    if found is None:
+        return GateConfig()
+    path, table = found
+    try:
+        config = GateConfig.model_validate(table, strict=True)
+    except ValidationError as exc:
+        from roofline.yamlio import describe_validation_error
+
+        raise UsageError(f"{path}: [tool.roofline.gate] {describe_validation_error(exc, 'docs/ci.md')}") from None
+    config._path = path
+    return config
