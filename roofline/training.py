@@ -107,6 +107,7 @@ class StepProfiler:
         self._roof_options = {"sheet": sheet, "spec_files": list(spec_files), "roofs": roofs}
         self._roofs: tuple[Any, list[str]] | None = None
         self.entries: list[dict[str, Any]] = []
+        self.result: Any = None  # the latest window's diagnosis (roofline.diagnose.pipeline.DiagnoseResult)
         self.step_index = 0  # the step running now (or next)
         self.profile_s = 0.0  # seconds spent diagnosing windows (their steps' own time is the loop's)
         self._region: Any = None
@@ -190,8 +191,8 @@ class StepProfiler:
 
         began = time.perf_counter()
         try:
-            result = diagnose_region(region, roofs_of=self._roofs_of, **self._roof_options)
-            entry = entry_of(self._window_step, result)
+            self.result = diagnose_region(region, roofs_of=self._roofs_of, **self._roof_options)
+            entry = entry_of(self._window_step, self.result)
         except Exception as exc:  # NB: never stop the user's training over a diagnosis
             entry = {"step": self._window_step, "error": f"{type(exc).__name__}: {exc}"}
             warnings.warn(f"roofline: the window at step {self._window_step} was not diagnosed: {entry['error']}",
