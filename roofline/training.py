@@ -76,8 +76,10 @@ class StepProfiler:
     loop has warmed up), then every ``every`` steps; ``every`` must be at least 4 (a window's steps).
 
     ``model``: the nn.Module, for module paths in the findings (optional). ``device``, ``sheet``, ``spec_files``,
-    ``roofs``: as :func:`roofline.profile`; the roofs are resolved once, at the first window. :attr:`entries`
-    holds every logged entry; :attr:`last` the latest."""
+    ``roofs``: as :func:`roofline.profile`; the roofs are resolved once, at the first window (``placed_on``: a
+    roofline.device.Device to use instead, e.g. ``roofline.roofs.device_roofs('cpu')[0]`` resolved before the
+    loop). :attr:`entries` holds every logged entry; :attr:`last` the latest, :attr:`result` the latest
+    diagnosis."""
 
     def __init__(
         self,
@@ -92,6 +94,7 @@ class StepProfiler:
         sheet: str | None = None,
         spec_files: Sequence[Path] = (),
         roofs: str = "auto",
+        placed_on: Any = None,
     ) -> None:
         if every < WINDOW_STEPS:
             raise UsageError(f"every={every}: at least {WINDOW_STEPS} (one profiled window takes {WINDOW_STEPS} steps)")
@@ -105,7 +108,7 @@ class StepProfiler:
         self.model = model
         self.device = device
         self._roof_options = {"sheet": sheet, "spec_files": list(spec_files), "roofs": roofs}
-        self._roofs: tuple[Any, list[str]] | None = None
+        self._roofs: tuple[Any, list[str]] | None = None if placed_on is None else (placed_on, [])
         self.entries: list[dict[str, Any]] = []
         self.result: Any = None  # the latest window's diagnosis (roofline.diagnose.pipeline.DiagnoseResult)
         self.step_index = 0  # the step running now (or next)
