@@ -1,11 +1,13 @@
 """The training-loop hook's overhead (issue 29, item 1): a small training loop timed with and without
 roofline.training.StepProfiler(every=N), the two alternated in one process, on the CPU (and CUDA when present).
 
-    python benchmarks/callback_overhead.py [--steps 400] [--every 100] [--rounds 3] [--threads 1] [--out X.json]
+    python benchmarks/callback_overhead.py [--every 100] [--rounds 6] [--threads 1] [--out X.json]
 
-Each round runs the loop ``steps`` steps plain, then ``steps`` steps with the hook (order swapped every round);
-the overhead is (with - without) / without of the summed times. The roofs are resolved once before the timing
-(a CPU calibration is not part of a training step). Prints a table and writes a JSON."""
+The loop runs in chunks of ``every`` steps, one plain and one with the hook, alternated (the order swapped every
+pair), so that a shared machine's changing load falls on both alike; one hook runs across the hooked chunks, one
+window in each. The overhead is hooked / plain - 1 of the summed times: wall time, and this process's CPU time
+(less sensitive to other processes on a CPU-only machine). The roofs are resolved once before the timing (a CPU
+calibration is not part of a training step). Prints a table and writes a JSON."""
 
 from __future__ import annotations
 
@@ -39,9 +41,10 @@ def make_loop(device: str):
     return model, step
 
 
-def run(step, steps: int, profiler, sync) -> float:
+def run(step, steps: int, profiler, sync) -> tuple[float, float]:
+    """(wall seconds, this process's CPU seconds) of ``steps`` steps, with the hook where ``profiler`` is given."""
     sync()
-    began = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(steps):
         if profiler is None:
             step()
@@ -49,10 +52,12 @@ def run(step, steps: int, profiler, sync) -> float:
             with profiler.step():
                 step()
     sync()
-    return time.perf_counter() - began
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def measure(device: str, steps: int, every: int, rounds: int) -> dict:
+def measure(device: str, every: int, rounds: int) -> dict:
+    """``rounds`` pairs of chunks of ``every`` steps, one plain and one hooked (the order swapped every pair): one
+    hook across the hooked chunks, its window in the middle of each (first = every // 2)."""
     import torch
 
     from roofline.roofs import device_roofs
@@ -63,43 +68,43 @@ def measure(device: str, steps: int, every: int, rounds: int) -> dict:
     placed_on, _ = device_roofs(device)
     for _ in range(20):  # warm-up
         step()
-    plain: list[float] = []
-    hooked: list[float] = []
-    windows = 0
-    diagnose_s = 0.0
+    profiler = StepProfiler(every=every, first=every // 2, model=model, placed_on=placed_on)
+    plain: list[tuple[float, float]] = []
+    hooked: list[tuple[float, float]] = []
     for r in range(rounds):
         for kind in ("plain", "hooked") if r % 2 == 0 else ("hooked", "plain"):
             if kind == "plain":
-                plain.append(run(step, steps, None, sync))
+                plain.append(run(step, every, None, sync))
             else:
-                profiler = StepProfiler(every=every, model=model, placed_on=placed_on)
-                hooked.append(run(step, steps, profiler, sync))
-                profiler.close()
-                windows += len(profiler.entries)
-                diagnose_s += profiler.profile_s
-                last = profiler.last
-    overhead = (sum(hooked) - sum(plain)) / sum(plain)
+                hooked.append(run(step, every, profiler, sync))
+    profiler.close()
+    windows = len(profiler.entries)
+
+    def overhead(i: int) -> float:
+        return sum(h[i] for h in hooked) / sum(p[i] for p in plain) - 1
+
     return {
         "device": device,
         "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
-        "steps": steps,
         "every": every,
         "rounds": rounds,
-        "plain_s": plain,
-        "hooked_s": hooked,
-        "step_ms": 1e3 * sum(plain) / (steps * rounds),
-        "overhead": overhead,
+        "plain_wall_s": [p[0] for p in plain],
+        "hooked_wall_s": [h[0] for h in hooked],
+        "plain_cpu_s": [p[1] for p in plain],
+        "hooked_cpu_s": [h[1] for h in hooked],
+        "step_ms": 1e3 * sum(p[0] for p in plain) / (every * rounds),
+        "overhead_wall": overhead(0),
+        "overhead_cpu": overhead(1),
         "windows": windows,
-        "diagnose_s_per_window": diagnose_s / windows if windows else None,
-        "last_entry": last,
+        "diagnose_s_per_window": profiler.profile_s / windows if windows else None,
+        "last_entry": profiler.last,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--every", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=6, help="pairs of chunks (one plain, one hooked) of EVERY steps")
     parser.add_argument("--device", action="append", help="cpu, cuda (default: cpu, and cuda when present)")
     parser.add_argument("--threads", type=int, default=0, help="torch's intra-op threads on the CPU (0: as is)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/callback_overhead.json"))
@@ -109,15 +114,23 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     devices = args.device or (["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
-    results = [measure(d, args.steps, args.every, args.rounds) for d in devices]
-    print(f"{'device':<8} {'step':>9} {'plain':>9} {'hooked':>9} {'overhead':>9} {'windows':>8} {'diagnose':>10}")
+    results = [measure(d, args.every, args.rounds) for d in devices]
+    heads = ("step", "plain", "hooked", "overhead", "plain CPU", "hooked CPU", "overhead", "windows", "diagnose")
+    print(f"{'device':<8} " + " ".join(f"{h:>10}" for h in heads))
     for r in results:
         per_window = r["diagnose_s_per_window"]
-        print(
-            f"{r['device']:<8} {r['step_ms']:>7.2f}ms {sum(r['plain_s']):>8.2f}s {sum(r['hooked_s']):>8.2f}s "
-            f"{100 * r['overhead']:>8.2f}% {r['windows']:>8} "
-            + (f"{1e3 * per_window:>8.0f}ms" if per_window is not None else f"{'-':>10}")
-        )
+        cells = [
+            f"{r['step_ms']:.2f}ms",
+            f"{sum(r['plain_wall_s']):.2f}s",
+            f"{sum(r['hooked_wall_s']):.2f}s",
+            f"{100 * r['overhead_wall']:.2f}%",
+            f"{sum(r['plain_cpu_s']):.2f}s",
+            f"{sum(r['hooked_cpu_s']):.2f}s",
+            f"{100 * r['overhead_cpu']:.2f}%",
+            str(r["windows"]),
+            f"{1e3 * per_window:.0f}ms" if per_window is not None else "-",
+        ]
+        print(f"{r['device']:<8} " + " ".join(f"{c:>10}" for c in cells))
     document = {
         "benchmark": "callback_overhead",
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
