@@ -5,7 +5,8 @@ roofline.training.StepProfiler(every=N), the two alternated in one process, on t
 
 The loop runs in chunks of ``every`` steps, one plain and one with the hook, alternated (the order swapped every
 pair), so that a shared machine's changing load falls on both alike; one hook runs across the hooked chunks, one
-window in each. The overhead is hooked / plain - 1 of the summed times: wall time, and this process's CPU time
+window in each; one untimed pair first takes the first window's one-time costs (reported apart, as
+``first_chunk_extra_*``). The overhead is hooked / plain - 1 of the summed times: wall time, and this process's CPU time
 (less sensitive to other processes on a CPU-only machine). The roofs are resolved once before the timing (a CPU
 calibration is not part of a training step). Prints a table and writes a JSON."""
 
@@ -69,6 +70,10 @@ def measure(device: str, every: int, rounds: int) -> dict:
     for _ in range(20):  # warm-up
         step()
     profiler = StepProfiler(every=every, first=every // 2, model=model, placed_on=placed_on)
+    # the first window pays one-time costs (torch.profiler's start, roofline's modules imported, the cost
+    # plugins loaded): one untimed pair first, its difference reported apart
+    first_plain = run(step, every, None, sync)
+    first_hooked = run(step, every, profiler, sync)
     plain: list[tuple[float, float]] = []
     hooked: list[tuple[float, float]] = []
     for r in range(rounds):
@@ -78,7 +83,7 @@ def measure(device: str, every: int, rounds: int) -> dict:
             else:
                 hooked.append(run(step, every, profiler, sync))
     profiler.close()
-    windows = len(profiler.entries)
+    windows = len(profiler.entries) - 1  # the timed chunks' windows (the first pair's is apart)
 
     def overhead(i: int) -> float:
         return sum(h[i] for h in hooked) / sum(p[i] for p in plain) - 1
@@ -96,7 +101,9 @@ def measure(device: str, every: int, rounds: int) -> dict:
         "overhead_wall": overhead(0),
         "overhead_cpu": overhead(1),
         "windows": windows,
-        "diagnose_s_per_window": profiler.profile_s / windows if windows else None,
+        "first_chunk_extra_wall_s": first_hooked[0] - first_plain[0],
+        "first_chunk_extra_cpu_s": first_hooked[1] - first_plain[1],
+        "diagnose_s_per_window": profiler.profile_s / (windows + 1),
         "last_entry": profiler.last,
     }
 
@@ -115,7 +122,18 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     devices = args.device or (["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
     results = [measure(d, args.every, args.rounds) for d in devices]
-    heads = ("step", "plain", "hooked", "overhead", "plain CPU", "hooked CPU", "overhead", "windows", "diagnose")
+    heads = (
+        "step",
+        "plain",
+        "hooked",
+        "overhead",
+        "plain CPU",
+        "hooked CPU",
+        "overhead",
+        "windows",
+        "diagnose",
+        "1st extra",
+    )
     print(f"{'device':<8} " + " ".join(f"{h:>10}" for h in heads))
     for r in results:
         per_window = r["diagnose_s_per_window"]
@@ -129,6 +147,7 @@ def main() -> None:
             f"{100 * r['overhead_cpu']:.2f}%",
             str(r["windows"]),
             f"{1e3 * per_window:.0f}ms" if per_window is not None else "-",
+            f"{r['first_chunk_extra_cpu_s']:.2f}s",
         ]
         print(f"{r['device']:<8} " + " ".join(f"{c:>10}" for c in cells))
     document = {
