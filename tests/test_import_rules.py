@@ -51,7 +51,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runs", ("roofline.bench.*", "roofline.diagnose.*")),
     ("gate", ("roofline.gate.*",)),
     ("render", ("roofline.render.*",)),
-    ("top", ("roofline.cli.*", "roofline.api", "roofline.pytest_plugin", "roofline.__main__",
+    ("top", ("roofline.cli.*", "roofline.api", "roofline.training", "roofline.pytest_plugin", "roofline.__main__",
              "roofline", "roofline.diagnose")),  # the two facades: the package's lazy names, the callable package
 )  # fmt: skip
 

@@ -28,6 +28,9 @@ allocates the new tensor. Parameters and buffers: their storages, collected befo
 weight (``weight.t()``) count as the weight. ``input_layouts`` says per input whether it is 'contiguous',
 'channels_last' (4-D, NHWC strides) or 'strided'.
 
+Source lines: each op's file and line in the user's code (roofline.diagnose.source: the innermost user frame in
+forward, the forward op's line in backward).
+
 Hooks and the mode are removed in all cases (try/finally), also when the user's model raises; run_once turns
 that exception into a UserCodeError, which propagates.
 """
@@ -53,34 +56,20 @@ from roofline.costs.aten.custom import (
     triton_kernel_name,
 )
 from roofline.diagnose.execute import Mode, run_once
+from roofline.diagnose.source import Sources
 from roofline.report.records import OpRecord, Phase
 
 # NB: metadata queries (size, stride, is_contiguous, ...) reach a dispatch mode only for tensor subclasses; they
 # launch nothing and the profiler does not show them, so they are not recorded.
-_SKIPPED = frozenset(
-    {
-        "aten::sym_is_contiguous",
-        "aten::is_contiguous",
-        "aten::is_strides_like_format",
-        "aten::is_non_overlapping_and_dense",
-        "aten::size",
-        "aten::sym_size",
-        "aten::stride",
-        "aten::sym_stride",
-        "aten::storage_offset",
-        "aten::sym_storage_offset",
-        "aten::numel",
-        "aten::sym_numel",
-        "aten::dim",
-        "prim::layout",
-        "prim::device",
-        # record_function's markers (torch.optim's "Optimizer.step#SGD.step", a user's own): annotations in the
-        # profile, not ops; they launch nothing
-        "profiler::_record_function_enter",
-        "profiler::_record_function_enter_new",
-        "profiler::_record_function_exit",
-    }
+_SKIPPED_NAMES = (
+    "aten::sym_is_contiguous aten::is_contiguous aten::is_strides_like_format aten::is_non_overlapping_and_dense "
+    "aten::size aten::sym_size aten::stride aten::sym_stride aten::storage_offset aten::sym_storage_offset "
+    "aten::numel aten::sym_numel aten::dim prim::layout prim::device "
+    # record_function's markers (torch.optim's "Optimizer.step#SGD.step", a user's own): annotations in the
+    # profile, not ops; they launch nothing
+    "profiler::_record_function_enter profiler::_record_function_enter_new profiler::_record_function_exit"
 )
+_SKIPPED = frozenset(_SKIPPED_NAMES.split())
 
 
 def tensors_in(value: Any) -> list[Any]:
@@ -202,6 +191,7 @@ class _Recorder:
         self.producers: dict[tuple[str, int], int] = {}  # storage key -> index of the op that produced it
         self.storages: dict[tuple[str, int], int] = {}  # storage key -> its number, in order of first use
         self.next_id = 0
+        self.sources = Sources()  # each op's file and line in the user's code (roofline.diagnose.source)
 
     def mode(self) -> Any:
         import torch
@@ -283,6 +273,7 @@ class _Recorder:
         else:
             phase = "backward" if self.training and self.tracker.forward_done else "forward"
         path = self.tracker.current(node)
+        source = self.sources.of(node, bool(self.tracker.stack))
         if cost is None:
             try:
                 cost = op_cost(func, args, kwargs, out)
@@ -302,6 +293,8 @@ class _Recorder:
         keys = [_storage_key(t) for t in inputs]  # NB: once per input (a call into torch each)
         producers, params, layouts = self.dataflow(inputs, keys)
         ids = tuple(self.storage_id(key) for key in keys)
+        if self.training and phase == "forward":
+            self.sources.produced(inputs, producers, self.records)
         self.produced(index, schema, out)
         self.records.append(
             OpRecord(
@@ -323,6 +316,7 @@ class _Recorder:
                 input_params=params,
                 input_layouts=layouts,
                 input_ids=ids,
+                source=source,
             )
         )
 
@@ -555,6 +549,7 @@ def counting(model: Any = None, mode: Mode = "training") -> Iterator[Counting]:
             yield Counting(recorder)
     finally:
         tracker.remove()
+        recorder.sources.clear()
         tracker.node_paths.clear()
         tracker._alive.clear()
 

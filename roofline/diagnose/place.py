@@ -119,6 +119,7 @@ def place_op(
         input_params=list(record.input_params),
         input_layouts=list(record.input_layouts),
         input_ids=list(record.input_ids),
+        source=record.source,
         timed=timing is not None,
         time_s=time_s,
         kernels=kernels,

@@ -39,6 +39,7 @@ from roofline.report.rows import (
     Placed,
     UncountedOp,
     numel,
+    sources_text,
 )
 
 SHORT_FACTOR = 4.0  # an op doing less than one launch floor of work and taking at most this many floors is short
@@ -367,6 +368,14 @@ def where_of(points: Sequence[OpPoint], limit: int = 3) -> str:
     return text
 
 
+def with_sources(where: str, points: Sequence[OpPoint]) -> str:
+    """``where`` and the places in the user's code of ``points`` (their stored sources): 'blocks.0.mlp at
+    model.py:42' (relative to the working directory: roofline.report.rows.source_text); ``where`` alone when
+    none is known."""
+    at = sources_text(p.source for p in points)
+    return f"{where} at {at}" if at and where else at or where
+
+
 def ops_text(ops: Sequence[str], limit: int = 6) -> str:
     names = [_name(op) for op in ops]
     text = ", ".join(names[:limit])
@@ -421,7 +430,7 @@ def model_finding(
         time_s=time_s,
         best_time_s=best,
         floor_s=floor,
-        where=where_of(points) if where is None else where,
+        where=with_sources(where_of(points) if where is None else where, points),
         ops=sorted(p.index for p in points),
         share=time_s / ctx.total_time_s if ctx.total_time_s > 0 else 0.0,
     )
@@ -514,4 +523,5 @@ __all__ = [
     "signature_of",
     "tiny",
     "where_of",
+    "with_sources",
 ]

@@ -20,7 +20,7 @@ from roofline.render.analyze import BOUND_STYLE
 from roofline.render.base import Renderer, device_header, to_text
 from roofline.render.escape import console_text as escape
 from roofline.report.memory import MODULE_HEADERS, MemoryView, memory_view, module_cells
-from roofline.report.rows import Aggregates, IterationSummary, UncountedOp
+from roofline.report.rows import Aggregates, IterationSummary, UncountedOp, sources_text
 from roofline.report.verified import VerifiedView, format_gain, measured_text, report_verified
 from roofline.units import format_bytes, format_count, format_intensity, format_rate, format_time
 
@@ -280,9 +280,10 @@ class DiagnoseRenderer(Renderer):
         self._columns(table)
         for a in rows:
             backward = " (backward)" if "(backward)" in a.key else ""
+            at = sources_text(a.sources, limit=1)
             table.add_row(
                 escape(f"{_op(a.op)} [{_shapes(a.input_shapes)}]{backward}"),
-                escape(a.module or "(model)"),
+                escape((a.module or "(model)") + (f" at {at}" if at else "")),
                 str(a.count),
                 *self._cells(a),
             )

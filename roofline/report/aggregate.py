@@ -87,6 +87,7 @@ def aggregate_points(points: Sequence[OpPoint], total_time_s: float | None = Non
             "module": m[0].module,
             "module_type": m[0].module_type,
             "input_shapes": m[0].input_shapes,
+            "sources": list(dict.fromkeys(p.source for p in m if p.source)),
         },
     )
     op_types = agg(points, lambda p: p.op, lambda k, m: {"key": k, "op": k})

@@ -24,7 +24,7 @@ from typing import Any
 from roofline import ironlaw
 from roofline.report.aggregate import held_most
 from roofline.report.memory import MemoryView, memory_view
-from roofline.report.rows import Stored, finite_number, positive_number
+from roofline.report.rows import Stored, finite_number, positive_number, source_text, sources_text
 from roofline.report.verified import VerifiedView, report_verified
 
 PREDICTED = "predicted"  # analytic: a floor computed from the counts, not a measurement
@@ -184,7 +184,8 @@ def _op_label(row: Mapping[str, Any]) -> tuple[str, str]:
     shapes = _shapes(row.get("input_shapes"))
     module = str(row.get("module") or "") or "(model)"
     backward = " (backward)" if row.get("phase") == "backward" or "(backward)" in str(row.get("key", "")) else ""
-    full = f"{op} [{shapes}]{backward} @ {module}"
+    at = source_text(str(row.get("source") or ""))
+    full = f"{op} [{shapes}]{backward} @ {module}" + (f" at {at}" if at else "")
     short = f"{op} [{_shapes(row.get('input_shapes'), limit=2)}]{backward}" + (
         f" @ {module}" if module != "(model)" else ""
     )
@@ -290,6 +291,7 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "kernels": 0,
                 "count": 0,
                 "modules": {},  # an ordered set: a list's `in` made grouping quadratic in a group's modules
+                "sources": {},  # the calls' places in the user's code (OpPoint.source), an ordered set too
                 "rows": [],
             }
             members[key] = []
@@ -303,10 +305,13 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         group["count"] += 1
         group["rows"].append(index)
         group["modules"][str(row.get("module") or "") or "(model)"] = None
+        if row.get("source"):
+            group["sources"][str(row["source"])] = None
     for key, group in groups.items():
         law = ironlaw.group(members[key])
         group.update(
             modules=list(group["modules"]),
+            sources=list(group["sources"]),
             flops=law.flops,
             bytes=law.bytes,
             time_s=law.time_s,
@@ -327,7 +332,8 @@ def _group_label(group: Mapping[str, Any]) -> tuple[str, str]:
     calls = f" x{group['count']}" if group["count"] > 1 else ""
     modules = list(group.get("modules") or [])
     where = ", ".join(modules[:3]) + (f", ... ({len(modules)} modules)" if len(modules) > 3 else "")
-    full = f"{op} [{_shapes(group.get('input_shapes'))}]{backward}{calls} @ {where}"
+    at = sources_text(group.get("sources") or ())
+    full = f"{op} [{_shapes(group.get('input_shapes'))}]{backward}{calls} @ {where}" + (f" at {at}" if at else "")
     module = f" @ {modules[0]}" if len(modules) == 1 and modules[0] != "(model)" else ""
     short = f"{op} [{_shapes(group.get('input_shapes'), limit=2)}]{backward}{calls}{module}"
     return full, _shorten(short)

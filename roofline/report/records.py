@@ -42,6 +42,8 @@ class OpRecord:
     # the storage each tensor input reads, numbered in the iteration's order of first use (the same number: the
     # same storage, e.g. x in x * x; None unknown): tells one tensor read twice from two tensors of one shape
     input_ids: tuple[int | None, ...] = ()
+    # where in the user's code it was called: '/abs/path/model.py:42' ('' unknown; roofline.diagnose.source)
+    source: str = ""
 
     @property
     def counted(self) -> bool:

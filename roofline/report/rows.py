@@ -264,6 +264,7 @@ class OpPoint(BaseModel):
     input_params: list[bool] = []
     input_layouts: list[str] = []
     input_ids: list[int | None] = []  # the storage each input reads, numbered by first use (same number: same tensor)
+    source: str = ""  # where the user's code called it: '/abs/path/model.py:42' ('' unknown; see source_text)
     # measured
     timed: bool  # a timing was matched to this op
     time_s: float  # device time (GPU: its kernels; CPU: the op's self time), 0 when not timed
@@ -304,6 +305,41 @@ class OpPoint(BaseModel):
 
     def signature(self) -> tuple[str, tuple[tuple[int, ...], ...]]:
         return self.op, tuple(tuple(s) for s in self.input_shapes)
+
+
+def source_text(source: str, cwd: str | None = None) -> str:
+    """How every output shows an op's stored source ('/abs/path/model.py:42'): relative to ``cwd`` (default: the
+    working directory) where the file is under it, else as stored; '' stays ''."""
+    import os
+
+    path, colon, line = source.rpartition(":")
+    if not colon or not os.path.isabs(path):
+        return source
+    root = os.path.abspath(cwd if cwd is not None else os.getcwd())
+    try:
+        if os.path.commonpath([root, path]) != root:
+            return source
+    except ValueError:  # NB: another drive (Windows)
+        return source
+    return f"{os.path.relpath(path, root)}:{line}"
+
+
+def sources_text(sources: Iterable[str], limit: int = 2, lines: int = 4) -> str:
+    """Distinct sources as one short text, lines of one file together: 'model.py:30,31,32; train.py:8 and 2 more'
+    (at most ``limit`` files and ``lines`` lines a file shown; '' none)."""
+    by_file: dict[str, list[str]] = {}
+    for shown in dict.fromkeys(source_text(s) for s in sources if s):
+        path, colon, line = shown.rpartition(":")
+        by_file.setdefault(path if colon else shown, []).append(line if colon else "")
+    parts: list[str] = []
+    hidden = 0
+    for number, (path, found) in enumerate(by_file.items()):
+        if number >= limit:
+            hidden += len(found)
+            continue
+        hidden += max(len(found) - lines, 0)
+        parts.append(f"{path}:{','.join(found[:lines])}" if found[0] else path)
+    return "; ".join(parts) + (f" and {hidden} more" if hidden else "")
 
 
 def bits_of(dtype: str, fallback: str = "fp32") -> int:
@@ -365,6 +401,7 @@ class Aggregate(BaseModel):
     bound: str  # the bound holding most of the measured time
     roof: str = ""
     limiter: str = ""  # the evidence bound holding most of the measured time ('' in older reports)
+    sources: list[str] = []  # by call site: its ops' sources (OpPoint.source), distinct, in order; [] unknown
 
 
 class Aggregates(BaseModel):

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from roofline.findings.base import Finding, bounded, rank
 from roofline.findings.context import FindingContext
 from roofline.findings.counters import LOCALITY_FACTOR, Counters
-from roofline.findings.model import MIN_FINDING_SHARE, ModelFinding
+from roofline.findings.model import MIN_FINDING_SHARE, ModelFinding, with_sources
 from roofline.findings.registry import Rule, register
 from roofline.ironlaw import memory_time, roofline_time
 from roofline.properties import Property
@@ -78,7 +78,7 @@ def locality_findings(
                 time_s=p.time_s,
                 best_time_s=best,
                 floor_s=floor,
-                where=f"{p.op} @ {p.module}" if p.module else p.op,
+                where=with_sources(f"{p.op} @ {p.module}" if p.module else p.op, [p]),
                 ops=[p.index],
                 share=share,
             )

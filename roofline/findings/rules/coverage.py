@@ -26,7 +26,7 @@ from roofline.costs.aten.registry import FAMILY
 from roofline.findings.base import Finding, at_floor, bounded, labelled
 from roofline.findings.bounds import floor_time_s, instruction_floor_s, is_instruction_bound_kernel
 from roofline.findings.context import FindingContext
-from roofline.findings.model import ModelContext, ModelFinding
+from roofline.findings.model import ModelContext, ModelFinding, with_sources
 from roofline.findings.registry import Rule, Verify, register
 from roofline.properties import Property
 from roofline.report.rows import OpPoint
@@ -231,7 +231,7 @@ def _verdict(
         time_s=sum(p.time_s for p in points),
         best_time_s=bound[0],
         floor_s=bound[1],
-        where=", ".join(dict.fromkeys(p.module or "(model)" for p in points[:3])),
+        where=with_sources(", ".join(dict.fromkeys(p.module or "(model)" for p in points[:3])), points),
         ops=sorted(p.index for p in points),
         share=share,
     )

@@ -1,0 +1,167 @@
+"""The training-loop hook's overhead (issue 29, item 1): a small training loop timed with and without
+roofline.training.StepProfiler(every=N), the two alternated in one process, on the CPU (and CUDA when present).
+
+    python benchmarks/callback_overhead.py [--every 100] [--rounds 6] [--threads 1] [--out X.json]
+
+The loop runs in chunks of ``every`` steps, one plain and one with the hook, alternated (the order swapped every
+pair), so that a shared machine's changing load falls on both alike; one hook runs across the hooked chunks, one
+window in each; one untimed pair first takes the first window's one-time costs (reported apart, as
+``first_chunk_extra_*``). The overhead is hooked / plain - 1 of the summed times: wall time, and this process's CPU time
+(less sensitive to other processes on a CPU-only machine). The roofs are resolved once before the timing (a CPU
+calibration is not part of a training step). Prints a table and writes a JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+def make_loop(device: str):
+    import torch
+
+    torch.manual_seed(0)
+    width = 512
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(width, width), torch.nn.GELU()]
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, 10)).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(64, width, device=device)
+    y = torch.randint(0, 10, (64,), device=device)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    return model, step
+
+
+def run(step, steps: int, profiler, sync) -> tuple[float, float]:
+    """(wall seconds, this process's CPU seconds) of ``steps`` steps, with the hook where ``profiler`` is given."""
+    sync()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        if profiler is None:
+            step()
+        else:
+            with profiler.step():
+                step()
+    sync()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def measure(device: str, every: int, rounds: int) -> dict:
+    """``rounds`` pairs of chunks of ``every`` steps, one plain and one hooked (the order swapped every pair): one
+    hook across the hooked chunks, its window in the middle of each (first = every // 2)."""
+    import torch
+
+    from roofline.roofs import device_roofs
+    from roofline.training import StepProfiler
+
+    model, step = make_loop(device)
+    sync = (lambda: torch.cuda.synchronize()) if device.startswith("cuda") else (lambda: None)
+    placed_on, _ = device_roofs(device)
+    for _ in range(20):  # warm-up
+        step()
+    profiler = StepProfiler(every=every, first=every // 2, model=model, placed_on=placed_on)
+    # the first window pays one-time costs (torch.profiler's start, roofline's modules imported, the cost
+    # plugins loaded): one untimed pair first, its difference reported apart
+    first_plain = run(step, every, None, sync)
+    first_hooked = run(step, every, profiler, sync)
+    plain: list[tuple[float, float]] = []
+    hooked: list[tuple[float, float]] = []
+    for r in range(rounds):
+        for kind in ("plain", "hooked") if r % 2 == 0 else ("hooked", "plain"):
+            if kind == "plain":
+                plain.append(run(step, every, None, sync))
+            else:
+                hooked.append(run(step, every, profiler, sync))
+    profiler.close()
+    windows = len(profiler.entries) - 1  # the timed chunks' windows (the first pair's is apart)
+
+    def overhead(i: int) -> float:
+        return sum(h[i] for h in hooked) / sum(p[i] for p in plain) - 1
+
+    return {
+        "device": device,
+        "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
+        "every": every,
+        "rounds": rounds,
+        "plain_wall_s": [p[0] for p in plain],
+        "hooked_wall_s": [h[0] for h in hooked],
+        "plain_cpu_s": [p[1] for p in plain],
+        "hooked_cpu_s": [h[1] for h in hooked],
+        "step_ms": 1e3 * sum(p[0] for p in plain) / (every * rounds),
+        "overhead_wall": overhead(0),
+        "overhead_cpu": overhead(1),
+        "windows": windows,
+        "first_chunk_extra_wall_s": first_hooked[0] - first_plain[0],
+        "first_chunk_extra_cpu_s": first_hooked[1] - first_plain[1],
+        "diagnose_s_per_window": profiler.profile_s / (windows + 1),
+        "last_entry": profiler.last,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--every", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=6, help="pairs of chunks (one plain, one hooked) of EVERY steps")
+    parser.add_argument("--device", action="append", help="cpu, cuda (default: cpu, and cuda when present)")
+    parser.add_argument("--threads", type=int, default=0, help="torch's intra-op threads on the CPU (0: as is)")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/callback_overhead.json"))
+    args = parser.parse_args()
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    devices = args.device or (["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+    results = [measure(d, args.every, args.rounds) for d in devices]
+    heads = (
+        "step",
+        "plain",
+        "hooked",
+        "overhead",
+        "plain CPU",
+        "hooked CPU",
+        "overhead",
+        "windows",
+        "diagnose",
+        "1st extra",
+    )
+    print(f"{'device':<8} " + " ".join(f"{h:>10}" for h in heads))
+    for r in results:
+        per_window = r["diagnose_s_per_window"]
+        cells = [
+            f"{r['step_ms']:.2f}ms",
+            f"{sum(r['plain_wall_s']):.2f}s",
+            f"{sum(r['hooked_wall_s']):.2f}s",
+            f"{100 * r['overhead_wall']:.2f}%",
+            f"{sum(r['plain_cpu_s']):.2f}s",
+            f"{sum(r['hooked_cpu_s']):.2f}s",
+            f"{100 * r['overhead_cpu']:.2f}%",
+            str(r["windows"]),
+            f"{1e3 * per_window:.0f}ms" if per_window is not None else "-",
+            f"{r['first_chunk_extra_cpu_s']:.2f}s",
+        ]
+        print(f"{r['device']:<8} " + " ".join(f"{c:>10}" for c in cells))
+    document = {
+        "benchmark": "callback_overhead",
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "command": "python benchmarks/callback_overhead.py " + " ".join(sys.argv[1:]),
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(document, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""The training-loop hook (issue 29, item 1): roofline.training.StepProfiler and its Hugging Face and Lightning
+adapters (on fakes of their callback interfaces; on the real packages where installed). Tiny model, CPU, fake
+roofs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_diagnose_cli import FAKE_CPU  # noqa: E402
+
+from roofline.errors import UsageError  # noqa: E402
+from roofline.training import (  # noqa: E402
+    PREFIX,
+    StepProfiler,
+    huggingface_callback,
+    lightning_callback,
+)
+
+
+@pytest.fixture
+def fake_cpu(monkeypatch):
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
+
+
+class Loop:
+    """A tiny training loop: one step = forward, backward, optimizer step."""
+
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+        self.x = torch.randn(8, 16)
+
+    def step(self) -> None:
+        self.opt.zero_grad()
+        self.model(self.x).square().mean().backward()
+        self.opt.step()
+
+
+class FakeWriter:
+    def __init__(self) -> None:
+        self.scalars: list[tuple[str, float, int]] = []
+        self.texts: list[tuple[str, str, int]] = []
+
+    def add_scalar(self, tag, value, step):
+        self.scalars.append((tag, value, step))
+
+    def add_text(self, tag, text, step):
+        self.texts.append((tag, text, step))
+
+
+def test_every_n_steps_one_window_is_diagnosed_and_logged_everywhere(fake_cpu, tmp_path):
+    loop, writer, seen = Loop(), FakeWriter(), []
+    log = tmp_path / "roofline.jsonl"
+    profiler = StepProfiler(every=5, first=1, log=log, writer=writer, callback=seen.append, model=loop.model)
+    for _ in range(12):  # windows at steps 1 (steps 1-4) and 6 (6-9); step 11 opens one the loop never ends
+        with profiler.step():
+            loop.step()
+    assert profiler.active
+    profiler.close()
+    assert not profiler.active
+    assert [e["step"] for e in profiler.entries] == [1, 6] and seen == profiler.entries
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert lines == profiler.entries
+    entry = profiler.last
+    # MFU, MBU and the roofline time are the diagnosis's own summary values (one definition)
+    summary = profiler.result.placed.summary
+    assert entry["mfu"] == summary.mfu and entry["mbu"] == summary.mbu
+    assert entry["roofline_time_s"] == summary.roof_time_s > 0 and entry["flops"] == summary.flops > 0
+    assert entry["device"] == FAKE_CPU.name
+    assert entry["top_finding"] == (profiler.result.findings[0].rule if profiler.result.findings else "")
+    assert {(tag, step) for tag, _, step in writer.scalars} == {
+        (PREFIX + name, step) for name in ("mfu", "mbu", "roofline_time_s", "step_time_s") for step in (1, 6)
+    }
+    assert [step for _, _, step in writer.texts] == ([1, 6] if entry["top_finding"] else [])
+
+
+def test_the_window_schedule_and_misuse():
+    profiler = StepProfiler(every=100)
+    assert [s for s in range(350) if profiler.starts_window(s)] == [100, 200, 300]
+    assert [s for s in range(30) if StepProfiler(every=10, first=0).starts_window(s)] == [0, 10, 20]
+    with pytest.raises(UsageError, match="at least 4"):
+        StepProfiler(every=3)
+    profiler.start_step()
+    with pytest.raises(UsageError, match="twice"):
+        profiler.start_step()
+    profiler.end_step()
+    with pytest.raises(UsageError, match="without start_step"):
+        profiler.end_step()
+
+
+def test_an_exception_in_a_step_closes_the_window_and_goes_on_up(fake_cpu):
+    loop = Loop()
+    profiler = StepProfiler(every=4, first=0, model=loop.model)
+    with pytest.raises(RuntimeError, match="boom"), profiler.step():
+        loop.step()
+        raise RuntimeError("boom")
+    assert not profiler.active and profiler.entries == [] and profiler.step_index == 1
+    with profiler.step():  # the loop goes on, the hooks and the dispatch mode are gone
+        loop.step()
+    assert not profiler.active
+
+
+def test_a_window_that_cannot_be_diagnosed_logs_the_error_and_training_goes_on(fake_cpu, tmp_path):
+    profiler = StepProfiler(every=4, first=0, log=tmp_path / "l.jsonl")
+    with pytest.warns(UserWarning, match="not diagnosed"):
+        for _ in range(4):
+            with profiler.step():
+                pass  # a step that runs no tensor operation
+    assert profiler.entries == [{"step": 0, "error": profiler.entries[0]["error"]}]
+    assert "no tensor operations" in profiler.entries[0]["error"]
+
+
+class FakeTrainerCallback:
+    """transformers.TrainerCallback's interface: events with (args, state, control, **kwargs)."""
+
+
+class FakeState:
+    def __init__(self) -> None:
+        self.global_step = 0
+        self.log_history: list[dict] = []
+
+
+def test_hugging_face_adapter_on_a_fake_trainer(fake_cpu):
+    loop = Loop()
+    cls = huggingface_callback(FakeTrainerCallback)
+    assert issubclass(cls, FakeTrainerCallback)
+    callback, state = cls(every=4, first=0), FakeState()
+    for step in range(4):
+        callback.on_step_begin(None, state, None, model=loop.model)
+        loop.step()
+        state.global_step = step + 1
+        callback.on_step_end(None, state, None, model=loop.model)
+    entry = callback.profiler.last
+    assert state.log_history == [{PREFIX + "mfu": entry["mfu"], PREFIX + "mbu": entry["mbu"],
+                                  PREFIX + "roofline_time_s": entry["roofline_time_s"],
+                                  PREFIX + "step_time_s": entry["step_time_s"], "step": 4}]  # fmt: skip
+    logs = {"loss": 1.0}
+    callback.on_log(None, state, None, logs=logs)
+    assert logs[PREFIX + "mfu"] == entry["mfu"] and logs["loss"] == 1.0
+    again = {"loss": 0.5}
+    callback.on_log(None, state, None, logs=again)
+    assert again == {"loss": 0.5}  # each window's numbers are added once
+    callback.on_train_end(None, state, None)
+
+
+class FakeLightningCallback:
+    pass
+
+
+class FakeLogger:
+    def __init__(self) -> None:
+        self.logged: list[tuple[dict, int]] = []
+
+    def log_metrics(self, metrics, step):
+        self.logged.append((metrics, step))
+
+
+def test_lightning_adapter_on_a_fake_trainer(fake_cpu):
+    loop = Loop()
+    cls = lightning_callback(FakeLightningCallback)
+    callback = cls(every=4, first=0)
+    trainer = type("Trainer", (), {"logger": FakeLogger()})()
+    for batch_idx in range(4):
+        callback.on_train_batch_start(trainer, loop.model, None, batch_idx)
+        loop.step()
+        callback.on_train_batch_end(trainer, loop.model, None, None, batch_idx)
+    entry = callback.profiler.last
+    assert trainer.logger.logged == [
+        ({PREFIX + k: entry[k] for k in ("mfu", "mbu", "roofline_time_s", "step_time_s")}, 0)
+    ]
+    callback.on_train_end(trainer, loop.model)
+
+
+def test_the_adapters_are_the_real_packages_callbacks_where_installed():
+    import roofline.training as training
+
+    transformers = pytest.importorskip("transformers")
+    assert issubclass(training.HuggingFaceCallback, transformers.TrainerCallback)
+
+
+def test_the_lightning_adapter_where_installed():
+    import roofline.training as training
+
+    lightning = pytest.importorskip("lightning.pytorch")
+    assert issubclass(training.LightningCallback, lightning.Callback)
+
+
+def test_importing_the_module_imports_no_training_framework_nor_torch():
+    code = (
+        "import sys, roofline, roofline.training; "
+        "print(sorted(m for m in ('torch', 'transformers', 'lightning', 'pytorch_lightning') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
