@@ -293,3 +293,23 @@ def test_bench_and_analyze_on_the_cpu_run_under_the_guard_and_restore_it(cli, tm
     assert resource.getrlimit(resource.RLIMIT_DATA) == before
     assert cli("analyze", "gemm", "-m", "8", "-n", "8", "-k", "8", "--device", "h100-sxm").code == 0
     assert len(seen) == 2  # a spec sheet: nothing measured, no guard
+
+
+def test_a_cpu_diagnosis_runs_under_the_guard_and_a_model_past_it_fails_in_its_traceback(cli, tmp_path, monkeypatch):
+    # the model sees the guard while it runs: 3 GiB more than the limit allows fails in the model, one line, exit 1
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    monkeypatch.setattr("roofline.roofs.cpu_roofs", lambda torch_: (FAKE_CPU, ["test roofs"]))
+    monkeypatch.setattr("roofline.resources.host_memory", lambda *a, **k: HostMemory(0, 0, "test"))  # the floor
+    model = tmp_path / "hog.py"
+    model.write_text(
+        "import resource\nimport torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+        "        assert resource.getrlimit(resource.RLIMIT_DATA)[0] != resource.RLIM_INFINITY, 'no guard'\n"
+        "        keep = [torch.ones(1 << 28) for _ in range(3)]  # 3 x 1 GiB\n"
+        "        return x + len(keep)\n\n\ndef get_inputs():\n    return (torch.ones(4),)\n"
+    )
+    result = cli("diagnose", str(model), "-d", "cpu", "--warmup", "1", "--iters", "1", "-o", str(tmp_path / "r.json"))
+    assert result.code == 1, result.err
+    assert "can't allocate memory" in result.err or "MemoryError" in result.err
+    assert "Traceback" in result.err and "roofline/" not in result.err.split("Traceback", 1)[1].split("\n")[1]
+    assert not (tmp_path / "r.json").exists()
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before  # restored

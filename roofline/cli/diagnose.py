@@ -326,11 +326,13 @@ def _run(
     it started, after the run (roofline.cli.stdout.divert)."""
     from roofline.cli.stdout import divert
     from roofline.diagnose.pipeline import diagnose, diagnose_trace
+    from roofline.resources import memory_guard
 
     if as_json:
         divert()
     quiet_stdout = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-    with time_limit(timeout), quiet_stdout, diagnose_status() as progress:
+    guard = memory_guard() if trace is None and _on_cpu(options.device) else contextlib.nullcontext()
+    with time_limit(timeout), quiet_stdout, guard, diagnose_status() as progress:
         if trace is not None:
             return diagnose_trace(trace, options, progress=progress)
         assert model is not None
@@ -338,6 +340,16 @@ def _run(
         result = diagnose(model, options, boundaries=_boundaries(), progress=progress)
     result.stages = {"setup": setup_s, **result.stages}
     return result
+
+
+def _on_cpu(device: str | None) -> bool:
+    """Whether the model runs on the CPU: ``-d cpu``, or no device given on a machine with no NVIDIA device node.
+    NB: decided without importing torch (the CLI imports it later, frozen: _boundaries); a CPU run goes under the
+    process guard (roofline.resources.memory_guard: a model allocating past the free memory fails in its own
+    traceback instead of meeting the OOM killer); CUDA runs never do (the driver maps more than it allocates)."""
+    if device is not None:
+        return device.strip().lower() == "cpu"
+    return not Path("/dev/nvidiactl").exists()
 
 
 def _boundaries() -> Boundaries | None:
