@@ -85,16 +85,3 @@ def cli(capsys: pytest.CaptureFixture[str]):
         return CliResult(code, captured.out, captured.err)
 
     return run
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Free torch.multiprocessing's shared-storage cache while torch is still whole. NB: its StorageWeakRef entries
-    (tensors shared with a worker: inductor's compile pool, a DataLoader) were finalized at interpreter shutdown,
-    after torch's module globals were gone, printing "Exception ignored in StorageWeakRef.__del__" tracebacks after
-    the summary line."""
-    import sys
-
-    reductions = sys.modules.get("torch.multiprocessing.reductions")
-    cache = getattr(reductions, "shared_cache", None)
-    if cache is not None:
-        cache.clear()
