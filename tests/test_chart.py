@@ -275,3 +275,53 @@ def test_the_h100_bench_chart_has_no_overlapping_labels_inside_the_axes():
         assert area.x0 <= a.x0 and a.x1 <= area.x1 and area.y0 <= a.y0 and a.y1 <= area.y1, text_a
         for text_b, b in boxes[i + 1 :]:
             assert not a.overlaps(b), (text_a, text_b)
+
+
+def diag_row(index: int, op: str, flops: float, nbytes: float, time_s: float) -> dict:
+    return {
+        "index": index,
+        "op": op,
+        "module": "",
+        "phase": "forward",
+        "input_shapes": [[index + 1, 32]],
+        "flops": flops,
+        "bytes": nbytes,
+        "roof": "bf16 tensor",
+        "timed": True,
+        "time_s": time_s,
+        "kernels": 1,
+        "bound": "memory",
+    }
+
+
+def diagnosed(l2: dict[int, float | None], roof_source: str = "measured") -> Report:
+    rows = [diag_row(0, "aten::mm", 1e9, 1e8, 1e-3), diag_row(1, "aten::add", 1e6, 1e7, 1e-4)]
+    ops = [{"index": i, "op": rows[i]["op"], "l2_bytes": v} for i, v in l2.items()]
+    return Report(source="diagnose", devices=[info(roof_source)], rows=rows, counters={"source": "ncu", "ops": ops})
+
+
+def test_counters_l2_bytes_give_l2_points_against_the_l2_roof_linked_to_their_dram_points():
+    # mm: 1e9 FLOPs over 4e8 measured L2 bytes: I 2.5 (its DRAM point: 1e9 / 1e8 = 10); add has no L2 bytes
+    spec = build_chart([NamedReport("d", diagnosed({0: 4e8, 1: None}))], known=KNOWN)
+    (panel,) = spec.panels
+    assert any(r.name == "L2" and r.primary for r in panel.roofs)
+    (l2,) = panel.cache_marks
+    assert (l2.level, l2.x, l2.y, l2.x_dram, l2.level_bytes) == ("L2", 2.5, 1e12, 10.0, 4e8)
+    assert l2.point.kind == "aten::mm"
+    assert spec.x_range[0] < 2.5
+    assert not any("L2" in n for n in spec.notes)
+    svg = figure_bytes(figure(spec), "svg").decode()
+    assert "measured L2 bytes" in svg  # the legend says which point is which
+
+
+def test_no_l2_points_without_counters_or_without_an_l2_roof():
+    (panel,) = build_chart([NamedReport("d", diagnosed({}))], known=KNOWN).panels
+    assert panel.cache_marks == ()
+    # spec roofs: the sheet has no L2 bandwidth: no L2 roof, no L2 points, a note
+    spec = build_chart([NamedReport("d", diagnosed({0: 4e8, 1: 2e7}, roof_source="spec"))], known=KNOWN)
+    (panel,) = spec.panels
+    assert panel.cache_marks == () and not any(r.name == "L2" and r.primary for r in panel.roofs)
+    assert (
+        "gpu-x: Nsight Compute measured L2 bytes for 2 op(s), but no L2 bandwidth is known for it (spec sheet or "
+        "calibration): no L2 roof, no L2 points"
+    ) in spec.notes

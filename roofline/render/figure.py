@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from roofline.render.escape import plain_text
-from roofline.report.chart import Arrow, ChartRoof, ChartSpec, Mark, Panel
+from roofline.report.chart import Arrow, CacheMark, ChartRoof, ChartSpec, Mark, Panel
 from roofline.units import format_rate
 
 if TYPE_CHECKING:
@@ -35,6 +35,8 @@ SOURCE_STYLE = {  # measured roofs drawn beside spec roofs in a distinct style
 SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "<", ">")
 ABOVE_MARKER = "X"
 ARROW_COLOR = "#1a1a1a"  # diagnose --verify: an op before and after its finding's technique
+CACHE_COLOR = "#6a3d9a"  # diagnose --counters: an op's L2 point (FLOPs / measured L2 bytes) and its link
+CACHE_MARKER = "s"
 DPI = 100
 NOTE_WRAP = 200  # characters per footer line at the default width
 MAX_NOTE_LINES = 7
@@ -336,6 +338,7 @@ def _draw_panel(fig: Figure, ax: Axes, panel: Panel, spec: ChartSpec, font: floa
     for ridge in panel.ridges:
         ax.plot([ridge.intensity], [ridge.throughput], marker="D", markersize=5, color="#1f1f1f", zorder=3)
     _draw_arrows(ax, panel.arrows, font)
+    _draw_cache_marks(ax, panel.cache_marks)
     _draw_marks(ax, panel.marks, font)
     _place_labels(fig, ax, panel, font)
 
@@ -374,6 +377,28 @@ def _draw_arrows(ax: Axes, arrows: Sequence[Arrow], font: float) -> None:
 def _size(share: float | None, font: float = 10.0) -> float:
     """Marker area (points^2) grows with the point's share of the time (and with the text size)."""
     return (22 + 650 * (share or 0.0)) * (font / 10) ** 2
+
+
+def _draw_cache_marks(ax: Axes, marks: Sequence[CacheMark]) -> None:
+    """diagnose --counters: each op's L2 point (a hollow square) and a dotted link to its DRAM point, under the
+    marks; one artist for the links, one for the points."""
+    if not marks:
+        return
+    from matplotlib.collections import LineCollection
+
+    links = [[(m.x_dram, m.y), (m.x, m.y)] for m in marks if m.x_dram > 0]
+    if links:
+        ax.add_collection(LineCollection(links, colors=CACHE_COLOR, linewidths=0.8, linestyles=":", zorder=3))
+    ax.scatter(
+        [m.x for m in marks],
+        [m.y for m in marks],
+        s=28,
+        marker=CACHE_MARKER,
+        facecolors="none",
+        edgecolors=CACHE_COLOR,
+        linewidths=1.1,
+        zorder=3.5,
+    )
 
 
 def _draw_marks(ax: Axes, marks: Sequence[Mark], font: float) -> None:
@@ -708,6 +733,20 @@ def _legend(fig: Figure, spec: ChartSpec, font: float, right: float, head: float
                     label=label,
                 )
             )
+    if any(p.cache_marks for p in spec.panels):
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=CACHE_COLOR,
+                linewidth=0.8,
+                linestyle=":",
+                marker=CACHE_MARKER,
+                markerfacecolor="none",
+                markeredgecolor=CACHE_COLOR,
+                label="L2 point: FLOPs ÷ measured L2 bytes\n(dotted to the op's DRAM point:\nFLOPs ÷ counted bytes)",
+            )
+        )
     if any(p.ridges for p in spec.panels):
         handles.append(Line2D([], [], linestyle="", marker="D", markersize=5, color="#1f1f1f", label="ridge point"))
     if any(p.band for p in spec.panels):

@@ -22,6 +22,11 @@ Definitions (docs/plot.md):
   (a report written before per-op verification, an op that run did not time) the time is estimated: the op's
   measured time divided by that finding's measured whole-model gain (the largest, when several findings with a
   measured gain cover it). Only ops of findings whose outputs matched. On the report's own panels only.
+- Cache points (diagnose ``--counters``, the hierarchical roofline): where Nsight Compute measured an op's L2
+  bytes (every call of the point), a second point at its L2 intensity (its FLOPs / its measured L2 bytes per
+  iteration) and the same throughput, linked to its DRAM point, placed against the panel's primary L2 roof. A
+  device with no L2 bandwidth (spec sheet or calibration) gets no L2 points, and a note. On the report's own
+  panels only. (L1 is not among the counters collected: no L1 points.)
 """
 
 from __future__ import annotations
@@ -129,6 +134,20 @@ class Arrow:
 
 
 @dataclass(frozen=True)
+class CacheMark:
+    """One op's point at a cache level's intensity (diagnose --counters): FLOPs / the level's measured bytes, at
+    the throughput of its DRAM point (x_dram, y), to which it is linked."""
+
+    level: str  # 'L2'
+    x: float  # FLOPs / the level's measured bytes, FLOP/byte
+    y: float  # throughput, FLOP/s (its DRAM point's)
+    x_dram: float  # its DRAM point's intensity (counted bytes)
+    series: int
+    level_bytes: float  # the level's measured bytes per iteration, summed over the point's calls
+    point: Point
+
+
+@dataclass(frozen=True)
 class Panel:
     device: str
     title: str
@@ -138,6 +157,7 @@ class Panel:
     band: Band | None
     marks: tuple[Mark, ...]
     arrows: tuple[Arrow, ...] = ()  # verified=True: ops before and after their finding's technique
+    cache_marks: tuple[CacheMark, ...] = ()  # diagnose --counters: L2 points (see CacheMark)
 
 
 @dataclass(frozen=True)
@@ -420,6 +440,7 @@ def build_chart(
                 "floor), not a measurement"
             )
     plotted = [p for p in all_points if p.plottable]
+    l2_bytes = {named.name: counter_bytes(named.report, "l2_bytes") for named in reports}
     arrows: dict[str, list[Arrow]] = {}  # device -> arrows on its own panel
     if verified:
         for named in reports:
@@ -459,16 +480,23 @@ def build_chart(
                 f"{target}: {len(missing)} point(s) not re-drawn: it has no roof for {', '.join(roofs)} "
                 f"({_names(missing)})"
             )
-    x_range, y_range = _ranges(panels_data, [a.y_after for found in arrows.values() for a in found])
+    cache_marks: list[tuple[CacheMark, ...]] = []
+    for device, _, projected, sets, entries, _ in panels_data:
+        found, note = ((), "") if projected else _cache_marks(device, _panel_roofs(sets), entries, l2_bytes, series)
+        cache_marks.append(found)
+        notes += [note] if note else []
+    cache_xs = [m.x for found in cache_marks for m in found]
+    x_range, y_range = _ranges(panels_data, [a.y_after for found in arrows.values() for a in found], cache_xs)
     panels = []
-    for device, title, projected, sets, entries, launch_floor in panels_data:
+    for (device, title, projected, sets, entries, launch_floor), cache in zip(panels_data, cache_marks, strict=True):
         roofs = _with_segments(_panel_roofs(sets), x_range)
         highest = max((r.value for r in roofs if r.primary and r.kind == "compute"), default=None)
         band = _band([(p, x) for p, x, _, _, bound in entries if bound == "launch"], launch_floor, highest)
         if band is not None and band.top <= y_range[0]:
             band = None
         shown = () if projected else tuple(arrows.get(device, ()))
-        panels.append(Panel(device, title, projected, roofs, _ridges(roofs), band, _marks(entries, series, top), shown))
+        marks = _marks(entries, series, top)
+        panels.append(Panel(device, title, projected, roofs, _ridges(roofs), band, marks, shown, cache))
     names = ", ".join(f"{r.name} ({r.report.source})" for r in reports)
     subtitle = ""
     if any(r.report.source == "diagnose" for r in reports):
@@ -493,6 +521,55 @@ def build_chart(
             **({"arrows": sum(len(found) for found in arrows.values())} if verified else {}),
         },
     )
+
+
+def counter_bytes(report: Any, field_name: str) -> dict[int, float]:
+    """A diagnose --counters report's measured bytes of one level per op (``l2_bytes``), by its row's place in
+    ``report.rows``; empty without counters."""
+    counters = getattr(report, "counters", None)
+    if not isinstance(counters, Mapping):
+        return {}
+    by_op: dict[int, float] = {}
+    for oc in counters.get("ops") or ():
+        value = positive_number(oc.get(field_name)) if isinstance(oc, Mapping) else None
+        if value is not None and isinstance(oc.get("index"), int):
+            by_op[oc["index"]] = value
+    if not by_op:
+        return {}
+    out: dict[int, float] = {}
+    for position, row in enumerate(report.rows):
+        index = row.get("index", position)
+        if isinstance(index, int) and index in by_op:
+            out[position] = by_op[index]
+    return out
+
+
+def _cache_marks(
+    device: str,
+    roofs: Sequence[ChartRoof],
+    entries: Sequence[tuple[Point, float, float, bool, str]],
+    l2_bytes: Mapping[str, Mapping[int, float]],
+    series: Mapping[str, int],
+) -> tuple[tuple[CacheMark, ...], str]:
+    """The L2 points of one panel's plotted points whose every call has measured L2 bytes, and a note when the
+    panel has such points but no L2 roof to place them against."""
+    found: list[tuple[Point, float, float, float, float]] = []
+    for p, x, y, _, _ in entries:
+        measured = l2_bytes.get(p.report, {})
+        rows = p.rows or (p.index,)
+        if not p.flops or not all(r in measured for r in rows):
+            continue
+        level = sum(measured[r] for r in rows)
+        found.append((p, p.flops / level, y, x, level))
+    if not found:
+        return (), ""
+    if not any(r.primary and r.kind == "memory" and r.name == MEMORY_NAMES["l2"] for r in roofs):
+        return (), (
+            f"{device}: Nsight Compute measured L2 bytes for {len(found)} op(s), but no L2 bandwidth is known for it "
+            "(spec sheet or calibration): no L2 roof, no L2 points"
+        )
+    marks = tuple(CacheMark("L2", x, y, x_dram, series[p.report], level, p) for p, x, y, x_dram, level in found)
+    return marks, ""
 
 
 def _verified_arrows(named: NamedReport, points: Sequence[Point], series: Mapping[str, int]) -> tuple[list[Arrow], str]:
@@ -689,10 +766,12 @@ def _source_efficiency(p: Point, info: Any, known: KnownDevice | None) -> float 
     return p.efficiency
 
 
-def _ranges(panels: Sequence[tuple], extra_ys: Sequence[float] = ()) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Shared ranges: every point, arrow end (``extra_ys``) and ridge with room around; the DRAM roof visible
-    at the left."""
-    xs: list[float] = []
+def _ranges(
+    panels: Sequence[tuple], extra_ys: Sequence[float] = (), extra_xs: Sequence[float] = ()
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Shared ranges: every point, arrow end (``extra_ys``), cache point (``extra_xs``) and ridge with room
+    around; the DRAM roof visible at the left."""
+    xs: list[float] = list(extra_xs)
     ys: list[float] = list(extra_ys)
     tops: list[float] = []
     bws: list[float] = []
@@ -718,6 +797,7 @@ def _ranges(panels: Sequence[tuple], extra_ys: Sequence[float] = ()) -> tuple[tu
 __all__ = [
     "Arrow",
     "Band",
+    "CacheMark",
     "ChartRoof",
     "ChartSpec",
     "KnownDevice",
@@ -727,6 +807,7 @@ __all__ = [
     "Projected",
     "Ridge",
     "build_chart",
+    "counter_bytes",
     "project_point",
 ]
 
