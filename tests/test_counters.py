@@ -18,7 +18,16 @@ from diagnose_doubles import FakeTimer, FixedDevice
 from roofline.diagnose.counters import child_command, collect
 from roofline.diagnose.pipeline import Boundaries, DiagnoseOptions, run
 from roofline.diagnose.place import place
-from roofline.findings.counters import attach, base_name, normalized
+from roofline.findings.counters import (
+    L2_RESIDENT,
+    Counters,
+    OpCounters,
+    attach,
+    base_name,
+    l2_roofed,
+    normalized,
+    relabel,
+)
 from roofline.findings.rules import counters as counters_rules
 from roofline.findings.rules.counters import RULE, locality_findings
 from roofline.measure import ncu
@@ -499,3 +508,45 @@ def test_diagnose_with_counters_lets_the_measured_sm_throughput_decide(tmp_path,
     assert next(o for o in result.counters.ops if o.op == "aten::copy_").limiter == "latency"
     plain = _diagnose(tmp_path, monkeypatch, lambda path, **o: read_csv(RAW), counters=True)
     assert next(p for p in plain.placed.points if p.op == "aten::copy_").limiter == "latency"
+
+
+# ------------------------------------------------------------------------------------------------ L2-resident
+
+
+def test_an_op_whose_dram_bytes_are_under_half_its_l2_bytes_is_l2_resident(placed):
+    c = attach(placed.points, read_csv(RAW), "raw_page.csv")
+    by = {o.index: o for o in c.ops}
+    # mm: 333,554,432 DRAM bytes against 1,084,428,160 L2 bytes (0.31x); copy: 218,103,808 against 434,110,464
+    # (0.502x: just over half); the small add: as many DRAM bytes as L2 bytes
+    assert [by[i].l2_resident for i in range(4)] == [True, False, False, False]
+
+
+def _resident(point, dram: float, l2: float | None) -> OpCounters:
+    return OpCounters(
+        index=point.index, op=point.op, module="", kernels=[], launches=1, compulsory_bytes=point.bytes,
+        dram_read_bytes=dram, dram_write_bytes=0.0, dram_bytes=dram, ratio=None, l2_bytes=l2,
+        l2_resident=l2 is not None and dram < L2_RESIDENT * l2, roofline_bound=point.roofline_bound,
+    )  # fmt: skip
+
+
+def test_an_l2_resident_op_takes_the_l2_roof_for_its_memory_time(placed):
+    add = placed.points[1]  # 3 x 4 MiB fp32 at 2 TB/s: memory time 6.29 us, measured 70 us
+    oc = _resident(add, 1e6, 8e6)
+    assert oc.l2_resident
+    counters = Counters(source="x", launches=1, matched_launches=1, unmatched_kernels=[], unmatched_dram_bytes=0,
+                        ops=[oc], agreement=None)  # fmt: skip
+    (same,) = [p for p in relabel(placed.points, counters) if p.index == 1]  # no L2 bandwidth: evidence only
+    assert same.memory_time_s == add.memory_time_s
+    assert same.limiter_evidence == (
+        f"{add.limiter_evidence}; L2-resident: Nsight Compute measured 1 MB from DRAM against 8 MB through L2 "
+        "(under 0.5x): its memory bound is the L2 roof, not DRAM (no L2 bandwidth known for this device: its memory "
+        "time stays DRAM's)"
+    )
+    (roofed,) = [p for p in relabel(placed.points, counters, l2_bandwidth=4e12) if p.index == 1]
+    assert roofed.memory_time_s == 8e6 / 4e12 and roofed.roof_time_s == 2e-6  # the add's FLOPs take less
+    assert roofed.efficiency == pytest.approx(2e-6 / add.time_s)
+    assert roofed.attainable_flops_per_s == pytest.approx(add.flops / 2e-6)
+    assert roofed.limiter_evidence.endswith("not DRAM (L2 4 TB/s: memory time 2 us)")
+    # DRAM bytes at half the L2 bytes or more: not L2-resident, nothing changed
+    assert l2_roofed(add, _resident(add, 4e6, 8e6), 4e12) is None
+    assert l2_roofed(add, _resident(add, 1e6, None), 4e12) is None

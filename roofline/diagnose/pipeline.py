@@ -326,13 +326,14 @@ def findings_of(placed: Placed, timing: Timing, dev: Device, rules: Sequence[Pro
     return [f for f in findings if isinstance(f, ModelFinding)]
 
 
-def with_counters(placed: Placed, counters: Any) -> Placed:
-    """``placed`` with the classes the counters overrule (roofline.findings.counters.relabel) and its aggregates
-    again; the same object when they overrule none."""
+def with_counters(placed: Placed, counters: Any, *, l2_bandwidth: float | None = None) -> Placed:
+    """``placed`` with the classes the counters overrule and the L2 roof for L2-resident ops
+    (roofline.findings.counters.relabel; ``l2_bandwidth`` the device's L2, byte/s) and its aggregates again; the same
+    object when they change none."""
     from roofline.findings.counters import relabel
     from roofline.report.aggregate import aggregate_points
 
-    points = relabel(placed.points, counters)
+    points = relabel(placed.points, counters, l2_bandwidth=l2_bandwidth)
     if all(a is b for a, b in zip(points, placed.points, strict=True)):
         return placed
     aggregates = aggregate_points(points, placed.summary.op_time_s)
@@ -508,7 +509,9 @@ def _diagnosis(
         where = Path(getattr(loaded, "path", None) or path)
         measured, counters_error = _with_counters(where, placed, torch_device, later)
         if measured is not None:
-            relabeled = with_counters(placed, measured)  # NB: the measured SM throughput decides instruction issue
+            relabeled = with_counters(
+                placed, measured, l2_bandwidth=dev.bandwidth.get("l2")
+            )  # NB: the measured SM throughput decides instruction issue
             if relabeled is not placed:
                 placed, findings = relabeled, findings_of(relabeled, timing, dev)
             counted = FindingContext(

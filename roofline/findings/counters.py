@@ -17,6 +17,11 @@ Where the counters and our class differ on instruction issue, the measured SM th
 (:func:`measured_limiter`, :func:`relabel`; the diagnose pipeline re-draws the aggregates and findings from them);
 the agreement stays that of our class before them.
 
+An op whose measured DRAM bytes are under L2_RESIDENT of its measured L2 bytes is L2-resident
+(``OpCounters.l2_resident``): its data is served from L2, so its memory bound is the L2 roof, not DRAM. Its
+evidence says so, and where the device's L2 bandwidth is known its memory time is its L2 bytes at that bandwidth
+(:func:`l2_roofed`; the roofline time, attainable rate and efficiency with it).
+
 The locality finding on these counters (rule ``excess-dram-traffic``) is the counters family's
 (:mod:`roofline.findings.rules.counters`).
 """
@@ -32,9 +37,11 @@ from pydantic import BaseModel, ConfigDict
 from roofline.findings.bounds import NEAR
 from roofline.measure.ncu import KernelCounters
 from roofline.report.rows import OpPoint
+from roofline.units import format_count, format_rate, format_time
 
 LOCALITY_FACTOR = 2.0  # measured DRAM bytes / compulsory bytes at or above which the locality finding is raised
 LOW_PCT = 60.0  # both throughputs under this % of peak: neither unit is the limit (latency)
+L2_RESIDENT = 0.5  # measured DRAM bytes under this share of the measured L2 bytes: the op's data is L2-resident
 
 
 class OpCounters(BaseModel):
@@ -54,6 +61,7 @@ class OpCounters(BaseModel):
     dram_bytes: float
     ratio: float | None  # measured DRAM bytes / compulsory bytes (None: no compulsory bytes)
     l2_bytes: float | None = None
+    l2_resident: bool = False  # DRAM bytes < L2_RESIDENT x L2 bytes: its memory bound is the L2 roof
     sm_pct: float | None = None
     memory_pct: float | None = None
     occupancy_pct: float | None = None
@@ -282,6 +290,7 @@ def _op_counters(point: OpPoint, share: _Share) -> OpCounters:
         dram_bytes=measured,
         ratio=measured / point.bytes if point.bytes > 0 else None,
         l2_bytes=share.l2,
+        l2_resident=share.l2 is not None and share.l2 > 0 and measured < L2_RESIDENT * share.l2,
         sm_pct=sm,
         memory_pct=memory,
         occupancy_pct=share.mean("occupancy_pct"),
@@ -321,18 +330,49 @@ def measured_limiter(point: OpPoint, oc: OpCounters) -> tuple[str, str] | None:
     return None
 
 
-def relabel(points: Sequence[OpPoint], counters: Counters) -> list[OpPoint]:
-    """``points`` with the class of each op whose counters overrule it (:func:`measured_limiter`); the others as
-    they are. NB: the counters' own agreement (``OpCounters.agree``) stays the estimate's, measured before this."""
+def l2_roofed(point: OpPoint, oc: OpCounters, l2_bandwidth: float | None) -> OpPoint | None:
+    """An L2-resident op (``oc.l2_resident``) with its memory bound the L2 roof: its evidence says so, and with
+    ``l2_bandwidth`` (byte/s, the device's L2) its memory time is its measured L2 bytes at that bandwidth (roofline
+    time, attainable rate and efficiency with it). None: not L2-resident."""
+    if not oc.l2_resident or not oc.l2_bytes:
+        return None
+    said = (
+        f"L2-resident: Nsight Compute measured {format_count(oc.dram_bytes, 'B')} from DRAM against "
+        f"{format_count(oc.l2_bytes, 'B')} through L2 (under {L2_RESIDENT:g}x): its memory bound is the L2 roof, "
+        "not DRAM"
+    )
+    update: dict[str, object] = {}
+    if l2_bandwidth and l2_bandwidth > 0:
+        memory_s = oc.l2_bytes / l2_bandwidth
+        roof_s = max(point.compute_time_s, memory_s)
+        said += f" (L2 {format_rate(l2_bandwidth, 'B/s')}: memory time {format_time(memory_s)})"
+        update = {"memory_time_s": memory_s, "roof_time_s": roof_s}
+        if roof_s > 0:
+            update["attainable_flops_per_s"] = point.flops / roof_s if point.flops > 0 else point.attainable_flops_per_s
+            if point.timed and point.time_s > 0:
+                update["efficiency"] = roof_s / point.time_s
+    else:
+        said += " (no L2 bandwidth known for this device: its memory time stays DRAM's)"
+    evidence = f"{point.limiter_evidence}; {said}" if point.limiter_evidence else said
+    return point.model_copy(update={**update, "limiter_evidence": evidence})
+
+
+def relabel(points: Sequence[OpPoint], counters: Counters, *, l2_bandwidth: float | None = None) -> list[OpPoint]:
+    """``points`` with the class of each op whose counters overrule it (:func:`measured_limiter`) and the L2 roof
+    for each L2-resident op (:func:`l2_roofed`, ``l2_bandwidth`` the device's L2, byte/s, None: unknown); the
+    others as they are. NB: the counters' own agreement (``OpCounters.agree``) stays the estimate's, measured
+    before this."""
     by_index = {oc.index: oc for oc in counters.ops}
     out: list[OpPoint] = []
     for p in points:
         oc = by_index.get(p.index)
-        decided = measured_limiter(p, oc) if oc is not None else None
-        if decided is None:
+        if oc is None:
             out.append(p)
-        else:
-            out.append(p.model_copy(update={"limiter": decided[0], "limiter_evidence": decided[1]}))
+            continue
+        decided = measured_limiter(p, oc)
+        if decided is not None:
+            p = p.model_copy(update={"limiter": decided[0], "limiter_evidence": decided[1]})
+        out.append(l2_roofed(p, oc, l2_bandwidth) or p)
     return out
 
 
@@ -340,6 +380,7 @@ def relabel(points: Sequence[OpPoint], counters: Counters) -> list[OpPoint]:
 
 
 __all__ = [
+    "L2_RESIDENT",
     "LOCALITY_FACTOR",
     "LOW_PCT",
     "SM_BOUND_PCT",
@@ -347,6 +388,7 @@ __all__ = [
     "OpCounters",
     "attach",
     "base_name",
+    "l2_roofed",
     "measured_limiter",
     "normalized",
     "relabel",
