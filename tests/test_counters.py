@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -550,3 +551,115 @@ def test_an_l2_resident_op_takes_the_l2_roof_for_its_memory_time(placed):
     # DRAM bytes at half the L2 bytes or more: not L2-resident, nothing changed
     assert l2_roofed(add, _resident(add, 4e6, 8e6), 4e12) is None
     assert l2_roofed(add, _resident(add, 1e6, None), 4e12) is None
+
+
+# ------------------------------------------------------------------------------------------------ .ncu-rep
+
+
+class _Metric:
+    def __init__(self, value: float, unit: str | None) -> None:
+        self.value, self._unit = value, unit
+        if unit is None:  # an ncu_report without IMetric.unit: the values in base units (bytes, ns, %)
+            self.unit = None
+
+    def as_double(self) -> float:
+        return self.value
+
+    def unit(self) -> str:
+        return self._unit or ""
+
+
+class _Action:
+    def __init__(self, k, with_units: bool) -> None:
+        self._name = k.name
+        scale = 1024 if with_units else 1  # with units: bytes in KiB
+        values = {
+            ncu.DRAM_READ: (k.dram_read_bytes / scale, "KiB" if with_units else None),
+            ncu.DRAM_WRITE: (k.dram_write_bytes / scale, "KiB" if with_units else None),
+            ncu.L2_BYTES: (None if k.l2_bytes is None else k.l2_bytes / scale, "KiB" if with_units else None),
+            ncu.SM_PCT: (k.sm_pct, "%" if with_units else None),
+            ncu.MEMORY_PCT: (k.memory_pct, "%" if with_units else None),
+            ncu.OCCUPANCY_PCT: (k.occupancy_pct, "%" if with_units else None),
+            ncu.TENSOR_PCT: (k.tensor_pct, "%" if with_units else None),
+            ncu.DURATION: (None if k.duration_s is None else k.duration_s * 1e9, "nsecond" if with_units else None),
+        }
+        self.metrics = {n: _Metric(v, u) for n, (v, u) in values.items() if v is not None}
+
+    def name(self, base=None) -> str:
+        assert base == "demangled"
+        return self._name
+
+    def metric_by_name(self, name: str):
+        return self.metrics.get(name)
+
+
+class _Range:
+    def __init__(self, actions) -> None:
+        self.actions = actions
+
+    def num_actions(self) -> int:
+        return len(self.actions)
+
+    def action_by_idx(self, i: int):
+        return self.actions[i]
+
+
+def fake_ncu_report(kernels, *, with_units: bool = False, ranges: int = 2) -> SimpleNamespace:
+    """A stand-in for Nsight Compute's ncu_report module holding ``kernels``, split over ``ranges`` ranges."""
+    actions = [_Action(k, with_units) for k in kernels]
+    cut = len(actions) // ranges
+    parts = [actions[:cut], actions[cut:]] if ranges == 2 else [actions]
+    loaded: list[str] = []
+
+    def load_report(path: str):
+        loaded.append(path)
+        return SimpleNamespace(num_ranges=lambda: len(parts), range_by_idx=lambda i: _Range(parts[i]))
+
+    return SimpleNamespace(
+        load_report=load_report, IAction=SimpleNamespace(NameBase_DEMANGLED="demangled"), loaded=loaded
+    )
+
+
+@pytest.mark.parametrize("with_units", [False, True])
+def test_an_ncu_rep_is_read_through_ncu_report_into_the_csv_fields(tmp_path, monkeypatch, with_units):
+    kernels = read_csv(RAW)
+    module = fake_ncu_report(kernels, with_units=with_units)
+    monkeypatch.setitem(sys.modules, "ncu_report", module)
+    rep = tmp_path / "run.ncu-rep"
+    rep.write_bytes(b"\x00")
+    read = ncu.read_counters(rep)
+    assert module.loaded == [str(rep)]
+    assert [k.id for k in read] == list(range(9))
+    assert [k.name for k in read] == [k.name for k in kernels]
+    for mine, theirs in zip(read, kernels, strict=True):
+        assert (mine.dram_read_bytes, mine.dram_write_bytes, mine.l2_bytes) == (
+            theirs.dram_read_bytes,
+            theirs.dram_write_bytes,
+            theirs.l2_bytes,
+        )
+        assert (mine.sm_pct, mine.memory_pct, mine.occupancy_pct, mine.tensor_pct) == (
+            theirs.sm_pct,
+            theirs.memory_pct,
+            theirs.occupancy_pct,
+            theirs.tensor_pct,
+        )
+        assert mine.duration_s == pytest.approx(theirs.duration_s, rel=1e-12)
+
+
+def test_counters_import_reads_an_ncu_rep_and_names_the_fix_without_ncu_report(cli, report_file, tmp_path, monkeypatch):
+    rep = tmp_path / "run.ncu-rep"
+    rep.write_bytes(b"\x00")
+    monkeypatch.setitem(sys.modules, "ncu_report", None)  # import ncu_report: ImportError
+    result = cli("counters", "import", str(rep), "--report", str(report_file))
+    assert result.code == 2 and result.error_line().endswith(ncu.NCU_REPORT_FIX)
+    module = fake_ncu_report(read_csv(RAW))
+    monkeypatch.setitem(sys.modules, "ncu_report", module)
+    result = cli("counters", "import", str(rep), "--report", str(report_file))
+    assert result.code == 0, result.err
+    said = " ".join(result.out.split())  # the long tmp path wraps the line
+    assert "8 of 9 kernel launches matched to 4 ops" in said  # the .ncu-rep reads as the CSV does
+    assert "6.50x" in said and "3.31x" in said
+    del module.load_report("x").range_by_idx(0).actions[0].metrics[ncu.DRAM_WRITE]  # the actions are shared
+    result = cli("counters", "import", str(rep), "--report", str(report_file))
+    assert result.code == 2
+    assert f"run.ncu-rep, range 0, launch 0: the report lacks {ncu.DRAM_WRITE}" in result.error_line()

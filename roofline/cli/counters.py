@@ -23,7 +23,10 @@ DEFAULT_REPORT = Path("roofline-report.json")
 @app.command("import")
 def import_csv(
     csv_file: Path = typer.Argument(
-        ..., help="An `ncu --csv --page raw` export of the model's kernels.", metavar="FILE.csv"
+        ...,
+        help="An `ncu --csv --page raw` export of the model's kernels, or an ncu report file (.ncu-rep, read "
+        "through Nsight Compute's Python module ncu_report).",
+        metavar="FILE.csv|FILE.ncu-rep",
     ),
     report_path: Path = typer.Option(
         DEFAULT_REPORT, "--report", "-r", help="The `roofline diagnose` report whose ops get the counters."
@@ -38,7 +41,7 @@ def import_csv(
     as_json: bool = json_option(),
     force: bool = force_option(),
 ) -> None:
-    """Attach an ncu raw-page export to a diagnose report's ops, by kernel name.
+    """Attach an ncu raw-page export (or a .ncu-rep report) to a diagnose report's ops, by kernel name.
 
     Per op: DRAM bytes read + written (measured) against its compulsory bytes, L2 bytes, SM and memory throughput
     (% of peak), achieved occupancy, tensor-pipe activity; the counters' bound (the busier of SM and memory) beside
@@ -51,7 +54,7 @@ def import_csv(
     from roofline.findings.counters import attach
     from roofline.findings.rules import produce_all
     from roofline.findings.rules.counters import RULE
-    from roofline.measure.ncu import read_csv
+    from roofline.measure.ncu import read_counters
     from roofline.report.schema import read_report
 
     if top < 1:
@@ -62,7 +65,7 @@ def import_csv(
         raise ReportError(
             f"{report_path}: a {report.source} report: counters attach to the ops of a `roofline diagnose` report"
         )
-    kernels = read_csv(csv_file)
+    kernels = read_counters(csv_file)
     points = report.typed_rows()
     counters = attach(points, kernels, str(csv_file))
     if not counters.ops:

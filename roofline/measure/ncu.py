@@ -20,6 +20,10 @@ without its units row, a truncated file, one without the DRAM byte metrics -- is
 naming the fix. Running ncu: :func:`ncu_command` (only the metrics above, ``--clock-control none``, ``--csv --page
 raw``, an NVTX range) and :func:`run_ncu`, whose failures (ncu not on PATH, no permission to the counters:
 ERR_NVGPUCTRPERM) are a :class:`CountersUnavailable` naming the fix.
+
+An ncu report file (``.ncu-rep``) is read through Nsight Compute's own Python module ``ncu_report`` (its
+``extras/python`` folder) into the same fields (:func:`read_ncu_rep`; :func:`read_counters` picks the reader by
+suffix); where the module cannot be imported, a CountersError names the fix (NCU_REPORT_FIX).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -242,6 +247,116 @@ def read_csv(path: Path) -> list[KernelCounters]:
     return parse_csv(text, str(path))
 
 
+# ------------------------------------------------------------------------------------------------ .ncu-rep
+
+NCU_REPORT_FIX = (
+    "reading a .ncu-rep needs Nsight Compute's Python module ncu_report, which cannot be imported here: put the "
+    "extras/python folder of the Nsight Compute install on PYTHONPATH (e.g. "
+    "PYTHONPATH=/usr/local/cuda/nsight-compute-VERSION/extras/python), or export the report as CSV "
+    "(ncu --import FILE.ncu-rep --csv --page raw > FILE.csv) and read that"
+)
+#: units ncu_report's values are in where a metric does not say (IMetric has no unit before some versions):
+#: bytes, nanoseconds, percent
+_DEFAULT_UNITS = {"bytes": "byte", "seconds": "nsecond", "percent": "%"}
+
+
+def _ncu_report() -> Any:
+    """Nsight Compute's own Python report module, or a CountersError naming the fix."""
+    try:
+        import ncu_report  # type: ignore[import-not-found]  # NB: ships in Nsight Compute's extras/python
+    except ImportError:
+        raise CountersError(NCU_REPORT_FIX) from None
+    return ncu_report
+
+
+def _metric(action: Any, name: str, kind: str, where: str) -> Decimal | int | float | None:
+    metric = action.metric_by_name(name)
+    if metric is None:
+        return None
+    try:
+        value = Decimal(repr(float(metric.as_double())))
+    except (TypeError, ValueError, InvalidOperation):
+        return None
+    if not value.is_finite():
+        return None
+    unit_of = getattr(metric, "unit", None)
+    unit = str(unit_of()) if callable(unit_of) else _DEFAULT_UNITS[kind]
+    if kind == "bytes":
+        return _bytes(value, unit or _DEFAULT_UNITS[kind], name, where)
+    if kind == "seconds":
+        return _seconds(value, unit or _DEFAULT_UNITS[kind], name, where)
+    return _percent(value, unit or "%", name, where)
+
+
+def _action_name(module: Any, action: Any) -> str:
+    """The kernel's demangled name (as ``--print-kernel-base demangled`` writes it in the CSV)."""
+    demangled = getattr(getattr(module, "IAction", None), "NameBase_DEMANGLED", None)
+    return str(action.name(demangled) if demangled is not None else action.name()).strip()
+
+
+def read_ncu_rep(path: Path) -> list[KernelCounters]:
+    """Every kernel launch of an Nsight Compute report file (``ncu --export FILE``, ``.ncu-rep``) read through
+    Nsight Compute's own Python module ``ncu_report`` (load_report, range_by_idx, action_by_idx, metric_by_name),
+    with the fields :func:`parse_csv` fills, launches numbered in the report's order. A CountersError (one line
+    naming the fix) where the module cannot be imported, the file is missing or unreadable, or it lacks the DRAM
+    byte metrics."""
+    path = Path(path)
+    if not path.is_file():
+        raise CountersError(f"{path}: no such file")
+    module = _ncu_report()
+    try:
+        context = module.load_report(str(path))
+    except Exception as exc:  # NB: ncu_report raises its own types for a damaged or foreign file
+        raise CountersError(f"{path}: ncu_report cannot read it ({exc}): re-export it with ncu --export") from None
+    out: list[KernelCounters] = []
+    for r in range(context.num_ranges()):
+        launches = context.range_by_idx(r)
+        for a in range(launches.num_actions()):
+            action = launches.action_by_idx(a)
+            where = f"{path}, range {r}, launch {a}"
+            read = _metric(action, DRAM_READ, "bytes", where)
+            write = _metric(action, DRAM_WRITE, "bytes", where)
+            if read is None or write is None:
+                missing = ", ".join(m for m, v in ((DRAM_READ, read), (DRAM_WRITE, write)) if v is None)
+                raise CountersError(
+                    f"{where}: the report lacks {missing}: profile with --metrics {','.join(METRICS)} "
+                    "(or a section set that includes them)"
+                )
+            l2 = _metric(action, L2_BYTES, "bytes", where)
+            pct = {
+                name: _metric(action, name, "percent", where)
+                for name in (SM_PCT, MEMORY_PCT, OCCUPANCY_PCT, TENSOR_PCT)
+            }
+            duration = _metric(action, DURATION, "seconds", where)
+            out.append(
+                KernelCounters(
+                    id=len(out),
+                    name=_action_name(module, action),
+                    dram_read_bytes=int(read),
+                    dram_write_bytes=int(write),
+                    l2_bytes=None if l2 is None else int(l2),
+                    sm_pct=_float(pct[SM_PCT]),
+                    memory_pct=_float(pct[MEMORY_PCT]),
+                    occupancy_pct=_float(pct[OCCUPANCY_PCT]),
+                    tensor_pct=_float(pct[TENSOR_PCT]),
+                    duration_s=_float(duration),
+                )
+            )
+    if not out:
+        raise CountersError(f"{path}: the report holds no kernel launches (nothing was profiled)")
+    return out
+
+
+def _float(value: Decimal | int | float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def read_counters(path: Path) -> list[KernelCounters]:
+    """The launches of an ncu export: a ``.ncu-rep`` through :func:`read_ncu_rep`, anything else as the CSV raw
+    page (:func:`read_csv`)."""
+    return read_ncu_rep(path) if Path(path).suffix == ".ncu-rep" else read_csv(path)
+
+
 # ------------------------------------------------------------------------------------------------ running ncu
 
 
@@ -326,6 +441,7 @@ __all__ = [
     "L2_BYTES",
     "MEMORY_PCT",
     "METRICS",
+    "NCU_REPORT_FIX",
     "NVTX_RANGE",
     "OCCUPANCY_PCT",
     "PERMISSION_URL",
@@ -336,6 +452,8 @@ __all__ = [
     "KernelCounters",
     "ncu_command",
     "parse_csv",
+    "read_counters",
     "read_csv",
+    "read_ncu_rep",
     "run_ncu",
 ]
