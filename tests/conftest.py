@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -68,6 +69,15 @@ class CliResult:
         return lines[0]
 
 
+def exit_code(main: Callable[[list[str]], object], args: Sequence[str]) -> int:
+    """``main(args)``'s exit code as the shell would see it: SystemExit's code (None 0, a message 1), else 0."""
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
+
+
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):
     """Run `roofline ARGS` in-process through the real entry point (error boundary included)."""
@@ -75,12 +85,7 @@ def cli(capsys: pytest.CaptureFixture[str]):
 
     def run(*args: str) -> CliResult:
         capsys.readouterr()
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        else:
-            code = 0
+        code = exit_code(main, args)
         captured = capsys.readouterr()
         return CliResult(code, captured.out, captured.err)
 

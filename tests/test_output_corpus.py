@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import torch  # noqa: F401  (imported once, before the in-process runs)
+from conftest import exit_code
 from diagnose_devices import CPU
 from gate_synthetic import bench_report, bench_row, spread
 from test_user_boundary import model_file
@@ -110,11 +111,7 @@ def run(capsys):
         if stdout is not None:
             sys.stdout = stdout
         try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        else:
-            code = 0
+            code = exit_code(main, args)
         finally:
             sys.stdout = saved
         captured = capsys.readouterr()
