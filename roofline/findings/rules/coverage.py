@@ -21,6 +21,7 @@ findings in, the extra findings out (the coverage stage: the model stage's findi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from roofline.costs.aten.registry import FAMILY
 from roofline.findings.base import Finding, at_floor, bounded, labelled
@@ -73,11 +74,9 @@ COMPILE_CANDIDATE = Rule(
     ),
     verify=Verify("compile"),
 )
-COMPILE_CANDIDATE_NHWC = Rule(
+COMPILE_CANDIDATE_NHWC = replace(
+    COMPILE_CANDIDATE,  # NB: its bottleneck, properties and bound; what fires it and the technique differ
     id="compile-candidate-nhwc",
-    family="coverage",
-    bottleneck="the limiter holding most of its ops' time",
-    properties=(Property.LOCALITY,),
     fires=(
         "`compile-candidate` on a GPU where every op is a pooling or upsampling op over a 4-D NCHW 16-bit image "
         "(`NHWC_FAMILIES`): the kernels Inductor generates for them read whole channel vectors per pixel in NHWC"
@@ -86,10 +85,6 @@ COMPILE_CANDIDATE_NHWC = Rule(
         "`channels_last` together with `torch.compile`: Inductor generates the pooling/upsampling kernels for NHWC "
         "(contiguous channel vectors per window position) and fuses the layout conversions; the layout alone "
         "slows the eager kernels"
-    ),
-    bound=(
-        "the ops' roofline time (each op's instruction time where longer: `bounds.floor_time_s`) plus their launch "
-        "floors"
     ),
     verify=Verify("channels_last+compile"),
 )

@@ -13,6 +13,8 @@ They leave out ops whose roofline time is below one launch floor (overhead-bound
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from roofline.findings import patterns
 from roofline.findings.base import at_floor
 from roofline.findings.model import (
@@ -79,11 +81,9 @@ CONV_LAYOUT_NORM = Rule(
 )
 
 
-CONV_LAYOUT_COMPILE = Rule(
+CONV_LAYOUT_COMPILE = replace(
+    CONV_LAYOUT,  # NB: its bottleneck, properties and bound; what fires it and the technique differ
     id="conv-layout-compile",
-    family="layout",
-    bottleneck="layout when layout-conversion kernels hold time, else that of its ops",
-    properties=(Property.LOCALITY,),
     fires=(
         "the convolutions of `conv-layout` on a GPU in an eager model whose iteration takes at least 0.5 ms "
         "(`COMPILE_WORTH_S`: the compiled callable's own host time, about 0.1 ms, hides behind it)"
@@ -92,7 +92,6 @@ CONV_LAYOUT_COMPILE = Rule(
         "`channels_last` together with `torch.compile`: the layout, and the conversions at the model's edges and "
         "the convolutions' epilogues (bias, activation, norm) fused for NHWC"
     ),
-    bound="the convolutions' own roofline time (the copies go)",
     verify=Verify("channels_last+compile"),
 )
 
