@@ -37,6 +37,7 @@ from roofline.diagnose.execute import run_once
 from roofline.diagnose.profile import synchronize, time_loop
 from roofline.errors import UserCodeError, exception_chain, is_out_of_memory
 from roofline.findings import registry
+from roofline.report.verified import is_slower
 
 # timer(step, iters, device) -> seconds the `iters` calls of step took together
 Timer = Callable[[Callable[[], object], int, str], float]
@@ -92,11 +93,8 @@ class VerifiedFinding(BaseModel):
 
     @property
     def slower(self) -> bool:
-        """Measured (outputs matching) and slower than eager: the technique is not to be done. Judged on the whole
-        model where that was measured (a technique that speeds the finding's own ops but slows the model --
-        channels_last on a convolution whose neighbours then convert layouts -- is slower), else on the scope."""
-        gain = self.measured_gain if self.measured_gain is not None else self.scope_gain
-        return bool(self.outputs_match) and gain is not None and gain < 1.0
+        """Measured and slower than eager: not to be done (roofline.report.verified.is_slower, the one rule)."""
+        return is_slower(self.measured_gain, self.scope_gain, self.outputs_match)
 
 
 # ------------------------------------------------------------------------------------------------ techniques

@@ -33,6 +33,14 @@ def format_gain(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}x"
 
 
+def is_slower(measured_gain: float | None, scope_gain: float | None, outputs_match: bool | None) -> bool:
+    """A technique measured (outputs matching) and slower than eager: not to be done. Judged on the whole model
+    where that was measured (a technique that speeds the finding's own ops but slows the model -- channels_last on
+    a convolution whose neighbours then convert layouts -- is slower), else on the finding's ops."""
+    judged = measured_gain if measured_gain is not None else scope_gain
+    return bool(outputs_match) and judged is not None and judged < 1.0
+
+
 def measured_text(v: VerifiedView) -> str:
     """The measured gain as every table writes it: on the finding's ops where measured per op (the bound's scope),
     with the whole model's beside it ('4.6x its ops, 1.96x the model'); a technique measured slower (the model's
@@ -45,9 +53,7 @@ def measured_text(v: VerifiedView) -> str:
         text = f"{format_gain(v.scope_gain)} its ops{model}"
     else:
         text = format_gain(v.measured_gain)
-    # NB: slower as VerifiedFinding.slower decides it: the whole model's gain where measured, else the ops'
-    judged = v.measured_gain if v.measured_gain is not None else v.scope_gain
-    return f"{text}: don't" if v.outputs_match and judged is not None and judged < 1.0 else text
+    return f"{text}: don't" if is_slower(v.measured_gain, v.scope_gain, v.outputs_match) else text
 
 
 def bound_text(value: float | None) -> str:
@@ -228,6 +234,7 @@ __all__ = [
     "VerifiedView",
     "bound_text",
     "format_gain",
+    "is_slower",
     "match_text",
     "measured_text",
     "op_gains",
