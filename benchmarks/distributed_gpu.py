@@ -14,6 +14,12 @@ r"""GPU checks of distributed diagnosis (issue 24), on a machine of 2 or more GP
    of the first round (each call between its own events after a barrier, the median of 20, the slowest rank's),
    which includes each call's launch and the ranks' skew. Its figures are the mean of the two runs; the ratio of
    the two runs is the method's own noise, shown beside calibrate's difference;
+   then, interleaved (--rounds, default 9; --interleave-mib, default 8,32,128): at each size, rounds of the
+   reference's point and calibrate's (roofline.measure.collectives.sweep at that one size) back to back in the same
+   processes, their order swapped every round, so that both see the same moments of the link and the clocks (the
+   separate runs above are minutes apart, and the method moves by more than 3% between them at 8 MiB); the medians
+   over the rounds are compared, each method's spread over the rounds shown, and the SM clock read (NVML) at each
+   round;
 3. `roofline diagnose --nproc N --mode training` of a GPT-2-small-like step under DDP (benchmarks/models/gpt2_ddp.py)
    and under FSDP (benchmarks/models/gpt2_fsdp.py): per-rank iteration, transfer, wait, exposed and overlapped
    time, the largest collectives on the roof, the findings of rank 0 ranked with its op findings;
@@ -24,9 +30,8 @@ r"""GPU checks of distributed diagnosis (issue 24), on a machine of 2 or more GP
 
 NVLink multicast stays off: the three variables above are forced on for every process started here (a machine
 shared with others can be put out of service by a program that uses it). Writes calibrate.json, reference.json,
-reference-after.json, ddp.json, fsdp.json (the merged reports), summary.json and summary.md into --out; prints the
-tables. A step that
-fails is recorded with its error and the others still run.
+reference-after.json, interleaved.json, ddp.json, fsdp.json (the merged reports), summary.json and summary.md into
+--out; prints the tables. A step that fails is recorded with its error and the others still run.
 """
 
 from __future__ import annotations
@@ -72,15 +77,23 @@ def last_line(text: str) -> str:
 # ------------------------------------------------------------------------------------------------ the worker
 
 
-def plain_worker(sizes: list[int], out: Path) -> None:
-    """One rank of the reference timings (started by torchrun from main()): nccl-tests' method and the per-call
-    timing, all-reduce and all-gather, fp32 buffers of ``sizes`` bytes."""
+def _setup() -> tuple[Any, Any, int]:
     import torch
     import torch.distributed as dist
 
     local = int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    return torch, dist, dist.get_world_size()
+
+
+def reference_row(kind: str, size: int, per_call_timing: bool = False) -> dict[str, Any]:
+    """The reference at one (kind, size) on the initialised process group: nccl-tests' method, host-launched and
+    CUDA-graph batches alternating, the median of each, the shorter kept; and, with ``per_call_timing``, the median
+    of 20 calls each timed alone."""
+    import torch
+    import torch.distributed as dist
+
     n = dist.get_world_size()
 
     def slowest(seconds: float) -> float:
@@ -88,89 +101,130 @@ def plain_worker(sizes: list[int], out: Path) -> None:
         dist.all_reduce(value, op=dist.ReduceOp.MAX)
         return float(value.item())
 
-    rows = []
-    for kind in ("all_reduce", "all_gather"):
-        for size in sizes:
-            numel = max(size // 4 // n * n, n)
-            if kind == "all_reduce":
-                buffer = torch.ones(numel, device="cuda")
+    numel = max(size // 4 // n * n, n)
+    if kind == "all_reduce":
+        buffer = torch.ones(numel, device="cuda")
 
-                def call(buffer=buffer):
-                    dist.all_reduce(buffer)
-            else:
-                part, whole = torch.ones(numel // n, device="cuda"), torch.empty(numel, device="cuda")
+        def call(buffer=buffer):
+            dist.all_reduce(buffer)
+    else:
+        part, whole = torch.ones(numel // n, device="cuda"), torch.empty(numel, device="cuda")
 
-                def call(part=part, whole=whole):
-                    dist.all_gather_into_tensor(whole, part)
+        def call(part=part, whole=whole):
+            dist.all_gather_into_tensor(whole, part)
 
-            for _ in range(WARMUP):
-                call()
+    for _ in range(WARMUP):
+        call()
 
-            def batch(run, count: int) -> float:  # nccl-tests: a barrier, count calls between two events, / count
-                torch.cuda.synchronize()
-                dist.barrier()
-                torch.cuda.synchronize()
-                begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                begin.record()
-                run()
-                end.record()
-                end.synchronize()
-                return slowest(begin.elapsed_time(end) * 1e-3 / count)
+    def batch(run, count: int) -> float:  # nccl-tests: a barrier, count calls between two events, / count
+        torch.cuda.synchronize()
+        dist.barrier()
+        torch.cuda.synchronize()
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        run()
+        end.record()
+        end.synchronize()
+        return slowest(begin.elapsed_time(end) * 1e-3 / count)
 
-            def eager(call=call, count: int = REPEATS) -> None:
-                for _ in range(count):
-                    call()
+    def eager(call=call, count: int = REPEATS) -> None:
+        for _ in range(count):
+            call()
 
-            # nccl-tests' -n 20, more calls where 20 take under MIN_BATCH_S (one batch is then not one hiccup)
-            probe = batch(eager, REPEATS)
-            count = min(max(REPEATS, math.ceil(MIN_BATCH_S / probe)), 1000)
-            # nccl-tests -G: the same calls captured in a CUDA graph, the graph replayed
-            graph, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                call()
-            torch.cuda.current_stream().wait_stream(side)
+    # nccl-tests' -n 20, more calls where 20 take under MIN_BATCH_S (one batch is then not one hiccup)
+    probe = batch(eager, REPEATS)
+    count = min(max(REPEATS, math.ceil(MIN_BATCH_S / probe)), 1000)
+    # nccl-tests -G: the same calls captured in a CUDA graph, the graph replayed
+    graph, side = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
+        eager(count=count)
+    graph.replay()
+    hosts, replays = [], []
+    for _ in range(BATCHES):  # the two methods' batches alternate: a slow moment falls on both
+        hosts.append(batch(lambda count=count: eager(count=count), count))
+        replays.append(batch(graph.replay, count))
+    back_to_back, replayed = statistics.median(hosts), statistics.median(replays)
+    del graph
+    per_call = None
+    if per_call_timing:  # each call alone between its events
+        times = []
+        for _ in range(REPEATS):
             torch.cuda.synchronize()
-            with torch.cuda.graph(graph, stream=side, capture_error_mode="thread_local"):
-                eager(count=count)
-            graph.replay()
-            hosts, replays = [], []
-            for _ in range(BATCHES):  # the two methods' batches alternate: a slow moment falls on both
-                hosts.append(batch(lambda count=count: eager(count=count), count))
-                replays.append(batch(graph.replay, count))
-            back_to_back, replayed = statistics.median(hosts), statistics.median(replays)
-            del graph
-            per_call = None
-            if kind == "all_reduce":  # the first round's plain timing: each call alone between its events
-                times = []
-                for _ in range(REPEATS):
-                    torch.cuda.synchronize()
-                    dist.barrier()
-                    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    begin.record()
-                    call()
-                    end.record()
-                    end.synchronize()
-                    times.append(begin.elapsed_time(end) * 1e-3)
-                times.sort()
-                per_call = slowest(times[len(times) // 2])
-            factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
-            nbytes = numel * 4
-            best = min(back_to_back, replayed)
-            rows.append({
-                "kind": kind,
-                "bytes": nbytes,
-                "time_s": best,
-                "busbw_bytes_per_s": nbytes / best * factor,
-                "calls": count,
-                "eager_time_s": back_to_back,
-                "graph_time_s": replayed,
-                "per_call_time_s": per_call,
-                "per_call_busbw_bytes_per_s": None if per_call is None else nbytes / per_call * factor,
-            })  # fmt: skip
+            dist.barrier()
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            begin.record()
+            call()
+            end.record()
+            end.synchronize()
+            times.append(begin.elapsed_time(end) * 1e-3)
+        times.sort()
+        per_call = slowest(times[len(times) // 2])
+    factor = 2 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+    nbytes = numel * 4
+    best = min(back_to_back, replayed)
+    return {
+        "kind": kind,
+        "bytes": nbytes,
+        "time_s": best,
+        "busbw_bytes_per_s": nbytes / best * factor,
+        "calls": count,
+        "eager_time_s": back_to_back,
+        "graph_time_s": replayed,
+        "per_call_time_s": per_call,
+        "per_call_busbw_bytes_per_s": None if per_call is None else nbytes / per_call * factor,
+    }
+
+
+def plain_worker(sizes: list[int], out: Path) -> None:
+    """One rank of the reference timings (started by torchrun from main()): nccl-tests' method and the per-call
+    timing, all-reduce and all-gather, fp32 buffers of ``sizes`` bytes."""
+    _, dist, n = _setup()
+    rows = [reference_row(k, s, per_call_timing=k == "all_reduce") for k in ("all_reduce", "all_gather") for s in sizes]
     if dist.get_rank() == 0:
         doc = {"world_size": n, "warmup": WARMUP, "repeats": REPEATS, "batches": BATCHES, "rows": rows}
         out.write_text(json.dumps(doc, indent=2))
+    dist.destroy_process_group()
+
+
+def sm_clock_mhz(torch: Any) -> int | None:
+    """This rank's GPU's SM clock now (NVML through torch; read only), None where it cannot be read."""
+    try:
+        return int(torch.cuda.clock_rate())
+    except Exception:  # NB: no pynvml, or a driver that does not say
+        return None
+
+
+def interleaved_worker(sizes: list[int], rounds: int, out: Path) -> None:
+    """One rank of the interleaved comparison: at each (kind, size), ``rounds`` rounds of the reference's point
+    (reference_row) and calibrate's (roofline.measure.collectives.sweep at that one size), back to back in the same
+    processes, their order swapped every round: both see the same moments of the link and the clocks, so what
+    differs between them is the method, not the minute it ran in."""
+    torch, dist, n = _setup()
+    from roofline.measure.collectives import sweep
+
+    rows = []
+    for kind in ("all_reduce", "all_gather"):
+        for size in sizes:
+            pairs = []
+            for r in range(rounds):
+                got: dict[str, float] = {}
+                order = ("reference", "calibrate") if r % 2 == 0 else ("calibrate", "reference")
+                clock = sm_clock_mhz(torch)
+                for who in order:
+                    if who == "reference":
+                        got["reference"] = reference_row(kind, size)["time_s"]
+                    else:
+                        (p,), _ = sweep(device="cuda", sizes=[size], kinds=[kind])
+                        got["calibrate"] = p.time_s
+                pairs.append({"round": r, "first": order[0], "sm_clock_mhz": clock, **got})
+            rows.append({"kind": kind, "bytes": max(size // 4 // n * n, n) * 4, "rounds": pairs})
+    if dist.get_rank() == 0:
+        out.write_text(json.dumps({"world_size": n, "rounds": rounds, "rows": rows}, indent=2))
     dist.destroy_process_group()
 
 
@@ -203,6 +257,49 @@ def plain(nproc: int, sizes: list[int], target: Path, timeout: float) -> dict[st
     if code != 0 or not target.is_file():
         return {"ok": False, "error": last_line(stderr), "seconds": seconds}
     return {"ok": True, "doc": json.loads(target.read_text()), "seconds": seconds}
+
+
+def interleaved(nproc: int, sizes: list[int], rounds: int, target: Path, timeout: float) -> dict[str, Any]:
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+        str(Path(__file__).resolve()), "--worker", "--interleave", "--rounds", str(rounds),
+        "--sizes", ",".join(map(str, sizes)), "--out", str(target),
+    ]  # fmt: skip
+    code, _, stderr, seconds = run(command, timeout)
+    if code != 0 or not target.is_file():
+        return {"ok": False, "error": last_line(stderr), "seconds": seconds}
+    return {"ok": True, "doc": json.loads(target.read_text()), "seconds": seconds}
+
+
+def interleaved_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per (kind, bytes) of the interleaved comparison: each method's median time over the rounds, calibrate's
+    busbw over the reference's (reference median / calibrate median), the median of the rounds' own ratios, and
+    each method's spread over the rounds (slowest / fastest round: how much the moment moved them)."""
+    run_ = summary.get("interleaved") or {}
+    if not run_.get("ok"):
+        return []
+    n = run_["doc"]["world_size"]
+    out = []
+    for row in run_["doc"]["rows"]:
+        cal = [r["calibrate"] for r in row["rounds"]]
+        ref = [r["reference"] for r in row["rounds"]]
+        factor = 2 * (n - 1) / n if row["kind"] == "all_reduce" else (n - 1) / n
+        ratio = statistics.median(ref) / statistics.median(cal)
+        clocks = [r["sm_clock_mhz"] for r in row["rounds"] if r.get("sm_clock_mhz")]
+        out.append({
+            "kind": row["kind"],
+            "bytes": row["bytes"],
+            "rounds": len(cal),
+            "calibrate_busbw": row["bytes"] / statistics.median(cal) * factor,
+            "reference_busbw": row["bytes"] / statistics.median(ref) * factor,
+            "calibrate_over_reference": ratio,
+            "median_round_ratio": statistics.median(b / a for a, b in zip(cal, ref, strict=True)),
+            "calibrate_spread": max(cal) / min(cal),
+            "reference_spread": max(ref) / min(ref),
+            "sm_clock_mhz": (min(clocks), max(clocks)) if clocks else None,
+            "within_3pct": abs(ratio - 1) <= 0.03,
+        })  # fmt: skip
+    return out
 
 
 def diagnose(name: str, nproc: int, out: Path, timeout: float) -> dict[str, Any]:
@@ -322,6 +419,10 @@ def checks(summary: dict[str, Any]) -> dict[str, Any]:
                               "within_3pct": abs(ratio - 1) <= 0.03})  # fmt: skip
             out["calibrate_vs_reference"] = agree
             out["large_within_3pct"] = all(a["within_3pct"] for a in agree if a["large"])
+    inter = interleaved_rows(summary)
+    if inter:
+        out["interleaved"] = inter
+        out["interleaved_large_within_3pct"] = all(r["within_3pct"] for r in inter if r["bytes"] >= 8 * 2**20)
     for name in ("ddp", "fsdp"):
         d = summary[name]
         if not d["ok"] or not d.get("roof"):
@@ -406,11 +507,40 @@ def markdown(summary: dict[str, Any]) -> str:
                 f"{fmt_bw(c.get('best_measured_busbw'))}), latency {fmt_t(roof['latency_s'])}; link peak per "
                 f"direction {fmt_bw(c.get('link_bytes_per_s'))}: under it: {c.get('under_link')}"
             )
-        lines.append(f"\ncalibrate within 3% of the reference at 8 MiB and above: {chk.get('large_within_3pct')}")
+        lines.append(
+            f"\ncalibrate within 3% of the reference at 8 MiB and above, separate runs: {chk.get('large_within_3pct')}"
+        )
         lines += [f"\nnote: {n}" for n in cal["doc"].get("notes", [])]
     else:
         errors = [f"{k}: {summary[k].get('error', 'ok')}" for k in ("calibrate", "reference", "reference_after")]
         lines.append("; ".join(errors))
+    inter = chk.get("interleaved") or []
+    lines += ["", "## calibrate and the reference interleaved (the same moments)", ""]
+    if inter:
+        lines += [
+            "Each round times the reference's point and calibrate's (roofline.measure.collectives.sweep at that one "
+            "size) back to back in the same processes, their order swapped every round; the medians over the "
+            "rounds are compared. 'spread' is a method's slowest round over its fastest: how much the moment "
+            "moved it.",
+            "",
+            "| kind | message | rounds | calibrate busbw | reference busbw | calibrate / reference | median of the "
+            "rounds' ratios | calibrate spread | reference spread | SM clock (MHz) | within 3% |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in inter:
+            clock = r["sm_clock_mhz"]
+            lines.append(
+                f"| {r['kind']} | {fmt_b(r['bytes'])} | {r['rounds']} | {fmt_bw(r['calibrate_busbw'])} | "
+                f"{fmt_bw(r['reference_busbw'])} | {r['calibrate_over_reference']:.3f} | "
+                f"{r['median_round_ratio']:.3f} | {r['calibrate_spread']:.3f} | {r['reference_spread']:.3f} | "
+                f"{'-' if not clock else f'{clock[0]}-{clock[1]}'} | {r['within_3pct']} |"
+            )
+        lines.append(
+            f"\ncalibrate within 3% of the reference at 8 MiB and above, interleaved: "
+            f"{chk.get('interleaved_large_within_3pct')}"
+        )
+    else:
+        lines.append(f"not run: {(summary.get('interleaved') or {}).get('error', 'not asked for')}")
     for name in ("ddp", "fsdp"):
         d = summary[name]
         lines += ["", f"## GPT-2-like training step under {name.upper()} ({d.get('seconds', 0):.0f} s)", ""]
@@ -463,9 +593,18 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds for each step")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--interleave", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=9, help="rounds of the interleaved comparison (0: skip it)")
+    parser.add_argument(
+        "--interleave-mib", default="8,32,128", help="message sizes (MiB) of the interleaved comparison"
+    )
     args = parser.parse_args()
     if args.worker:
-        plain_worker([int(s) for s in args.sizes.split(",") if s], args.out)
+        sizes = [int(s) for s in args.sizes.split(",") if s]
+        if args.interleave:
+            interleaved_worker(sizes, args.rounds, args.out)
+        else:
+            plain_worker(sizes, args.out)
         return
     os.environ.update(NO_MULTICAST)
     import torch
@@ -490,6 +629,10 @@ def main() -> None:
     summary["calibrate"] = calibrate(args.nproc, args.out, args.timeout)
     print("3/5 reference, after calibrate", flush=True)
     summary["reference_after"] = plain(args.nproc, list(GPU_SIZES), args.out / "reference-after.json", args.timeout)
+    if args.rounds > 0:
+        print(f"3b/5 calibrate and the reference interleaved ({args.rounds} rounds)", flush=True)
+        mib = [int(float(x) * 2**20) for x in args.interleave_mib.split(",") if x]
+        summary["interleaved"] = interleaved(args.nproc, mib, args.rounds, args.out / "interleaved.json", args.timeout)
     print("4/5 diagnose DDP", flush=True)
     summary["ddp"] = diagnose("ddp", args.nproc, args.out, args.timeout)
     print("5/5 diagnose FSDP", flush=True)

@@ -485,3 +485,23 @@ def test_analyze_conv2d_dash_o_is_the_output_as_everywhere_else(cli, tmp_path):
     result = cli(*args, "--device", "h100-sxm", "-o", str(out))
     assert result.code == 0, result.err
     assert json.loads(out.read_text())["rows"][0]["params"]["out_channels"] == 128
+
+
+def test_cli_runs_on_a_typer_without_option_type_labels():
+    """typer before 0.29 has no TyperOption.display_type_rich (the flag-label patch's target): the CLI still runs
+    (it crashed on import there: the device's typer, 2026-11-27)."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from typer.core import TyperOption
+        for klass in TyperOption.__mro__:
+            if "display_type_rich" in vars(klass):
+                delattr(klass, "display_type_rich")
+        from roofline.cli import main
+        sys.argv = ["roofline", "specs", "list", "--json"]
+        main()
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert any(row["name"] == "h100-sxm" for row in json.loads(done.stdout)["specs"])

@@ -40,11 +40,12 @@ class _RootGroup(TyperGroup):
 
 def _flags_as_flags() -> None:
     """A boolean flag (--json, --force, --warm/--cold, --help) shows no ``<bool>`` value in --help: it takes none.
-    (typer 0.29 labels every option with its type; a flag's label is dropped here, once for every command.)"""
+    (typer 0.29 labels every option with its type; a flag's label is dropped here, once for every command. An
+    older typer has no such label, and nothing to drop: left as it is.)"""
     from typer.core import TyperOption
 
-    shown = TyperOption.display_type_rich
-    if getattr(shown, "roofline_flags", False):
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "roofline_flags", False):
         return
 
     def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
