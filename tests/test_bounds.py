@@ -63,6 +63,17 @@ def test_parallelism_from_low_occupancy_but_not_for_tensor_kernels():
     assert q.limiter == "latency"
 
 
+def test_a_tensor_kernel_right_of_the_ridge_with_the_gpu_filled_is_compute_from_tensor_pace():
+    # an implicit-GEMM convolution on an H100 at 37-50% of the bf16 roof: ncu read SM 90-93%, DRAM 10-20%
+    mm = rec(1, "aten::mm", [(4096, 4096), (4096, 4096)], [(4096, 4096)], 2 * 4096**3, 3 * 4096**2 * 2)
+    filled = kernel("sm90_xmma_fprop_implicit_gemm", 1e-3, grid=[1024, 1, 1], block=[128, 1, 1], occupancy=0.1)
+    at_40 = 2 * 4096**3 / (0.4 * 800e12)  # 40% of the 800 TFLOP/s roof of these tests
+    q = point(mm, at_40, kernel_facts=(filled,))
+    assert q.limiter == "compute" and "tensor pipes set the pace" in q.limiter_evidence and "40%" in q.limiter_evidence
+    at_25 = 2 * 4096**3 / ((bounds.TENSOR_PACE - 0.05) * 800e12)
+    assert point(mm, at_25, kernel_facts=(filled,)).limiter == "latency"
+
+
 def test_latency_with_the_gpu_filled_and_without_facts():
     full = kernel(time_s=24e-3, grid=[65536, 1, 1], block=[256, 1, 1], occupancy=1.0, active_blocks_per_sm=8)
     p = point(kernel_facts=(full,))

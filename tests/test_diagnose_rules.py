@@ -468,3 +468,11 @@ def test_no_launch_bound_finding_when_the_gpu_keeps_up():
     ops = [(elementwise(i, 64, module=f"layers.{i}"), 5e-6, 1) for i in range(24)]
     assert launch.launch_bound(ctx_of(ops, wall_s=130e-6, busy_s=120e-6, idle_s=6e-6)) is None
     assert launch.launch_bound(ctx_of(ops, wall_s=400e-6, busy_s=120e-6, idle_s=250e-6)) is not None
+
+
+def test_launch_bound_from_a_third_of_the_span_idle():
+    # 20 kernels of 120 us: idle 35% of the span (a graph would give 1.54x) fires, idle 30% (1.43x) does not
+    big = [(elementwise(i, 2**24, module=f"layers.{i}"), 120e-6, 1) for i in range(20)]
+    f = only(launch.launch_bound(ctx_of(big, wall_s=2.4e-3 / 0.65, busy_s=2.4e-3, idle_s=2.4e-3 / 0.65 * 0.35)))
+    assert "GPU idle 35%" in f.evidence and "CUDA graphs" in f.technique
+    assert launch.launch_bound(ctx_of(big, wall_s=2.4e-3 / 0.7, busy_s=2.4e-3, idle_s=2.4e-3 / 0.7 * 0.3)) is None

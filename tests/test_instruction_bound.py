@@ -257,3 +257,20 @@ def test_counters_relabel_the_placed_ops_and_their_aggregates():
     softplus = next(a for a in after.aggregates.op_types if a.key == "aten::softplus")
     assert softplus.limiter == "compute"
     assert next(a for a in placed.aggregates.op_types if a.key == "aten::softplus").limiter == "memory"
+
+
+def test_pooling_instructions_from_its_window():
+    # taps per window from the counted FLOPs: max counts a compare per tap, avg an add per tap and a divide per output
+    assert ins.pool_window("aten::max_pool2d_with_indices", 900, 100) == 9.0
+    assert ins.pool_window("aten::avg_pool2d", 500, 100) == 4.0
+    assert ins.pool_window("aten::add", 500, 100) is None
+    # max, bf16, 9 taps, 2 pooled dims: arithmetic 9 x 4 + 2 = 38, memory 9 + 1, conversions 9 + 1, index 9 x 2 +
+    # 3 x 3 (a divmod per pooled dim and one for the rest) + 4 x 2 (the window's bounds) = 35: 93, no SFU
+    e = ins.estimate("aten::max_pool2d_with_indices", "bf16", [[8, 16, 64, 64]], [8, 16, 32, 32], window=9.0)
+    assert (e.total, e.sfu) == (93.0, 0.0)
+    assert dict(e.parts) == {"arithmetic": 38.0, "memory": 10.0, "conversions": 10.0, "index": 35.0}
+    # avg, fp32, 4 taps: arithmetic 4 + the divide (10, 1 SFU), memory 5, no conversion, index 8 + 9 + 8 = 25: 44
+    a = ins.estimate("aten::avg_pool2d", "fp32", [[8, 16, 64, 64]], [8, 16, 32, 32], window=4.0)
+    assert (a.total, a.sfu) == (44.0, 1.0)
+    assert ins.estimate("aten::avg_pool2d", "fp32", [[8, 16, 64, 64]], [8, 16, 32, 32]) is None  # no window
+    assert ins.has_estimate("aten::max_pool2d_with_indices") and not ins.has_estimate("aten::adaptive_avg_pool2d")

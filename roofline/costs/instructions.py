@@ -14,7 +14,7 @@ What it does not model: dual issue or a pipe other than the SFU saturating first
 integer division), instruction-cache or register-bank stalls, the kernel's tail, the SM clock under load (the
 sheet's boost clock is taken: a card running below it issues fewer, so the estimate is a floor on time), data-
 dependent branches (a transcendental's slow path, NaN/denormal handling), fast-math builds, AMD GPUs (wave64, other
-pipes: no estimate), and ops outside the tables (norms, softmax, pooling, reductions, GEMMs: no estimate).
+pipes: no estimate), and ops outside the tables (norms, softmax, reductions, GEMMs, adaptive pooling: no estimate).
 """
 
 from __future__ import annotations
@@ -180,6 +180,32 @@ DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, 
 #: ops read as element-wise-by-index: the output's index decides the input's (no arithmetic)
 INDEX_OPS = ("flip", "roll")
 
+# Pooling: PyTorch's max/avg pool kernels (aten/src/ATen/native/cuda/DilatedMaxPool2d.cu, AveragePool2d.cu and their
+# 1-d/3-d kin) run one thread per output element: the output index split into its pooled coordinates, the window's
+# bounds clipped to the input, then a loop over the window's taps, each a scalar load. Per tap (thread-instructions):
+# one load; the tap's address (IMAD) and the loop's count and branch: 2 of index; the arithmetic: for max the compare,
+# its NaN test and the two selects (value, index): 4, for avg one FADD; a 16-bit input adds its conversion to fp32.
+# NB: estimates from the kernels' source, not read from their SASS
+POOL_TAP_ARITHMETIC = {"max": 4.0, "avg": 1.0}
+POOL_TAP_INDEX = 2.0
+#: per output element and pooled dim: the window's start, end and the two clips (IMAD, IADD, 2 IMNMX)
+POOL_BOUNDS = 4.0
+#: the pooling ops by kind, and the pooled dims of each
+POOL_OPS: dict[str, tuple[str, int]] = {
+    **{f"max_pool{n}d{w}": ("max", n) for n in (1, 2, 3) for w in ("", "_with_indices")},
+    **{f"avg_pool{n}d": ("avg", n) for n in (1, 2, 3)},
+}
+
+
+def pool_window(op: str, flops: float, outputs: int) -> float | None:
+    """The mean taps per window of a pooling op from its counted FLOPs (roofline.costs.aten.pooling: max counts one
+    compare per tap read, avg one add per tap and one divide per output); None for other ops."""
+    found = POOL_OPS.get(op_key(op))
+    if found is None or outputs <= 0:
+        return None
+    taps = flops - outputs if found[0] == "avg" else flops
+    return max(taps / outputs, 0.0)
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -213,7 +239,7 @@ def op_key(op: str) -> str:
 
 def has_estimate(op: str) -> bool:
     key = op_key(op)
-    return key in ARITHMETIC or key in SCAN_COMBINE or key in INDEX_OPS
+    return key in ARITHMETIC or key in SCAN_COMBINE or key in INDEX_OPS or key in POOL_OPS
 
 
 def _numel(shape: tuple[int, ...] | list[int]) -> int:
@@ -227,8 +253,11 @@ def estimate(
     output_shape: list[int] | tuple[int, ...],
     *,
     strided: bool = False,
+    window: float | None = None,
 ) -> Estimate | None:
     """Thread-instructions per output element of ``op`` (None: not in the tables, or an unknown dtype).
+
+    ``window``: a pooling op's mean taps per output (:func:`pool_window`); a pooling op without it has no estimate.
 
     ``input_shapes``: the tensor inputs (0-dim entries are scalars: a kernel argument, no load); an input whose shape
     is not the output's is broadcast, and that or ``strided`` (non-contiguous inputs) puts the op on the generic
@@ -250,6 +279,20 @@ def estimate(
             ("scan", float(SCAN_STEP * steps + SCAN_CARRY)),
         )
         return Estimate(sum(v for _, v in parts), float(combine[1]), parts)
+    if key in POOL_OPS:
+        if window is None:
+            return None
+        kind, pooled = POOL_OPS[key]
+        # NB: per output: its coordinates (a divmod per pooled dim and one for the rest), the window's bounds, the
+        # store (and its conversion), and max's index store or avg's divide by the window's count
+        finish = (2.0, 0.0) if kind == "max" else DIV
+        parts = (
+            ("arithmetic", window * POOL_TAP_ARITHMETIC[kind] + finish[0]),
+            ("memory", window + 1.0),
+            ("conversions", (window + 1.0) * CONVERT if half else 0.0),
+            ("index", window * POOL_TAP_INDEX + DIVMOD * (pooled + 1) + POOL_BOUNDS * pooled),
+        )
+        return Estimate(sum(v for _, v in parts), float(finish[1]), parts)
     if key in INDEX_OPS:
         dims = len([d for d in out if d != 1])
         # NB: flip/roll: each output element's source offset by the generic kernel's divmods, one scalar load and
@@ -289,6 +332,7 @@ __all__ = [
     "ARITHMETIC",
     "CONVERT",
     "DIVMOD",
+    "POOL_OPS",
     "SCAN_COMBINE",
     "SCHEDULERS_PER_SM",
     "SFU_PER_SM_PER_CLOCK",
@@ -302,4 +346,5 @@ __all__ = [
     "instruction_time",
     "issue_rates",
     "op_key",
+    "pool_window",
 ]

@@ -47,7 +47,7 @@ import re
 from collections.abc import Iterable
 
 from roofline import ironlaw
-from roofline.costs.instructions import Estimate, estimate, instruction_time, issue_rates
+from roofline.costs.instructions import Estimate, estimate, instruction_time, issue_rates, pool_window
 from roofline.device import Device
 from roofline.findings.shapes import ALIGN, ROW_ALIGN_BYTES, gemm_dims, misaligned, off_grid
 from roofline.report.rows import KernelFacts, OpPoint, bits_of
@@ -55,6 +55,10 @@ from roofline.units import format_rate, format_time
 
 #: achieved at least this share of a roof: limited by that roof
 NEAR = 0.6
+#: a tensor-core op right of the ridge, the GPU filled, at least this share of its roof: compute (its tensor pipes'
+#: pace), not latency. NB: a judgement: the H100 convolutions ncu read SM-bound (SM 90-93%) ran at 37-50% of the dense
+#: bf16 peak (whole op, advice corpus); further below, the pipes' pace alone is not taken as the cause
+TENSOR_PACE = 0.3
 #: at least this share of an op's time in layout-conversion kernels: limited by layout
 LAYOUT_SHARE = 0.3
 #: a partial last wave leaving at least this share of the SM slots idle over the kernel: not filled
@@ -150,7 +154,10 @@ def instruction_roof(point: OpPoint, device: Device) -> tuple[float, Estimate] |
     if rates is None or point.rows <= 0:
         return None
     output = max(point.output_shapes, key=lambda s: math.prod(s) if s else 1, default=[])
-    per_element = estimate(point.op, point.dtype, point.input_shapes, output, strided=point.non_contiguous)
+    window = pool_window(point.op, point.flops, point.rows)
+    per_element = estimate(
+        point.op, point.dtype, point.input_shapes, output, strided=point.non_contiguous, window=window
+    )
     if per_element is None:
         return None
     return instruction_time(point.rows, per_element, rates), per_element
@@ -367,6 +374,16 @@ def classify(
             "its issue slots on index arithmetic (a generic element-wise or direct depthwise kernel), not FLOPs: "
             "instruction-bound"
         )
+    if point.math == "tensor" and point.roofline_bound == "compute" and compute_share >= TENSOR_PACE:
+        # NB: right of the ridge, on tensor cores, the GPU filled and the operands aligned: what is left is the
+        # tensor pipes' own pace (tile shape and pipeline depth, the clock under load), which Nsight Compute reads
+        # as SM throughput (an H100's bf16 implicit-GEMM convolutions under this class before: ncu SM 90-93%, DRAM
+        # 10-20%; benchmarks/results/advice/advice-h100-ncu.json)
+        return "compute", (
+            f"neither roof near ({roofs}) with the GPU filled ({shape}); a tensor-core kernel right of the ridge at "
+            f"{_percent(compute_share)} of its roof: its tensor pipes set the pace below their peak (tile shape, "
+            "pipeline depth, the clock under load)"
+        )
     return "latency", (
         f"neither roof near ({roofs}) with the GPU filled ({shape}): latency (a dependency chain or instruction "
         "issue); Nsight Compute's warp-state section would tell"
@@ -417,6 +434,7 @@ __all__ = [
     "NEAR",
     "TAIL_IDLE",
     "TENSOR_CORE_MARKERS",
+    "TENSOR_PACE",
     "classify",
     "cuda_core_fallback",
     "describe",
