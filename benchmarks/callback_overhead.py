@@ -1,7 +1,11 @@
 """The training-loop hook's overhead (issue 29, item 1): a small training loop timed with and without
 roofline.training.StepProfiler(every=N), the two alternated in one process, on the CPU (and CUDA when present).
 
-    python benchmarks/callback_overhead.py [--every 100] [--rounds 6] [--threads 1] [--out X.json]
+    python benchmarks/callback_overhead.py [--every 100] [--rounds 6] [--threads 1] [--width 512] [--batch 64] \
+        [--out X.json]
+
+The loop: an MLP of 4 Linear(width, width) + GELU and a Linear(width, 10) head, AdamW, fp32, ``batch`` rows; the
+width and batch set the step's length (the hook's cost per window is fixed: its share falls as the step grows).
 
 The loop runs in chunks of ``every`` steps, one plain and one with the hook, alternated (the order swapped every
 pair), so that a shared machine's changing load falls on both alike; one hook runs across the hooked chunks, one
@@ -21,18 +25,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 
-def make_loop(device: str):
+def make_loop(device: str, width: int = 512, batch: int = 64):
     import torch
 
     torch.manual_seed(0)
-    width = 512
     layers = []
     for _ in range(4):
         layers += [torch.nn.Linear(width, width), torch.nn.GELU()]
     model = torch.nn.Sequential(*layers, torch.nn.Linear(width, 10)).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x = torch.randn(64, width, device=device)
-    y = torch.randint(0, 10, (64,), device=device)
+    x = torch.randn(batch, width, device=device)
+    y = torch.randint(0, 10, (batch,), device=device)
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
@@ -56,7 +59,7 @@ def run(step, steps: int, profiler, sync) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def measure(device: str, every: int, rounds: int) -> dict:
+def measure(device: str, every: int, rounds: int, width: int = 512, batch: int = 64) -> dict:
     """``rounds`` pairs of chunks of ``every`` steps, one plain and one hooked (the order swapped every pair): one
     hook across the hooked chunks, its window in the middle of each (first = every // 2)."""
     import torch
@@ -64,7 +67,7 @@ def measure(device: str, every: int, rounds: int) -> dict:
     from roofline.roofs import device_roofs
     from roofline.training import StepProfiler
 
-    model, step = make_loop(device)
+    model, step = make_loop(device, width, batch)
     sync = (lambda: torch.cuda.synchronize()) if device.startswith("cuda") else (lambda: None)
     placed_on, _ = device_roofs(device)
     for _ in range(20):  # warm-up
@@ -93,6 +96,8 @@ def measure(device: str, every: int, rounds: int) -> dict:
         "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
         "every": every,
         "rounds": rounds,
+        "width": width,
+        "batch": batch,
         "plain_wall_s": [p[0] for p in plain],
         "hooked_wall_s": [h[0] for h in hooked],
         "plain_cpu_s": [p[1] for p in plain],
@@ -104,6 +109,12 @@ def measure(device: str, every: int, rounds: int) -> dict:
         "first_chunk_extra_wall_s": first_hooked[0] - first_plain[0],
         "first_chunk_extra_cpu_s": first_hooked[1] - first_plain[1],
         "diagnose_s_per_window": profiler.profile_s / (windows + 1),
+        # the hook's wall time per window, and the step it takes for that to be 2% of EVERY steps
+        "cost_per_window_s": (sum(h[0] for h in hooked) - sum(p[0] for p in plain)) / max(windows, 1),
+        "step_ms_for_2pct": 1e3
+        * (sum(h[0] for h in hooked) - sum(p[0] for p in plain))
+        / max(windows, 1)
+        / (0.02 * every),
         "last_entry": profiler.last,
     }
 
@@ -114,6 +125,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6, help="pairs of chunks (one plain, one hooked) of EVERY steps")
     parser.add_argument("--device", action="append", help="cpu, cuda (default: cpu, and cuda when present)")
     parser.add_argument("--threads", type=int, default=0, help="torch's intra-op threads on the CPU (0: as is)")
+    parser.add_argument("--width", type=int, default=512, help="the MLP's width (sets the step's length)")
+    parser.add_argument("--batch", type=int, default=64, help="rows per step")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/callback_overhead.json"))
     args = parser.parse_args()
     import torch
@@ -121,7 +134,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     devices = args.device or (["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
-    results = [measure(d, args.every, args.rounds) for d in devices]
+    results = [measure(d, args.every, args.rounds, args.width, args.batch) for d in devices]
     heads = (
         "step",
         "plain",
@@ -132,6 +145,8 @@ def main() -> None:
         "overhead",
         "windows",
         "diagnose",
+        "per window",
+        "2% from",
         "1st extra",
     )
     print(f"{'device':<8} " + " ".join(f"{h:>10}" for h in heads))
@@ -147,6 +162,8 @@ def main() -> None:
             f"{100 * r['overhead_cpu']:.2f}%",
             str(r["windows"]),
             f"{1e3 * per_window:.0f}ms" if per_window is not None else "-",
+            f"{1e3 * r['cost_per_window_s']:.0f}ms",
+            f"{r['step_ms_for_2pct']:.0f}ms",
             f"{r['first_chunk_extra_cpu_s']:.2f}s",
         ]
         print(f"{r['device']:<8} " + " ".join(f"{c:>10}" for c in cells))
