@@ -378,7 +378,7 @@ def classify(
         # NB: right of the ridge, on tensor cores, the GPU filled and the operands aligned: what is left is the
         # tensor pipes' own pace (tile shape and pipeline depth, the clock under load), which Nsight Compute reads
         # as SM throughput (an H100's bf16 implicit-GEMM convolutions under this class before: ncu SM 90-93%, DRAM
-        # 10-20%; benchmarks/results/advice/advice-h100-ncu.json)
+        # 10-20%; benchmarks/results/advice/advice-h100.json, r3)
         return "compute", (
             f"neither roof near ({roofs}) with the GPU filled ({shape}); a tensor-core kernel right of the ridge at "
             f"{_percent(compute_share)} of its roof: its tensor pipes set the pace below their peak (tile shape, "
