@@ -42,7 +42,7 @@ DEFAULT_OUTPUT = Path("roofline-report.json")
 MODEL_ARGUMENT = typer.Argument(
     None,
     help="The model file (Python): class Model + get_inputs() + get_init_inputs(), or a module-level `model` "
-    "with `example_inputs` / get_inputs(), or --entry NAME. Or --trace instead.",
+    "with `example_inputs` / get_inputs(), or --entry NAME. Or --hf ID (a Hugging Face model) or --trace instead.",
     metavar="MODEL.py",
 )
 SCRIPT_ARGS_ARGUMENT = typer.Argument(
@@ -75,7 +75,7 @@ HF_OPTION = typer.Option(
     "a config.json. Built from its config with random weights (no weights downloaded, never the network: the "
     "config from the directory, the hub's local cache or the few roofline ships); random token ids, --batch x "
     "--seq; --mode prefill|decode|training; --dtype default: the config's torch_dtype. Needs transformers "
-    "(pip install 'roofline[hf]').",
+    "(the hf extra of roofline).",
     metavar="ID|DIR",
 )
 BATCH_OPTION = typer.Option(None, "--batch", help="With --hf: sequences per step (default 1).", metavar="B")
