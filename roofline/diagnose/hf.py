@@ -244,6 +244,18 @@ def output_cache(out: Any) -> Any:
     raise WorkloadError("the model returned no KV cache with use_cache=True: --mode decode needs one")
 
 
+def as_cache(transformers: Any, lm: Any, cache: Any) -> Any:
+    """The prompt's cache as a DynamicCache where transformers 4.x returned a legacy tuple and the model takes a
+    Cache object (``_supports_cache_class``) and DynamicCache can be cut back (``crop``): what later 4.x and 5.x
+    give, without 4.x's deprecation path for tuples; else as returned."""
+    dynamic = getattr(transformers, "DynamicCache", None)
+    if not isinstance(cache, tuple) or not getattr(lm, "_supports_cache_class", False):
+        return cache
+    if dynamic is None or not hasattr(dynamic, "crop") or not hasattr(dynamic, "from_legacy_cache"):
+        return cache
+    return dynamic.from_legacy_cache(cache)
+
+
 def trim(cache: Any, tokens: int) -> None:
     """``cache`` cut back to its first ``tokens`` tokens (Cache.crop of a negative count: the tokens to remove,
     as 4.x and 5.x both read it); a legacy tuple is never grown by the model (it makes a new one): left alone."""
@@ -335,7 +347,7 @@ def load_hf(spec: HfModel, config: HfConfig, *, device: str, dtype: str, facts: 
     if spec.step == "decode":
         lm.eval()
         with torch.no_grad():
-            cache = output_cache(lm(input_ids=ids, use_cache=True))
+            cache = as_cache(transformers, lm, output_cache(lm(input_ids=ids, use_cache=True)))
         ids = token_ids(torch, vocab, spec.batch, 1, device)
     module = step_module(lm, spec.step, cache=cache, prompt=spec.seq)
     if facts is not None:
@@ -363,6 +375,7 @@ __all__ = [
     "STEPS",
     "HfConfig",
     "HfModel",
+    "as_cache",
     "build_config",
     "build_model",
     "cache_argument",
