@@ -89,7 +89,10 @@ def test_decode_runs_one_token_after_seq_cached_ones_and_every_step_is_the_same(
 
 
 def test_training_runs_forward_and_backward_of_the_lm_loss():
-    result = diagnose_hf(LLAMA, batch=2, seq=8, step="training", options=FAST)
+    import roofline
+
+    diagnosis = roofline.diagnose_hf(LLAMA, batch=2, seq=8, mode="training", device="cpu", warmup=0, iters=1)
+    result = diagnosis.result  # the notebook API's Diagnosis of the same pipeline
     assert result.options["mode"] == "training"
     phases = {r.phase for r in result.records}
     assert phases == {"forward", "backward"}
