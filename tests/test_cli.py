@@ -400,7 +400,6 @@ def test_every_command_has_help_and_is_in_the_docs(cli):
         ["analyze", "decode", "--model", "llama-3-8b", "--batch", "1,8", "-d", "h100-sxm"],
         ["analyze", "suite", "transformer-ops", "-d", "h100-sxm,b200"],
         ["analyze", "prefill", "--config", "mistralai/Mistral-7B-v0.1", "--seq", "128", "-d", "h100-sxm"],
-        ["diagnose", "--help"],
         ["specs", "list"],
     ],
 )
