@@ -9,6 +9,7 @@ from roofline.version import __version__ as __version__
 
 # Notebook API, imported on first use (PEP 562).
 _API = (
+    "diagnose_hf",
     "load_report",
     "points_frame",
     "roofline_figure",

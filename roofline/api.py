@@ -4,6 +4,7 @@ points as a DataFrame, get the chart as a Figure.
     import roofline
 
     result = roofline.diagnose(model, (x,), mode="training")   # the pipeline of `roofline diagnose MODEL.py`
+    result = roofline.diagnose_hf("gpt2", seq=128, mode="decode")  # `roofline diagnose --hf gpt2`
     result.findings[0].evidence; result.frame(); result.figure(); result.save("report.json")
 
     with roofline.profile(steps=3) as run:                    # a region of your own training loop
@@ -323,6 +324,38 @@ def diagnose(
     return Diagnosis(result)
 
 
+def diagnose_hf(
+    ref: str,
+    *,
+    batch: int = 1,
+    seq: int = 128,
+    mode: str = "prefill",
+    device: str | None = None,
+    dtype: str | None = None,
+    warmup: int | None = None,
+    iters: int | None = None,
+    sheet: str | None = None,
+    spec_files: Sequence[Path] = (),
+    roofs: str = "auto",
+    verify: bool = False,
+    progress: Callable[[str], None] | None = None,
+    boundaries: Boundaries | None = None,
+) -> Diagnosis:
+    """Diagnose a Hugging Face causal LM as `roofline diagnose --hf REF` does: ``ref`` a hub id (the hub's local
+    cache or a config roofline ships; never downloaded), a directory holding config.json or the config.json; the
+    model built from its config with random weights (transformers, the ``hf`` extra), ``batch`` x ``seq`` random
+    token ids; ``mode`` prefill, decode (one token after ``seq`` cached ones) or training (forward and backward of
+    the LM loss). ``device`` default: CUDA when torch sees a GPU, else the CPU; ``dtype`` default: the config's
+    torch_dtype (fp32 when it names none); the other options as :func:`diagnose`'s. Errors: the CLI's."""
+    from roofline.diagnose.pipeline import DiagnoseOptions
+    from roofline.diagnose.pipeline import diagnose_hf as run
+
+    options = DiagnoseOptions(device=device, dtype=dtype, warmup=warmup, iters=iters, sheet=sheet,
+                              spec_files=tuple(spec_files), roofs=roofs, verify=verify)  # fmt: skip
+    result = run(ref, batch=batch, seq=seq, step=mode, options=options, boundaries=boundaries, progress=progress)
+    return Diagnosis(result)
+
+
 class ProfiledRun(Diagnosis):
     """``with roofline.profile(steps=3) as run:`` -- call ``run.step()`` at the end of every step of the loop;
     after the block, ``run`` is the Diagnosis of those steps (``run.findings``, ``run.frame()``...).
@@ -419,6 +452,7 @@ __all__ = [
     "ProfiledRun",
     "chart_spec",
     "diagnose",
+    "diagnose_hf",
     "known_devices",
     "load_report",
     "points",

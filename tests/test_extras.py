@@ -77,6 +77,11 @@ def analytic_report(cli, tmp_path) -> Path:
             "Error: roofline diagnose needs torch: pip install 'roofline[measure]'",
         ),
         (
+            "transformers",
+            ["diagnose", "--hf", str(ROOT / "tests/hf_configs/tiny-llama"), "--device", "cpu", "-o", "{tmp}/d.json"],
+            "Error: roofline diagnose needs transformers: pip install 'roofline[hf]'",
+        ),
+        (
             "torch",
             ["calibrate", "--device", "cpu"],
             "Error: roofline calibrate needs torch: pip install 'roofline[measure]'",

@@ -211,8 +211,8 @@ def test_cli_export_refuses_a_file_not_ours(cli, tmp_path):
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (("--trace", "T"), "not both"),
-        ((), "not both"),
+        (("--trace", "T"), "or --trace TRACE.json: one of them"),
+        ((), "or --trace TRACE.json: one of them"),
         (("--iters", "3"), "--iters: only for a live run"),
         (("--device", "cpu"), "--device: only for a live run"),
     ],

@@ -171,7 +171,7 @@ def _llm(kind: str, texts: dict[str, Any], opts: Run) -> None:
     del values["config"]  # NB: read as the model
     if (values["model"] is None) == (values["params"] is None):
         raise UsageError(
-            "give either --model NAME|FILE.yaml, --config CONFIG.json or --params P (with --d-model) "
+            "give either --model NAME|FILE.yaml, --config ID|DIR|CONFIG.json or --params P (with --d-model) "
             "for the napkin form"
         )
     if values["model"] is None and values.get("kv_dtype") is not None and values.get("layers") is None:
@@ -185,17 +185,17 @@ def _llm(kind: str, texts: dict[str, Any], opts: Run) -> None:
     run(kind, values, opts)
 
 
-def _model_or_config(model: str | None, config: Path | None) -> str | None:
-    """--model, or --config's file (read by roofline.costs.hfconfig through the model loader)."""
+def _model_or_config(model: str | None, config: str | None) -> str | None:
+    """--model, or the config.json --config names (a hub id, a directory or the file: roofline.costs.hfhub; read by
+    roofline.costs.hfconfig through the model loader)."""
     if config is None:
         return model
+    from roofline.costs.hfhub import resolve_config
     from roofline.errors import UsageError
 
     if model is not None:
         raise UsageError("give --model or --config, not both")
-    if config.suffix.lower() != ".json":
-        raise UsageError(f"--config {config}: a Hugging Face config.json (a .json file)")
-    return str(config)
+    return str(resolve_config(config).path)
 
 
 @app.command()

@@ -31,6 +31,7 @@ from roofline.cli.timeout import check_timeout, time_limit, timeout_option
 from roofline.cli.verbosity import info
 
 if TYPE_CHECKING:
+    from roofline.diagnose.hf import HfModel
     from roofline.diagnose.pipeline import Boundaries, DiagnoseOptions, DiagnoseResult
     from roofline.report.schema import Report
 
@@ -41,7 +42,7 @@ DEFAULT_OUTPUT = Path("roofline-report.json")
 MODEL_ARGUMENT = typer.Argument(
     None,
     help="The model file (Python): class Model + get_inputs() + get_init_inputs(), or a module-level `model` "
-    "with `example_inputs` / get_inputs(), or --entry NAME. Or --trace instead.",
+    "with `example_inputs` / get_inputs(), or --entry NAME. Or --hf ID (a Hugging Face model) or --trace instead.",
     metavar="MODEL.py",
 )
 SCRIPT_ARGS_ARGUMENT = typer.Argument(
@@ -60,7 +61,30 @@ DEVICE_OPTION = typer.Option(
 DTYPE_OPTION = typer.Option(
     None, "--dtype", help="Cast the model and its floating inputs: fp32, bf16 or fp16 (default: as written)."
 )
-MODE_OPTION = typer.Option("inference", "--mode", help="inference (forward, no grad) or training (+ backward).")
+MODE_OPTION = typer.Option(
+    "inference",
+    "--mode",
+    help="inference (forward, no grad) or training (+ backward). With --hf: prefill (the default: the forward over "
+    "--seq tokens), decode (one new token per sequence, --seq tokens already in the KV cache) or training (forward "
+    "and backward of the LM loss).",
+)
+HF_OPTION = typer.Option(
+    None,
+    "--hf",
+    help="A Hugging Face causal LM instead of a model file: a hub id (ORG/NAME), a directory holding config.json, or "
+    "a config.json. Built from its config with random weights (no weights downloaded, never the network: the "
+    "config from the directory, the hub's local cache or the few roofline ships); random token ids, --batch x "
+    "--seq; --mode prefill|decode|training; --dtype default: the config's torch_dtype. Needs transformers "
+    "(the hf extra of roofline).",
+    metavar="ID|DIR",
+)
+BATCH_OPTION = typer.Option(None, "--batch", help="With --hf: sequences per step (default 1).", metavar="B")
+SEQ_OPTION = typer.Option(
+    None,
+    "--seq",
+    help="With --hf: tokens per sequence (decode: the prompt's tokens already in the KV cache; default 128).",
+    metavar="S",
+)
 WARMUP_OPTION = typer.Option(
     "auto",
     "--warmup",
@@ -151,6 +175,9 @@ PREDICT_OPTION = typer.Option(
 def diagnose(
     model: Path | None = MODEL_ARGUMENT,
     script_args: list[str] | None = SCRIPT_ARGS_ARGUMENT,
+    hf: str | None = HF_OPTION,
+    batch: int | None = BATCH_OPTION,
+    seq: int | None = SEQ_OPTION,
     entry: str | None = ENTRY_OPTION,
     device: str | None = DEVICE_OPTION,
     dtype: str | None = DTYPE_OPTION,
@@ -187,30 +214,33 @@ def diagnose(
     run's wall-clock time. --counters adds Nsight Compute's measured bytes and throughputs per op. --trace
     diagnoses a torch.profiler trace instead; --export-trace writes the run's trace, annotated. --nproc N runs it
     on N ranks (torch.distributed.run) and merges them, collectives on the communication roof (docs/distributed.md).
-    See docs/diagnose.md.
+    --hf ID diagnoses a Hugging Face causal LM built from its config with random weights, --batch x --seq random
+    tokens, --mode prefill, decode or training (docs/diagnose.md, "Hugging Face models by id"). See docs/diagnose.md.
     """
     started = _process_age_s()  # before anything of diagnose runs: Python's start and our CLI's imports
     clock = time.perf_counter()
     timeout_s = check_timeout(timeout)
-    options = _options(entry, device, dtype, mode, warmup, iters, sheet, spec, roofs, script_args,
-                       (verify or verify_all, verify_all), counters, export_trace)  # fmt: skip
-    _check(model, trace, options, top)
+    request = _hf_request(hf, batch, seq, mode, model, trace)
+    options = _options(entry, device, dtype, mode if request is None else request.mode, warmup, iters, sheet, spec,
+                       roofs, script_args, (verify or verify_all, verify_all), counters, export_trace)  # fmt: skip
+    _check(model, trace, options, top, request)
     shown = _Shown(top, as_json, output, export_trace, _predict_targets(predict, as_json, spec), options)
     if nproc is not None or backend is not None or _launched():
-        if trace is not None:
+        if trace is not None or request is not None:
             from roofline.errors import UsageError
 
-            raise UsageError("--trace reads one trace: --nproc, --backend and torchrun are for a live run (MODEL.py)")
+            given = "--trace reads one trace" if trace is not None else "--hf runs one process"
+            raise UsageError(f"{given}: --nproc, --backend and torchrun are for a model file (MODEL.py)")
         _distributed(model, nproc, backend, options, shown, timeout_s)
         return
     inputs = [
         ("the model file" if trace is None else "the trace", model if trace is None else trace),
         *(("a --spec sheet", path) for path in spec or []),
-    ]
+    ]  # NB: --hf's config is read, never written: model is None then
     # before the model runs (it may chdir)
     where, trace_where = prepare_all(output, "report", [("--export-trace", export_trace, "trace")], inputs=inputs)
     assert where is not None
-    result = _run(model, trace, options, as_json, timeout_s, clock)
+    result = _run(model if request is None else request, trace, options, as_json, timeout_s, clock)
     if result.stages:  # a live run (a --trace diagnosis runs no stages of its own)
         result.stages = {**({"python": started} if started is not None else {}), **result.stages}
     _show_and_write(result, shown, where, trace_where)
@@ -271,14 +301,25 @@ def _options(
     )
 
 
-def _check(model: Path | None, trace: Path | None, options: DiagnoseOptions, top: int) -> None:
-    """UsageError for options that do not go together: --top, a model or a trace, a trace with a live run's."""
+def _check(
+    model: Path | None, trace: Path | None, options: DiagnoseOptions, top: int, request: HfModel | None = None
+) -> None:
+    """UsageError for options that do not go together: --top, a model, --hf or a trace, a trace with a live run's,
+    --hf with a model file's."""
     from roofline.errors import UsageError
 
     if top < 1:
         raise UsageError(f"--top {top}: at least 1")
+    if request is not None:
+        if options.entry is not None or options.argv:
+            given = "--entry" if options.entry is not None else "arguments after --"
+            raise UsageError(f"{given}: for a model file; --hf builds the model from its config")
+        return
     if (model is None) == (trace is None):
-        raise UsageError("give a model file (roofline diagnose MODEL.py) or --trace TRACE.json, not both")
+        raise UsageError(
+            "give a model file (roofline diagnose MODEL.py), --hf ID (a Hugging Face model) or --trace TRACE.json: "
+            "one of them"
+        )
     if trace is None:
         return
     live_only = {
@@ -295,6 +336,31 @@ def _check(model: Path | None, trace: Path | None, options: DiagnoseOptions, top
     given = [name for name, used in live_only.items() if used]
     if given:
         raise UsageError(f"{given[0]}: only for a live run (MODEL.py): --trace diagnoses what the trace recorded")
+
+
+def _hf_request(
+    hf: str | None, batch: int | None, seq: int | None, mode: str, model: Path | None, trace: Path | None
+) -> HfModel | None:
+    """--hf ID with its --batch, --seq and --mode (prefill|decode|training; inference: prefill), checked; None
+    without --hf (then --batch, --seq, prefill and decode are refused)."""
+    from roofline.errors import UsageError
+
+    if hf is None:
+        for name, value in (("--batch", batch), ("--seq", seq)):
+            if value is not None:
+                raise UsageError(f"{name}: only with --hf ID (a model file makes its own inputs in get_inputs())")
+        if mode in ("prefill", "decode"):
+            raise UsageError(f"--mode {mode}: only with --hf ID; a model file runs inference or training")
+        return None
+    if model is not None or trace is not None:
+        other = f"the model file {model}" if model is not None else "--trace"
+        raise UsageError(f"--hf and {other}: give one of them (--hf builds the model itself)")
+    from roofline.diagnose.hf import HfModel
+
+    request = HfModel(hf, 1 if batch is None else batch, 128 if seq is None else seq,
+                      "prefill" if mode == "inference" else mode)  # fmt: skip
+    request.check()
+    return request
 
 
 def _predict_targets(predict: list[str] | None, as_json: bool, spec: list[Path] | None) -> list[str]:
@@ -314,18 +380,18 @@ def _predict_targets(predict: list[str] | None, as_json: bool, spec: list[Path] 
 
 
 def _run(
-    model: Path | None,
+    model: Path | HfModel | None,
     trace: Path | None,
     options: DiagnoseOptions,
     as_json: bool,
     timeout: float | None,
     clock: float,
 ) -> DiagnoseResult:
-    """The diagnosis of the model file (or --trace), inside --timeout and the progress display. NB: with --json,
-    standard output carries the report alone: whatever the user's file prints goes to stderr, also from a thread
-    it started, after the run (roofline.cli.stdout.divert)."""
+    """The diagnosis of the model file (--hf's model, or --trace), inside --timeout and the progress display. NB:
+    with --json, standard output carries the report alone: whatever the user's file prints goes to stderr, also from
+    a thread it started, after the run (roofline.cli.stdout.divert)."""
     from roofline.cli.stdout import divert
-    from roofline.diagnose.pipeline import diagnose, diagnose_trace
+    from roofline.diagnose.pipeline import diagnose, diagnose_hf, diagnose_trace
     from roofline.resources import memory_guard
 
     if as_json:
@@ -337,7 +403,11 @@ def _run(
             return diagnose_trace(trace, options, progress=progress)
         assert model is not None
         setup_s = time.perf_counter() - clock  # our imports, the options and output files checked
-        result = diagnose(model, options, boundaries=_boundaries(), progress=progress)
+        if isinstance(model, Path):
+            result = diagnose(model, options, boundaries=_boundaries(), progress=progress)
+        else:
+            result = diagnose_hf(model.ref, batch=model.batch, seq=model.seq, step=model.step, options=options,
+                                 boundaries=_boundaries(), progress=progress)  # fmt: skip
     result.stages = {"setup": setup_s, **result.stages}
     return result
 

@@ -18,7 +18,9 @@ A multimodal config's ``text_config`` is read when the top level has no hidden s
 (SwiGLU-like: gate, up, down) for the gated families (llama, mistral, mixtral, qwen2, gemma...) or a SiLU
 activation, else a plain MLP; the norm is RMSNorm when ``rms_norm_eps`` is given, else LayerNorm; GPT-2-like
 families (gpt2, gpt_neo, opt) have biases and learned positions. Anything missing or malformed is one
-WorkloadError line naming the file and the key (exit 2 at the CLI).
+WorkloadError line naming the file and the key (exit 2 at the CLI). The model's name: its hub id where the file
+sits in the hub cache or among the shipped configs (roofline.costs.hfhub), else ``_name_or_path``, else the
+model type.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from roofline.costs.hfhub import hub_id_of
 from roofline.errors import WorkloadError
 from roofline.yamlio import MAX_YAML_BYTES, parse_json, read_text
 
@@ -137,7 +140,7 @@ def hf_model_config(data: dict[str, Any], path: Path) -> dict[str, Any]:
     if not experts:
         found.pop("experts_per_token", None)  # a dense config may still name a top-k for something else
     fields = {
-        "name": str(data.get("_name_or_path") or model_type or path.stem) or path.stem,
+        "name": str(hub_id_of(path) or data.get("_name_or_path") or model_type or path.stem) or path.stem,
         "source": source,
         **found,
         "ffn_type": "gated" if gated else "mlp",

@@ -206,10 +206,11 @@ def _llm(kind: str, step: Param, batch: Param, step_first: bool) -> Workload:
         Param(
             "config",
             ("--config",),
-            "A Hugging Face config.json (layers, hidden size, heads, KV heads, FFN width, vocab, tied embeddings, "
-            "MoE experts and top-k), instead of --model.",
-            "path",
-            metavar="CONFIG.json",
+            "A Hugging Face model's config, instead of --model: a hub id (ORG/NAME: from the hub's local cache or "
+            "the few roofline ships, never downloaded), a directory holding config.json, or a config.json "
+            "(layers, hidden size, heads, KV heads, FFN width, vocab, tied embeddings, MoE experts and top-k).",
+            "text",
+            metavar="ID|DIR|CONFIG.json",
             suite=False,  # NB: the command line's way to give a config.json as the model
         ),
         Param("params", ("--params",), f"{napkin}parameter count, e.g. 8.75e9 (needs --d-model).", sweep_help=False),

@@ -1,9 +1,10 @@
 """`roofline diagnose` as one function: load -> count -> time -> place -> diagnose -> report value. No printing.
 
 :func:`run` is the one diagnosis, written as the plain calls it makes; :func:`diagnose` gives it a model file (the
-CLI, the gate), :func:`diagnose_model` a model in memory (``roofline.diagnose(model, inputs)``); :func:`conclude`
-(place and diagnose) also ends a profiled region of a loop (roofline.diagnose.region). What a run is asked for is
-one value, :class:`DiagnoseOptions`.
+CLI, the gate), :func:`diagnose_hf` a Hugging Face model built from its config (`diagnose --hf`),
+:func:`diagnose_model` a model in memory (``roofline.diagnose(model, inputs)``); :func:`conclude` (place and
+diagnose) also ends a profiled region of a loop (roofline.diagnose.region). What a run is asked for is one value,
+:class:`DiagnoseOptions`.
 
 Where the diagnosis touches the machine it goes through :class:`Boundaries`, the one thing tests replace: the
 device's facts (:class:`DeviceFacts`: torch's import, which device, CUDA's start, the roofs), the timer
@@ -377,6 +378,63 @@ def diagnose(
     (roofline.diagnose.execute.user_code). errors.TimedOut (--timeout) goes on up naming the stage that ran."""
     options = options or DiagnoseOptions()
     return run(model_file(path, options), Path(path), options, boundaries=boundaries, progress=progress)
+
+
+def diagnose_hf(
+    ref: str,
+    *,
+    batch: int = 1,
+    seq: int = 128,
+    step: str = "prefill",
+    options: DiagnoseOptions | None = None,
+    boundaries: Boundaries | None = None,
+    progress: Progress | None = None,
+) -> DiagnoseResult:
+    """:func:`diagnose` on a Hugging Face causal LM built from its config with random weights (roofline.diagnose.hf):
+    ``ref`` a hub id (the hub's local cache or the configs roofline ships; never downloaded), a directory holding
+    config.json or the config.json; ``batch`` x ``seq`` random token ids; ``step`` prefill, decode (one token after
+    ``seq`` cached ones) or training (forward and backward of the LM loss). ``options``: as for a model file; its
+    dtype defaults to the config's (torch_dtype; fp32 when it names none); its mode is the step's; entry, argv and
+    counters are not read. The report's ``diagnose.hf`` holds what was built (id, config file, step, sizes,
+    transformers' version). Errors as :func:`diagnose`, and WorkloadError for a reference found nowhere or an
+    architecture transformers cannot build."""
+    from dataclasses import replace
+
+    from roofline.diagnose.hf import HfModel, read_config
+
+    spec = HfModel(str(ref), batch, seq, step)
+    spec.check()
+    options = options or DiagnoseOptions()
+    if options.counters:
+        raise UsageError(
+            "--counters with --hf: not yet (Nsight Compute reruns a model file in a child process): write the model "
+            "to a file (AutoModelForCausalLM.from_config in a get_inputs() model file) for --counters"
+        )
+    config = read_config(spec.ref)
+    dtype = _hf_dtype(options.dtype, config.dtype)
+    chosen = replace(options, entry=None, argv=(), dtype=dtype, mode=spec.mode)
+    facts: dict[str, Any] = {}
+
+    def load(torch_device: str) -> Any:
+        from roofline.diagnose.hf import load_hf
+
+        return load_hf(spec, config, device=torch_device, dtype=dtype, facts=facts)
+
+    result = run(load, Path(config.ref.name), chosen, boundaries=boundaries, progress=progress)
+    result.options["hf"] = facts
+    return result
+
+
+def _hf_dtype(given: str | None, default: str) -> str:
+    """--dtype with --hf (fp32|bf16|fp16), else the config's."""
+    if given is None:
+        return default
+    from roofline.dtypes import canonical
+
+    name = canonical(given)
+    if name not in ("fp32", "bf16", "fp16"):
+        raise UsageError(f"--dtype {given!r}: use one of fp32, bf16, fp16")
+    return name
 
 
 def diagnose_model(
@@ -766,6 +824,7 @@ __all__ = [
     "Timer",
     "conclude",
     "diagnose",
+    "diagnose_hf",
     "diagnose_model",
     "diagnose_trace",
     "finding_dict",

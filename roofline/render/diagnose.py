@@ -177,6 +177,12 @@ class DiagnoseRenderer(Renderer):
             f"{o.get('mode', 'inference')} · {dtype} · {o.get('iters')} profiled iterations after "
             f"{o.get('warmup')} warm-up{args}"
         )
+        hf = o.get("hf")
+        if isinstance(hf, dict) and hf.get("step"):  # diagnose --hf: a Hugging Face model built from its config
+            cached = " in the KV cache" if hf["step"] == "decode" else ""
+            size = f"batch {hf.get('batch')} · seq {hf.get('seq')}{cached}"
+            run = f"{hf['step']} · {size} · random weights · {dtype} · {o.get('iters')} profiled iterations after "
+            run += f"{o.get('warmup')} warm-up"
         if o.get("trace"):  # roofline diagnose --trace: one step of a recorded trace
             step = f"step {o['step']}, the median of {o.get('steps')}" if o.get("step") else "the whole trace"
             run = f"a torch.profiler trace · {o.get('mode', 'inference')} · {step}"
