@@ -5,6 +5,7 @@ diagnosis's findings beside every mechanical technique measured.
     python benchmarks/advice_oracle.py --out advice-h100.json --precompile 4     # on a CUDA machine (bf16 shapes)
     python benchmarks/advice_oracle.py --out advice-h100.json --resume --ncu     # then ncu on what was measured
     python benchmarks/advice_oracle.py --out advice-h100.json --resume --rediagnose r2   # new rules, same timings
+    python benchmarks/advice_oracle.py --out advice-h100.json --rescore   # the scoring again, no GPU
     python benchmarks/advice_oracle.py --device cpu --quick --limit 4 --out advice-cpu.json   # the logic, on a CPU
 
 Time: --time-limit (default 470 s, the whole run, --precompile included) stops cleanly and writes what was measured
@@ -503,6 +504,7 @@ def rediagnose(entry: dict[str, Any], problem: Problem, options: Options, tag: s
     if (entry.get("dominant") or {}).get("kernel") != (facts.get("dominant") or {}).get("kernel"):
         fresh.pop("ncu", None)
     fresh.update(score(fresh))
+    fresh.update(class_facts(fresh))
     return fresh
 
 
@@ -635,12 +637,29 @@ def run_ncu(entry: dict[str, Any], options: Options) -> dict[str, Any]:
     return {"kernel": base, "sol": values, "class": sol_class(values)}
 
 
+def class_facts(entry: dict[str, Any]) -> dict[str, Any]:
+    """class_ours (roofline.findings.bounds.hardware_class of the dominant op's limiter and kernel) and
+    class_agrees (against the stored ncu class; None without one): pure, so a rescore needs no GPU."""
+    ncu_class = (entry.get("ncu") or {}).get("class")
+    dominant = entry.get("dominant") or {}
+    ours = ours_class(dominant.get("limiter"), dominant.get("kernel") or "")
+    return {"class_ours": ours, "class_agrees": agrees(ncu_class, ours) if ncu_class and ours else None}
+
+
 def add_ncu(entry: dict[str, Any], options: Options) -> None:
     entry["ncu"] = run_ncu(entry, options)
-    ncu_class = entry["ncu"].get("class")
-    ours = ours_class((entry.get("dominant") or {}).get("limiter"))
-    entry["class_ours"] = ours
-    entry["class_agrees"] = agrees(ncu_class, ours) if ncu_class and ours else None
+    entry.update(class_facts(entry))
+
+
+def rescore(path: Path) -> dict[str, Any]:
+    """The document at ``path`` scored again by this checkout (hits, harmful, the bound classes from the stored
+    timings, findings and ncu results), written back: the scoring's own changes, no GPU."""
+    doc = json.loads(path.read_text())
+    entries = [{**e, **score(e), **class_facts(e)} if not e.get("error") else e for e in doc.get("problems", [])]
+    meta = {k: v for k, v in doc.items() if k not in ("schema", "summary", "problems")}
+    out = document(entries, meta)
+    write_atomically(path, json.dumps(out, indent=1) + "\n")
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ output
@@ -731,6 +750,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="with --resume: diagnose the kept problems again (this checkout's rules), their timings kept; the "
         "problems already rediagnosed under TAG are skipped (a pass cut by --time-limit goes on)",
     )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="score --out again with this checkout (hits, harmful, bound classes; no timing, no GPU) and stop",
+    )
     parser.add_argument("--time-limit", type=float, default=470.0, help="seconds for the whole run (default 470)")
     parser.add_argument("--problem-budget", type=float, default=40.0, help="seconds per problem's techniques")
     parser.add_argument("--technique-timeout", type=float, default=60.0, help="seconds per technique at most")
@@ -764,6 +788,13 @@ def main(argv: list[str] | None = None) -> int:
         problems = [p for p in problems if p.id in wanted]
     if args.list:
         print("\n".join(f"{p.id:40} {p.kind:7} {p.dtype(args.device)}" for p in problems))
+        return 0
+    if args.rescore:
+        if not args.out.exists():
+            print(f"Error: {args.out} does not exist: --rescore scores a results document again", file=sys.stderr)
+            return 2
+        doc = rescore(args.out)
+        print(json.dumps(doc, indent=1) if args.json else table(doc["problems"]) + "\n" + totals_text(doc["summary"]))
         return 0
 
     def tell(line: str) -> None:

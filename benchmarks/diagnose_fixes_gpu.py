@@ -61,7 +61,6 @@ FIXES: dict[str, tuple[str, str]] = {
     "softmax_written_out": ("bf16", "fixed"),
     "layernorm_few_rows": ("fp32", "compile"),
 }
-NEITHER = {"parallelism", "latency", "launch", "host", "layout", "none"}
 # fix -> (roofline.diagnose.verify's technique, what it is)
 MECHANICAL = {
     "compile": ("compile", "torch.compile"),
@@ -298,10 +297,11 @@ def agrees(ncu_class: str, ours: str) -> bool:
     return ncu_class == ours or (ncu_class == "both" and ours in ("compute", "memory"))
 
 
-def ours_class(limiter: str | None) -> str | None:
-    if limiter is None:
-        return None
-    return "neither" if limiter in NEITHER else limiter
+def ours_class(limiter: str | None, kernel: str = "") -> str | None:
+    """Our class of the dominant kernel: roofline.findings.bounds.hardware_class of the op's limiter."""
+    from roofline.findings.bounds import hardware_class
+
+    return hardware_class(limiter, [kernel] if kernel else [])
 
 
 def run_ncu(model: Path, kernel: str, dtype: str, size: str, out: Path) -> dict[str, Any]:
@@ -357,7 +357,7 @@ def main(argv: list[str]) -> int:
         if not args.no_ncu and args.device.startswith("cuda") and "error" not in d:
             ncu = run_ncu(model, d["dominant"]["kernel"], dtype, size, args.out / f"ncu-{name}.csv")
             case["ncu"] = ncu
-            ours = ours_class(d["dominant"]["limiter"])
+            ours = ours_class(d["dominant"]["limiter"], d["dominant"].get("kernel") or "")
             if ncu.get("class") and ours:
                 case["class_agrees"] = agrees(ncu["class"], ours)
         results.append(case)

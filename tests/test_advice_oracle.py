@@ -456,3 +456,24 @@ def test_a_technique_tied_with_the_best_is_a_hit_and_one_below_the_tie_is_not():
     below = _entry({"compile": 1.55, "channels_last": 1.16, "channels_last+compile": 1.65}, ["compile"])
     assert (below["hit"], below["hit_exact"], below["hit_after_verify"]) == (False, False, False)
     assert oracle.TIE * 1.65 <= 1.64 and oracle.TIE * 1.65 > 1.55
+
+
+def test_rescore_scores_a_document_again_without_a_gpu(tmp_path, capsys):
+    """--rescore: the stored timings, findings and ncu classes scored by this checkout (the layout class's side from
+    its conversion kernel), the document written back, the table and totals printed; a missing file is exit 2."""
+    copy = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<...>>(int, ...)"
+    layout = _entry({"compile": 1.2, "channels_last+compile": 2.0}, ["channels_last+compile"])
+    layout.update(id="conv2d-c64", dominant={"limiter": "layout", "kernel": copy}, ncu={"class": "compute"},
+                  class_ours="neither", class_agrees=False)  # fmt: skip
+    latency = _entry({"compile": 1.1}, [""])
+    latency.update(id="cumsum", dominant={"limiter": "latency", "kernel": "scan"}, ncu={"class": "compute"})
+    path = tmp_path / "advice.json"
+    path.write_text(json.dumps({"schema": oracle.SCHEMA, "command": "x", "problems": [layout, latency]}))
+    assert oracle.main(["--out", str(path), "--rescore"]) == 0
+    doc = json.loads(path.read_text())
+    first, second = doc["problems"]
+    assert (first["class_ours"], first["class_agrees"]) == ("compute", True)
+    assert (second["class_ours"], second["class_agrees"]) == ("neither", False)
+    assert doc["summary"]["class_agrees"] == 1 and doc["summary"]["class_measured"] == 2 and doc["command"] == "x"
+    assert "bound class agrees with ncu 1/2 (50%)" in capsys.readouterr().out
+    assert oracle.main(["--out", str(tmp_path / "none.json"), "--rescore"]) == 2

@@ -335,3 +335,16 @@ def test_tensor_cores_idle_finding_bounds_at_the_tensor_roof():
     p = placed.points[0]
     assert f.best_time_s == pytest.approx(p.roof_time_s + p.launch_floor_s)
     assert any(g.rule == "tensor-cores-idle" for g in diagnose(ctx))
+
+
+def test_the_hardware_class_of_each_limiter():
+    assert bounds.hardware_class("compute") == "compute" and bounds.hardware_class("memory") == "memory"
+    for limiter in ("latency", "launch", "parallelism", "host", "none"):
+        assert bounds.hardware_class(limiter) == "neither"
+    assert bounds.hardware_class(None) is None and bounds.hardware_class("") is None
+    # layout is a cause: its conversions are SM-bound where torch's generic element-wise copy does them (its index
+    # arithmetic), memory-bound where a dedicated transpose kernel moves the bytes
+    copy = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<...>>(int, ...)"
+    assert bounds.hardware_class("layout", [copy]) == "compute"
+    assert bounds.hardware_class("layout", ["void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>(...)"]) == "memory"
+    assert bounds.hardware_class("layout") == "memory"

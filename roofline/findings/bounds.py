@@ -137,6 +137,23 @@ def is_instruction_bound_kernel(name: str) -> bool:
     return any(marker in name for marker in INSTRUCTION_BOUND_MARKERS)
 
 
+def hardware_class(limiter: str | None, kernels: Iterable[str] = ()) -> str | None:
+    """The hardware side a limiter puts an op's time on, as Nsight Compute's SpeedOfLight classes a kernel:
+    'compute' (the SM: FLOPs or instruction issue), 'memory', or 'neither' (launch, latency, parallelism, host, no
+    work); None without a limiter. ``layout`` is a cause, not a side: its time is in conversion kernels, which are
+    'compute' where PyTorch's generic element-wise copy does them (its index arithmetic: the instruction-bound family,
+    INSTRUCTION_BOUND_MARKERS; on an H100 ncu read those copies SM 67-71%, memory 37-46%, in all 11 convolutions of
+    the advice corpus) and 'memory' where a dedicated transpose kernel moves the bytes. ``kernels``: the op's
+    kernel names (its longest first is enough)."""
+    if not limiter:
+        return None
+    if limiter in ("compute", "memory"):
+        return limiter
+    if limiter == "layout":
+        return "compute" if any(is_instruction_bound_kernel(k) for k in kernels) else "memory"
+    return "neither"
+
+
 def is_layout_kernel(name: str) -> bool:
     """A kernel that only converts layout/format: cuDNN nchwToNhwc/nhwcToNchw, tensorTransformGeneric,
     transpose kernels, convertTensor, NCHW/NHWC padding."""
@@ -440,6 +457,7 @@ __all__ = [
     "describe",
     "dominant_kernel",
     "floor_time_s",
+    "hardware_class",
     "instruction_floor_s",
     "instruction_roof",
     "is_instruction_bound_kernel",
