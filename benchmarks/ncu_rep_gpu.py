@@ -1,0 +1,97 @@
+"""`roofline counters import FILE.ncu-rep` against a real Nsight Compute report (issue 29, item 5), on a GPU:
+
+    python benchmarks/ncu_rep_gpu.py --out benchmarks/results/ncu-rep-h100.json
+
+1. `roofline diagnose MODEL --device cuda -o report.json` (MODEL: workloads/models/gelu_chain_unfused.py);
+2. the counting child of `diagnose --counters` (`python -m roofline.diagnose.counters`) under ncu with the metrics
+   roofline reads, the NVTX range it opens and `--clock-control none`, written twice: as a report file
+   (`ncu -o X.ncu-rep`) and as the raw-page CSV `diagnose --counters` reads (`ncu --import X.ncu-rep --csv --page
+   raw`);
+3. `roofline counters import` of each (the .ncu-rep through ncu_report from the install's extras/python folder),
+   and the two documents compared: the same launches, kernels and values.
+Writes the comparison as JSON; exit 0 when the two agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT / "workloads" / "models" / "gelu_chain_unfused.py"
+
+
+def run(cmd: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/ncu-rep-h100.json"))
+    args = parser.parse_args()
+    ncu = shutil.which("ncu")
+    if ncu is None:
+        print("Error: ncu is not on PATH", file=sys.stderr)
+        return 2
+    extras = Path(os.path.realpath(ncu)).parent / "extras" / "python"
+    sys.path.insert(0, str(ROOT))
+    from roofline.diagnose.counters import child_command
+    from roofline.measure.ncu import METRICS, NVTX_RANGE
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(extras), os.environ.get("PYTHONPATH", "")])}
+    result: dict[str, Any] = {"ncu": ncu, "extras_python": str(extras), "extras_found": extras.is_dir()}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        report = work / "report.json"
+        done = run([sys.executable, "-m", "roofline", "diagnose", str(MODEL), "--device", "cuda", "-o", str(report)],
+                   env)  # fmt: skip
+        result["diagnose_rc"] = done.returncode
+        if done.returncode != 0:
+            result["error"] = done.stderr[-2000:]
+            return finish(args.out, result, 1)
+        child = child_command(MODEL, device="cuda", mode="inference")
+        rep = work / "kernels"
+        cmd = [ncu, "--metrics", ",".join(METRICS), "--clock-control", "none", "--nvtx", "--nvtx-include",
+               f"{NVTX_RANGE}/", "-f", "-o", str(rep), *child]  # fmt: skip
+        done = run(cmd, env)
+        result["ncu_rc"] = done.returncode
+        rep_file = rep.with_suffix(".ncu-rep")
+        if not rep_file.is_file():
+            result["error"] = (done.stdout + done.stderr)[-2000:]
+            return finish(args.out, result, 1)
+        csv_file = work / "kernels.csv"
+        done = run([ncu, "--import", str(rep_file), "--csv", "--page", "raw", "--print-kernel-base", "demangled"], env)
+        csv_file.write_text(done.stdout)
+        docs = {}
+        for name, source in (("ncu_rep", rep_file), ("csv", csv_file)):
+            done = run([sys.executable, "-m", "roofline", "counters", "import", str(source), "--report", str(report),
+                        "--json"], env)  # fmt: skip
+            result[f"{name}_rc"] = done.returncode
+            result[f"{name}_stderr"] = done.stderr[-1500:]
+            text = done.stdout.replace(str(source), "SOURCE")  # NB: each names its own file: not a difference
+            docs[name] = json.loads(text) if done.returncode == 0 and text.strip() else None
+        result["documents"] = docs
+        a, b = docs.get("ncu_rep"), docs.get("csv")
+        result["agree"] = a is not None and a == b
+        if a is not None and b is not None and a != b:
+            result["differences"] = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    return finish(args.out, result, 0 if result.get("agree") else 1)
+
+
+def finish(out: Path, result: dict[str, Any], code: int) -> int:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    shown = {k: v for k, v in result.items() if k != "documents"}
+    print(json.dumps(shown, indent=1, default=str)[:6000])
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
