@@ -7,7 +7,7 @@
    roofline reads, the NVTX range it opens and `--clock-control none`, written twice: as a report file
    (`ncu -o X.ncu-rep`) and as the raw-page CSV `diagnose --counters` reads (`ncu --import X.ncu-rep --csv --page
    raw`);
-3. `roofline counters import` of each (the .ncu-rep through ncu_report from the install's extras/python folder),
+3. `roofline counters import` of each (the .ncu-rep through ncu_report, which roofline finds from the ncu on PATH),
    and the two documents compared: the same launches, kernels and values.
 Writes the comparison as JSON; exit 0 when the two agree.
 """
@@ -40,13 +40,13 @@ def main() -> int:
     if ncu is None:
         print("Error: ncu is not on PATH", file=sys.stderr)
         return 2
-    extras = Path(os.path.realpath(ncu)).parent / "extras" / "python"
     sys.path.insert(0, str(ROOT))
     from roofline.diagnose.counters import child_command
-    from roofline.measure.ncu import METRICS, NVTX_RANGE
+    from roofline.measure.ncu import METRICS, NVTX_RANGE, ncu_report_dirs
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(extras), os.environ.get("PYTHONPATH", "")])}
-    result: dict[str, Any] = {"ncu": ncu, "extras_python": str(extras), "extras_found": extras.is_dir()}
+    # NB: ncu_report is not put on PYTHONPATH here: roofline finds it from the ncu on PATH (the check of that too)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result: dict[str, Any] = {"ncu": ncu, "ncu_report_dirs": [str(d) for d in ncu_report_dirs(ncu)]}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         report = work / "report.json"

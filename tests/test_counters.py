@@ -663,3 +663,34 @@ def test_counters_import_reads_an_ncu_rep_and_names_the_fix_without_ncu_report(c
     result = cli("counters", "import", str(rep), "--report", str(report_file))
     assert result.code == 2
     assert f"run.ncu-rep, range 0, launch 0: the report lacks {ncu.DRAM_WRITE}" in result.error_line()
+
+
+def test_ncu_report_is_found_in_the_install_of_the_ncu_on_path(tmp_path, monkeypatch):
+    """/usr/local/cuda-X/bin/ncu is a wrapper: ncu_report lives in /usr/local/cuda-X/nsight-compute-Y/extras/python
+    (the H100 machine's layout, where the module could not be imported before): found there, the newest first."""
+    from roofline.measure import ncu as ncu_module
+
+    toolkit = tmp_path / "cuda-13.0"
+    (toolkit / "bin").mkdir(parents=True)
+    wrapper = toolkit / "bin" / "ncu"
+    wrapper.write_text("#!/bin/sh\n")
+    for version in ("2025.1.0", "2025.3.1"):
+        extras = toolkit / f"nsight-compute-{version}" / "extras" / "python"
+        extras.mkdir(parents=True)
+        (extras / "ncu_report.py").write_text(f"VERSION = {version!r}\n")
+    monkeypatch.setattr(ncu_module, "NCU_INSTALL_GLOBS", ())
+    monkeypatch.setattr(ncu_module.shutil, "which", lambda name: str(wrapper) if name == "ncu" else None)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "ncu_report", raising=False)
+    assert ncu_module.ncu_report_dirs() == [
+        toolkit / "nsight-compute-2025.3.1" / "extras" / "python",
+        toolkit / "nsight-compute-2025.1.0" / "extras" / "python",
+    ]
+    module = ncu_module._ncu_report()
+    assert module.VERSION == "2025.3.1"
+    monkeypatch.delitem(sys.modules, "ncu_report", raising=False)
+    # no ncu on PATH and no install: the one-line fix
+    monkeypatch.setattr(ncu_module.shutil, "which", lambda name: None)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if "nsight-compute" not in p])
+    with pytest.raises(ncu_module.CountersError, match="nor found beside the ncu on PATH"):
+        ncu_module._ncu_report()

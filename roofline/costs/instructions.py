@@ -136,10 +136,12 @@ SCAN_COMBINE: dict[str, tuple[int, int]] = {
 #: = (9 + ceil(log2(row)) - ceil(log2(rows))) // 2, kept within [4, 9]; each thread holds 2 elements of a row chunk
 #: of 2 x that many, scanned in shared memory by an up-sweep and a down-sweep (log2(chunk) steps each).
 SCAN_LOG_THREADS = 9
-#: thread-instructions per element per step of the shared-memory scan. NB: each of the 2 x log2(chunk) steps has a
-#: shared load, the combine, a shared store and the barrier with its predicate, for the 2 elements a thread holds:
-#: about 2 per element per step (an estimate, not read from SASS)
-SCAN_STEP = 2
+#: thread-instructions per element per step of the shared-memory scan (each of the 2 x log2(chunk) steps: shared
+#: loads and stores, the combine, the barrier, the index math and predicates for the 2 elements a thread holds). NB:
+#: measured (benchmarks/instruction_counts_gpu.py, ncu on an H100, 2026-11-27): a bf16 cumsum along rows of 4096
+#: (16 threads along a row: 10 steps) executed 98.2 thread-instructions an element; the combine, load, store,
+#: conversions and carry (9) leave 89 for the 10 steps. One shape measured (2 per step was the reading of the source)
+SCAN_STEP = 9
 #: thread-instructions per element for the scan's chunk loop: the carry from the previous chunk combined in, the
 #: row and chunk index math. NB: an estimate
 SCAN_CARRY = 4
@@ -165,11 +167,14 @@ VECTOR_BYTES = 16
 #: thread-instructions per vector of output elements for the vectorized kernel's loop and address math. NB: an
 #: estimate (the loop counter, the bounds test, 64-bit address arithmetic)
 VECTOR_LOOP = 4
-#: thread-instructions per dim of the output for the generic (strided or broadcast) kernel's offsets. NB:
-#: OffsetCalculator divides the linear index by each dim's size with IntDivider (IMAD.HI, SHF, IMAD: 3) and
-#: accumulates each operand's stride (1 IMAD per operand): this counts 3 + the operands; torch coalesces
-#: contiguous dims first, so the output's rank (dims of size 1 dropped) over-counts where dims coalesce
-DIVMOD = 3
+#: thread-instructions per dim of the output for the generic (strided or broadcast) kernel's offsets, besides one
+#: per operand (each operand's stride accumulated) and one for the output's. NB: OffsetCalculator's divmod by each
+#: dim's size (IntDivider: IMAD.HI, SHF, IMAD) is 3 of them; the rest is the kernel's unrolled loop, bounds tests
+#: and 64-bit addresses, counted per dim as measured: benchmarks/instruction_counts_gpu.py (ncu, H100, 2026-11-27)
+#: read 70.8 thread-instructions an element (35 integer) for the 4-d bf16 NCHW -> NHWC copy before a convolution =
+#: 4 dims x (15 + 1 + 1) + a load and a store (the reading of the source alone gave 3 a dim: 3.2x too few). torch
+#: coalesces contiguous dims first, so the output's rank (dims of size 1 dropped) over-counts where dims coalesce
+GENERIC_DIM = 15
 #: thread-instructions per 16-bit element converted to or from fp32. NB: a bf16 -> fp32 is a shift or PRMT, an
 #: fp32 -> bf16/fp16 is one F2F (sm_80+ packs two in one F2FP: an upper count by half an instruction)
 CONVERT = 1
@@ -181,15 +186,19 @@ DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, 
 INDEX_OPS = ("flip", "roll")
 
 # Pooling: PyTorch's max/avg pool kernels (aten/src/ATen/native/cuda/DilatedMaxPool2d.cu, AveragePool2d.cu and their
-# 1-d/3-d kin) run one thread per output element: the output index split into its pooled coordinates, the window's
-# bounds clipped to the input, then a loop over the window's taps, each a scalar load. Per tap (thread-instructions):
-# one load; the tap's address (IMAD) and the loop's count and branch: 2 of index; the arithmetic: for max the compare,
-# its NaN test and the two selects (value, index): 4, for avg one FADD; a 16-bit input adds its conversion to fp32.
-# NB: estimates from the kernels' source, not read from their SASS
+# 1-d/3-d kin) run one thread per output element: the output index split into its pooled coordinates by runtime
+# integer divisions (below 20 instructions each, 64-bit ones far more), the window's bounds clipped to the input,
+# then a loop over the window's taps, each a scalar load. Per tap: one load, a conversion for a 16-bit input, the
+# arithmetic (max: the compare, its NaN test and the two selects, 4; avg: one FADD) and the tap's index math (its
+# 64-bit offset and address, the loops' bounds and branches: POOL_TAP_INDEX); per output the coordinates, bounds and
+# pointers (POOL_OUTPUT_INDEX), the store, and max's index store (2) or avg's divide. NB: the two index terms are
+# measured (benchmarks/instruction_counts_gpu.py, ncu on an H100, 2026-11-27): MaxPool2d(3, 2, 1) read 447
+# thread-instructions an output (8.95 taps) and AvgPool2d(2) 293 (4 taps), bf16 NCHW; taking the index math per tap
+# and per output as the same code in both kernels, 24 a tap and 172 an output give both back (the reading of the
+# source alone gave 2 and 17: 5-6x too few). 2-d pools measured; the 1-d and 3-d kernels are taken alike
 POOL_TAP_ARITHMETIC = {"max": 4.0, "avg": 1.0}
-POOL_TAP_INDEX = 2.0
-#: per output element and pooled dim: the window's start, end and the two clips (IMAD, IADD, 2 IMNMX)
-POOL_BOUNDS = 4.0
+POOL_TAP_INDEX = 24.0
+POOL_OUTPUT_INDEX = 172.0
 #: the pooling ops by kind, and the pooled dims of each
 POOL_OPS: dict[str, tuple[str, int]] = {
     **{f"max_pool{n}d{w}": ("max", n) for n in (1, 2, 3) for w in ("", "_with_indices")},
@@ -282,22 +291,22 @@ def estimate(
     if key in POOL_OPS:
         if window is None:
             return None
-        kind, pooled = POOL_OPS[key]
-        # NB: per output: its coordinates (a divmod per pooled dim and one for the rest), the window's bounds, the
-        # store (and its conversion), and max's index store or avg's divide by the window's count
+        kind, _ = POOL_OPS[key]
+        # NB: per output: its coordinates, bounds and pointers (POOL_OUTPUT_INDEX), the store (and its conversion),
+        # and max's index store or avg's divide by the window's count
         finish = (2.0, 0.0) if kind == "max" else DIV
         parts = (
             ("arithmetic", window * POOL_TAP_ARITHMETIC[kind] + finish[0]),
             ("memory", window + 1.0),
             ("conversions", (window + 1.0) * CONVERT if half else 0.0),
-            ("index", window * POOL_TAP_INDEX + DIVMOD * (pooled + 1) + POOL_BOUNDS * pooled),
+            ("index", window * POOL_TAP_INDEX + POOL_OUTPUT_INDEX),
         )
         return Estimate(sum(v for _, v in parts), float(finish[1]), parts)
     if key in INDEX_OPS:
         dims = len([d for d in out if d != 1])
         # NB: flip/roll: each output element's source offset by the generic kernel's divmods, one scalar load and
         # one store; no arithmetic, no conversion
-        parts = (("memory", 2.0), ("index", float(dims * (DIVMOD + 2))))
+        parts = (("memory", 2.0), ("index", float(dims * (GENERIC_DIM + 2))))
         return Estimate(sum(v for _, v in parts), 0.0, parts)
     if key not in ARITHMETIC:
         return None
@@ -312,7 +321,7 @@ def estimate(
     if generic:
         dims = len([d for d in out if d != 1])
         memory = float(operands + 1)
-        index = float(dims * (DIVMOD + operands + 1))
+        index = float(dims * (GENERIC_DIM + operands + 1))
     else:
         memory = (operands + 1) / per_vector
         index = VECTOR_LOOP / per_vector
@@ -331,7 +340,7 @@ def instruction_time(elements: int, per_element: Estimate, rates: IssueRates) ->
 __all__ = [
     "ARITHMETIC",
     "CONVERT",
-    "DIVMOD",
+    "GENERIC_DIM",
     "POOL_OPS",
     "SCAN_COMBINE",
     "SCHEDULERS_PER_SM",

@@ -250,8 +250,8 @@ def read_csv(path: Path) -> list[KernelCounters]:
 # ------------------------------------------------------------------------------------------------ .ncu-rep
 
 NCU_REPORT_FIX = (
-    "reading a .ncu-rep needs Nsight Compute's Python module ncu_report, which cannot be imported here: put the "
-    "extras/python folder of the Nsight Compute install on PYTHONPATH (e.g. "
+    "reading a .ncu-rep needs Nsight Compute's Python module ncu_report, which cannot be imported here nor found "
+    "beside the ncu on PATH: put the extras/python folder of the Nsight Compute install on PYTHONPATH (e.g. "
     "PYTHONPATH=/usr/local/cuda/nsight-compute-VERSION/extras/python), or export the report as CSV "
     "(ncu --import FILE.ncu-rep --csv --page raw > FILE.csv) and read that"
 )
@@ -260,13 +260,50 @@ NCU_REPORT_FIX = (
 _DEFAULT_UNITS = {"bytes": "byte", "seconds": "nsecond", "percent": "%"}
 
 
+#: where Nsight Compute installs live besides the ncu on PATH (its folder and the CUDA toolkit's it belongs to)
+NCU_INSTALL_GLOBS = ("/opt/nvidia/nsight-compute/*", "/usr/local/cuda*/nsight-compute*")
+
+
+def ncu_report_dirs(ncu: str | None = None) -> list[Path]:
+    """The extras/python folders holding ncu_report.py, the ncu on PATH's own first: beside it or its parent
+    (an install's ncu), under its CUDA toolkit (/usr/local/cuda-X/bin/ncu is a wrapper of
+    /usr/local/cuda-X/nsight-compute-Y/ncu), then the usual install places, the newest version first."""
+    import glob
+    import os
+
+    bases: list[Path] = []
+    found = ncu if ncu is not None else shutil.which("ncu")
+    if found:
+        real = Path(os.path.realpath(found)).parent
+        bases += [real, real.parent]
+        bases += [Path(p) for p in sorted(glob.glob(str(real.parent / "nsight-compute*")), reverse=True)]
+    for pattern in NCU_INSTALL_GLOBS:
+        bases += [Path(p) for p in sorted(glob.glob(pattern), reverse=True)]
+    dirs: list[Path] = []
+    for base in bases:
+        extras = base / "extras" / "python"
+        if (extras / "ncu_report.py").is_file() and extras not in dirs:
+            dirs.append(extras)
+    return dirs
+
+
 def _ncu_report() -> Any:
-    """Nsight Compute's own Python report module, or a CountersError naming the fix."""
+    """Nsight Compute's own Python report module: importable as is, else from the install of the ncu on PATH
+    (:func:`ncu_report_dirs`, its folder put on sys.path); or a CountersError naming the fix."""
+    import importlib
+    import sys
+
     try:
-        import ncu_report  # type: ignore[import-not-found]  # NB: ships in Nsight Compute's extras/python
+        return importlib.import_module("ncu_report")  # NB: ships in Nsight Compute's extras/python
     except ImportError:
-        raise CountersError(NCU_REPORT_FIX) from None
-    return ncu_report
+        pass
+    for folder in ncu_report_dirs():
+        sys.path.insert(0, str(folder))
+        try:
+            return importlib.import_module("ncu_report")
+        except ImportError:
+            sys.path.remove(str(folder))
+    raise CountersError(NCU_REPORT_FIX)
 
 
 def _metric(action: Any, name: str, kind: str, where: str) -> Decimal | int | float | None:
@@ -451,6 +488,7 @@ __all__ = [
     "CountersUnavailable",
     "KernelCounters",
     "ncu_command",
+    "ncu_report_dirs",
     "parse_csv",
     "read_counters",
     "read_csv",
