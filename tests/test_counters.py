@@ -694,3 +694,23 @@ def test_ncu_report_is_found_in_the_install_of_the_ncu_on_path(tmp_path, monkeyp
     monkeypatch.setattr(sys, "path", [p for p in sys.path if "nsight-compute" not in p])
     with pytest.raises(ncu_module.CountersError, match="nor found beside the ncu on PATH"):
         ncu_module._ncu_report()
+
+
+def test_ncu_report_names_with_casts_match_the_csv_and_the_profiler():
+    # the same launch as ncu_report's demangled name and as the CSV's --print-kernel-base demangled (an H100,
+    # Nsight Compute 2025.3.1): the report file writes C-style casts on integer template arguments
+    from_rep = (
+        "void at::native::vectorized_elementwise_kernel<(int)4, at::native::BinaryFunctor<float, float, float, "
+        "at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)3>>(int, T2, T3)"
+    )
+    from_csv = (
+        "void vectorized_elementwise_kernel<4, BinaryFunctor<float, float, float, binary_internal::MulFunctor<float>>, "
+        "array<char *, 3>>(int, T2, T3)"
+    )
+    assert normalized(from_rep) == normalized(from_csv)
+    assert (
+        normalized(from_rep)
+        == "vectorized_elementwise_kernel<4,BinaryFunctor<float,float,float,MulFunctor<float>>,array<char*,3>>"
+    )
+    assert normalized("k<(bool)1, (int)-2>(int)") == "k<1,-2>"  # the cast goes, the value stays
+    assert normalized("void f(float (*)(int), (int)4)") == "f"  # outside a template: the parameters are cut

@@ -97,6 +97,10 @@ _ANONYMOUS_ARG = re.compile(r"(?<=\w)<unnamed>::")  # a template argument: 'k<<u
 _ANONYMOUS = re.compile(r"<?unnamed>::")
 _INT_SUFFIX = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
 _NCU_LAMBDA = re.compile(r"\[lambda\(([^)]*)\) \(instance (\d+)\)\]")  # ncu: [lambda(float) (instance 1)]
+#: a C-style cast on an integer template argument: ncu_report's demangled names write '<(int)4, ..., (unsigned long)3>'
+#: where the CSV's --print-kernel-base demangled and the torch profiler write '<4, ..., 3>' (seen on an H100, Nsight
+#: Compute 2025.3.1)
+_CAST = re.compile(r"\((?:unsigned |signed )?(?:int|long long|long|short|char|bool|unsigned)\)(?=-?\d)")
 _BOOLS = {"false": "0", "true": "1"}
 
 
@@ -126,6 +130,7 @@ def normalized(name: str) -> str:
     text = text.replace("(anonymous namespace)::", "")
     text = _ANONYMOUS.sub("", _ANONYMOUS_ARG.sub("<", text))
     text = _NCU_LAMBDA.sub(r"{lambda(\1)#\2}", text)  # as the torch profiler writes it: {lambda(float)#1}
+    text = _CAST.sub("", text)
     text = _cut_params(text)
     text = re.sub(r"\b(false|true)\b", lambda m: _BOOLS[m.group(1)], text)
     text = _NAMESPACE.sub("", text)
