@@ -81,7 +81,7 @@ for _path in (str(ROOT), str(ROOT / "benchmarks")):
         sys.path.insert(0, _path)
 
 from advice_corpus import Problem, corpus  # noqa: E402
-from diagnose_fixes_gpu import agrees, kernel_base_name, ours_class, parse_sol, sol_class  # noqa: E402
+from diagnose_fixes_gpu import agrees, kernel_base_name, ours_class, parse_sol_launches, sol_class  # noqa: E402
 
 SCHEMA = "roofline-advice-oracle/1"
 HIT_GAIN = 1.5  # the best technique counts (for the hit rate) when it gives at least this
@@ -599,8 +599,14 @@ def replay(problem_id: str, device: str, quick: bool, calls: int = 3) -> None:
         torch.cuda.synchronize()
 
 
+#: launches of the dominant kernel's base name profiled (after the first): the longest is taken
+NCU_LAUNCHES = 8
+
+
 def run_ncu(entry: dict[str, Any], options: Options) -> dict[str, Any]:
-    """ncu SpeedOfLight on the dominant op's longest kernel (its second launch): SM and memory throughput, class."""
+    """ncu SpeedOfLight on the dominant op's longest kernel: NCU_LAUNCHES launches of its base name after the
+    first, the longest of them (a base name such as 'elementwise_kernel' names many kernels): SM and memory
+    throughput, class."""
     ncu = shutil.which("ncu")
     kernel = (entry.get("dominant") or {}).get("kernel") or ""
     if ncu is None:
@@ -623,7 +629,7 @@ def run_ncu(entry: dict[str, Any], options: Options) -> dict[str, Any]:
     import re
 
     cmd = [ncu, "--clock-control", "none", "--section", "SpeedOfLight", "--csv", "-k", f"regex:^{re.escape(base)}$"]
-    cmd += ["--launch-skip", "1", "--launch-count", "1", sys.executable, str(script)]
+    cmd += ["--launch-skip", "1", "--launch-count", str(NCU_LAUNCHES), sys.executable, str(script)]
     timeout = max(1.0, min(options.ncu_timeout_s, options.deadline - time.monotonic()))
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -631,10 +637,19 @@ def run_ncu(entry: dict[str, Any], options: Options) -> dict[str, Any]:
         return {"kernel": base, "error": f"ncu ran past {timeout:.0f} s"}
     finally:
         script.unlink(missing_ok=True)
-    values = parse_sol(done.stdout)
-    if not values:
+    launches = parse_sol_launches(done.stdout)
+    if not launches:
         return {"kernel": base, "error": (done.stderr.strip().splitlines() or ["no metrics"])[-1][:200]}
-    return {"kernel": base, "sol": values, "class": sol_class(values)}
+    # NB: a base name ('elementwise_kernel') is shared by many kernels: the longest launch is the dominant kernel's
+    values = max(launches, key=lambda v: v.get("Duration", 0.0))
+    duration = values.pop("Duration", None)
+    return {
+        "kernel": base,
+        "sol": values,
+        "class": sol_class(values),
+        "launches": len(launches),
+        "duration_s": duration,
+    }
 
 
 def class_facts(entry: dict[str, Any]) -> dict[str, Any]:
@@ -751,6 +766,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "problems already rediagnosed under TAG are skipped (a pass cut by --time-limit goes on)",
     )
     parser.add_argument(
+        "--ncu-redo",
+        default="",
+        metavar="TAG",
+        help="with --ncu: measure again where ncu was measured before (those already redone under TAG skipped)",
+    )
+    parser.add_argument(
         "--rescore",
         action="store_true",
         help="score --out again with this checkout (hits, harmful, bound classes; no timing, no GPU) and stop",
@@ -819,6 +840,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume and args.out.exists():
         kept = {e["id"]: e for e in json.loads(args.out.read_text()).get("problems", []) if not e.get("stopped")}
     todo = [p for p in problems if p.id not in kept]
+    # NB: the kept problems --filter/--limit did not select stay in the document as they were
+    chosen = {p.id for p in problems}
+    others = [e for key, e in kept.items() if key not in chosen]
     if args.precompile > 0 and todo:
         limit = min(args.precompile_limit, options.deadline - time.monotonic())
         precompile(todo, args.precompile, limit, args.device, quick, tell)
@@ -862,18 +886,21 @@ def main(argv: list[str] | None = None) -> int:
                 "time limit" in str(entry.get("error", ""))
             ):
                 entry["stopped"] = True  # cut by the limit: --resume measures it again
-        if args.ncu and not entry.get("error") and "ncu" not in entry and time.monotonic() < options.deadline:
+        redo = args.ncu_redo and (entry.get("ncu") or {}).get("redone") != args.ncu_redo
+        if args.ncu and not entry.get("error") and ("ncu" not in entry or redo) and time.monotonic() < options.deadline:
             tell(f"{problem.id}: ncu")
             add_ncu(entry, options)
+            if args.ncu_redo:
+                entry["ncu"]["redone"] = args.ncu_redo
         entries.append(entry)
         if not args.json:
             print(table([entry]).splitlines()[-1], flush=True)
         meta["elapsed_s"] = round(time.monotonic() - started, 1)
-        write_atomically(args.out, json.dumps(document(entries, meta), indent=1) + "\n")
+        write_atomically(args.out, json.dumps(document(entries + others, meta), indent=1) + "\n")
     else:
         meta["complete"] = True
     meta["elapsed_s"] = round(time.monotonic() - started, 1)
-    doc = document(entries, meta)
+    doc = document(entries + others, meta)
     write_atomically(args.out, json.dumps(doc, indent=1) + "\n")
     if args.json:
         print(json.dumps(doc, indent=1))

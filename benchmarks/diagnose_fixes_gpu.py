@@ -278,6 +278,29 @@ def parse_sol(text: str) -> dict[str, float]:
     return values
 
 
+#: seconds per unit of ncu's duration metrics
+DURATION_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3, "second": 1.0}
+
+
+def parse_sol_launches(text: str) -> list[dict[str, float]]:
+    """SpeedOfLight metrics (%) of every profiled launch in `ncu --csv` (details page), in ID order; each with its
+    'Duration' in seconds where the section gives it."""
+    start = text.find('"ID"')
+    launches: dict[str, dict[str, float]] = {}
+    for row in csv.DictReader(io.StringIO(text[start:])) if start >= 0 else []:
+        values = launches.setdefault(row.get("ID", ""), {})
+        name, unit = row.get("Metric Name", ""), row.get("Metric Unit", "")
+        try:
+            value = float(row.get("Metric Value", "").replace(",", ""))
+        except ValueError:
+            continue
+        if unit == "%" and name not in values:
+            values[name] = value
+        elif name == "Duration" and unit in DURATION_UNITS:
+            values["Duration"] = value * DURATION_UNITS[unit]
+    return [v for v in launches.values() if v]
+
+
 def sol_class(values: dict[str, float]) -> str | None:
     """compute | memory | both (each at least SOL_HIGH: either of ours agrees) | neither."""
     sm = values.get("Compute (SM) Throughput")

@@ -417,7 +417,12 @@ SOL_CSV = """==PROF== Connected to process 1
 "ID","Process ID","Process Name","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"
 "0","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","Memory Throughput","%","{memory}"
 "0","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","DRAM Throughput","%","{memory}"
+"0","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","Duration","usecond","812.5"
 "0","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","Compute (SM) Throughput","%","{sm}"
+"1","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","Memory Throughput","%","10.2"
+"1","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","DRAM Throughput","%","10.2"
+"1","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","Duration","usecond","3.1"
+"1","1","python","vectorized_elementwise_kernel","GPU Speed Of Light Throughput","Compute (SM) Throughput","%","0.2"
 """
 
 
@@ -436,10 +441,13 @@ def test_ncu_speed_of_light_against_the_dominant_limiter(monkeypatch, tmp_path):
     memory = {"id": "gelu-rows128k", "dominant": {"kernel": kernel, "limiter": "memory"}}
     oracle.add_ncu(memory, oracle.Options(device="cuda", work=tmp_path))
     assert memory["ncu"]["class"] == "memory" and memory["ncu"]["sol"]["Compute (SM) Throughput"] == 20.0
+    # two launches of that base name: the longest (812.5 us, not a 3.1 us copy of another kernel) is the one read
+    assert memory["ncu"]["launches"] == 2 and memory["ncu"]["duration_s"] == pytest.approx(812.5e-6)
     assert memory["class_agrees"] is True
     called = json.loads(args_file.read_text())
     assert called[:4] == ["--clock-control", "none", "--section", "SpeedOfLight"]
     assert "regex:^vectorized_elementwise_kernel$" in called
+    assert called[called.index("--launch-count") + 1] == str(oracle.NCU_LAUNCHES)
     latency = {"id": "gelu-rows128k", "dominant": {"kernel": kernel, "limiter": "latency"}}
     oracle.add_ncu(latency, oracle.Options(device="cuda", work=tmp_path))
     assert latency["class_ours"] == "neither" and latency["class_agrees"] is False
@@ -477,3 +485,26 @@ def test_rescore_scores_a_document_again_without_a_gpu(tmp_path, capsys):
     assert doc["summary"]["class_agrees"] == 1 and doc["summary"]["class_measured"] == 2 and doc["command"] == "x"
     assert "bound class agrees with ncu 1/2 (50%)" in capsys.readouterr().out
     assert oracle.main(["--out", str(tmp_path / "none.json"), "--rescore"]) == 2
+
+
+def test_a_filtered_resume_keeps_the_problems_it_did_not_select(injected, tmp_path, capsys, monkeypatch):
+    """--resume --filter X measures X again (here: --ncu --ncu-redo on X only) and keeps every other problem of the
+    document as it was; a second pass under the same redo tag measures nothing again."""
+    out = tmp_path / "oracle.json"
+    both = ["--device", "cpu", "--filter", "softmax-scores,small-linear+gelu-rows256", "--out", str(out)]
+    assert oracle.main([*both, "--rounds", "1"]) == 0
+    before = {e["id"]: e for e in json.loads(out.read_text())["problems"]}
+    calls = []
+
+    def fake_ncu(entry, options):
+        calls.append(entry["id"])
+        return {"kernel": "k", "sol": {}, "class": "memory"}
+
+    monkeypatch.setattr(oracle, "run_ncu", fake_ncu)
+    one = ["--device", "cpu", "--filter", "softmax-scores", "--out", str(out), "--resume", "--ncu", "--ncu-redo", "n2"]
+    assert oracle.main(one) == 0
+    after = {e["id"]: e for e in json.loads(out.read_text())["problems"]}
+    assert set(after) == set(before) and after["small-linear+gelu-rows256"] == before["small-linear+gelu-rows256"]
+    assert calls == ["softmax-scores"] and after["softmax-scores"]["ncu"]["redone"] == "n2"
+    assert oracle.main(one) == 0 and calls == ["softmax-scores"]  # redone under n2 already
+    capsys.readouterr()
