@@ -167,14 +167,19 @@ VECTOR_BYTES = 16
 #: thread-instructions per vector of output elements for the vectorized kernel's loop and address math. NB: an
 #: estimate (the loop counter, the bounds test, 64-bit address arithmetic)
 VECTOR_LOOP = 4
-#: thread-instructions per dim of the output for the generic (strided or broadcast) kernel's offsets, besides one
-#: per operand (each operand's stride accumulated) and one for the output's. NB: OffsetCalculator's divmod by each
-#: dim's size (IntDivider: IMAD.HI, SHF, IMAD) is 3 of them; the rest is the kernel's unrolled loop, bounds tests
-#: and 64-bit addresses, counted per dim as measured: benchmarks/instruction_counts_gpu.py (ncu, H100, 2026-11-27)
-#: read 70.8 thread-instructions an element (35 integer) for the 4-d bf16 NCHW -> NHWC copy before a convolution =
-#: 4 dims x (15 + 1 + 1) + a load and a store (the reading of the source alone gave 3 a dim: 3.2x too few). torch
-#: coalesces contiguous dims first, so the output's rank (dims of size 1 dropped) over-counts where dims coalesce
-GENERIC_DIM = 15
+#: the generic (strided or broadcast) kernel's index math: GENERIC_FIXED an element (its unrolled loop, bounds tests,
+#: 64-bit addresses) and GENERIC_DIM a dim of the output (OffsetCalculator's divmod by the dim's size, IntDivider:
+#: IMAD.HI, SHF, IMAD, and its bookkeeping), besides one a dim per operand (its stride accumulated) and one for the
+#: output's. NB: measured on an H100 (2026-11-27): ncu read 70.8 thread-instructions an element for the 4-d bf16
+#: NCHW -> NHWC copy before a convolution (benchmarks/instruction_counts_gpu.py; 2 + 25 + 4 x (9 + 2) = 71), and
+#: the SM throughput of a 2-d bf16 broadcast multiply (x * rsqrt(...) of RMSNorm written out, 8192 x 8192: 65.9%
+#: in 170 us) gives 56 issued an element (7 + 25 + 2 x (9 + 3) = 56), where in the six kernels counted the issued
+#: share equalled the SM throughput within a point; the broadcast divide of softmax written out (16384 x 8192,
+#: 72.8% in 361 us: 65.5) is predicted at 65. The reading of the source alone gave 3 a dim and nothing fixed: 3.2x
+#: too few. torch coalesces contiguous dims first, so the output's rank (dims of size 1 dropped) over-counts where
+#: dims coalesce
+GENERIC_FIXED = 25
+GENERIC_DIM = 9
 #: thread-instructions per 16-bit element converted to or from fp32. NB: a bf16 -> fp32 is a shift or PRMT, an
 #: fp32 -> bf16/fp16 is one F2F (sm_80+ packs two in one F2FP: an upper count by half an instruction)
 CONVERT = 1
@@ -306,7 +311,7 @@ def estimate(
         dims = len([d for d in out if d != 1])
         # NB: flip/roll: each output element's source offset by the generic kernel's divmods, one scalar load and
         # one store; no arithmetic, no conversion
-        parts = (("memory", 2.0), ("index", float(dims * (GENERIC_DIM + 2))))
+        parts = (("memory", 2.0), ("index", float(GENERIC_FIXED + dims * (GENERIC_DIM + 2))))
         return Estimate(sum(v for _, v in parts), 0.0, parts)
     if key not in ARITHMETIC:
         return None
@@ -321,7 +326,7 @@ def estimate(
     if generic:
         dims = len([d for d in out if d != 1])
         memory = float(operands + 1)
-        index = float(dims * (GENERIC_DIM + operands + 1))
+        index = float(GENERIC_FIXED + dims * (GENERIC_DIM + operands + 1))
     else:
         memory = (operands + 1) / per_vector
         index = VECTOR_LOOP / per_vector
@@ -341,6 +346,7 @@ __all__ = [
     "ARITHMETIC",
     "CONVERT",
     "GENERIC_DIM",
+    "GENERIC_FIXED",
     "POOL_OPS",
     "SCAN_COMBINE",
     "SCHEDULERS_PER_SM",
