@@ -264,12 +264,18 @@ def kernel_base_name(name: str) -> str:
 
 def parse_sol(text: str) -> dict[str, float]:
     """SpeedOfLight metrics (%) from `ncu --csv` (details page): the first kernel's."""
+    return parse_metrics(text, percent_only=True)
+
+
+def parse_metrics(text: str, *, percent_only: bool = False) -> dict[str, float]:
+    """Metric values from `ncu --csv` (details page), the first kernel's: numbers only (percentages only with
+    ``percent_only``), as ncu prints them (no unit conversion)."""
     start = text.find('"ID"')
     rows = list(csv.DictReader(io.StringIO(text[start:]))) if start >= 0 else []
     values: dict[str, float] = {}
     for row in rows:
         name, unit = row.get("Metric Name", ""), row.get("Metric Unit", "")
-        if unit != "%" or name in values:
+        if (percent_only and unit != "%") or name in values:
             continue
         try:
             values[name] = float(row.get("Metric Value", "").replace(",", ""))

@@ -14,8 +14,6 @@ table and writes a JSON. Needs ncu on PATH and a CUDA GPU.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import shutil
 import subprocess
@@ -28,6 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from diagnose_fixes_gpu import parse_metrics  # noqa: E402
 
 # NB: the first set is the counts (any ncu since 2020 has them); the second the pipes, asked apart so that a metric
 # an ncu lacks costs only that set
@@ -91,21 +91,6 @@ def cases() -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def parse(text: str) -> dict[str, float]:
-    """Metric values from `ncu --csv` (details page): the first kernel's, numbers only."""
-    start = text.find('"ID"')
-    values: dict[str, float] = {}
-    for row in csv.DictReader(io.StringIO(text[start:])) if start >= 0 else []:
-        name = row.get("Metric Name", "")
-        if name in values:
-            continue
-        try:
-            values[name] = float(row.get("Metric Value", "").replace(",", ""))
-        except ValueError:
-            continue
-    return values
-
-
 def profile(case: dict[str, Any], metrics: tuple[str, ...], work: Path, timeout: float) -> tuple[dict[str, float], str]:
     ncu = shutil.which("ncu")
     script = work / f"run-{case['problem']}.py"
@@ -116,7 +101,7 @@ def profile(case: dict[str, Any], metrics: tuple[str, ...], work: Path, timeout:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {}, f"ncu ran past {timeout:.0f} s"
-    values = parse(done.stdout)
+    values = parse_metrics(done.stdout)
     error = "" if values else (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["?"])[-1]
     return values, error[:300]
 
