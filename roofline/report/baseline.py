@@ -40,7 +40,15 @@ from roofline.report.machine import MachineInfo, machine_of
 from roofline.report.outputs import BASELINE_SCHEMA
 from roofline.report.rows import finite_number, positive_number
 from roofline.version import __version__
-from roofline.yamlio import MAX_JSON_BYTES, decode_text, dumps_json, parse_json, read_bytes
+from roofline.yamlio import (
+    MAX_JSON_BYTES,
+    dumps_json,
+    keep_parsed,
+    parse_json,
+    parse_json_bytes,
+    paused_gc,
+    read_bytes,
+)
 
 SCHEMA = BASELINE_SCHEMA
 VERSION = 1
@@ -390,11 +398,14 @@ def from_reports(
 # ------------------------------------------------------------------------------------------ files
 
 
-def parse(text: str, source: str) -> Baseline:
-    from roofline.report.schema import paused_gc
-
+def parse(text: str | bytes, source: str) -> Baseline:
+    """The baseline in ``text`` (a file's text, or its bytes: then a binary or non-UTF-8 file is one error line)."""
     with paused_gc():
-        data = parse_json(text, source, BaselineError, "corrupt baseline", "save it again")
+        if isinstance(text, bytes):
+            data = parse_json_bytes(text, source, BaselineError, "JSON baseline", "corrupt baseline", "save it again")
+        else:
+            data = parse_json(text, source, BaselineError, "corrupt baseline", "save it again")
+    keep_parsed(data)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else None
         what = f"schema {found!r}" if found else "no schema"
@@ -420,7 +431,7 @@ def load(path: Path | str) -> Baseline:
     if not path.exists() and not path.is_symlink():
         raise BaselineError(f"{path}: no such baseline: save one with `roofline baseline save REPORT.json -o {path}`")
     data = read_bytes(path, BaselineError, "baseline", MAX_JSON_BYTES)
-    return parse(decode_text(data, path, BaselineError, "JSON baseline"), str(path))
+    return parse(data, str(path))
 
 
 def save(baseline: Baseline, path: Path | str, *, force: bool = False, option: str = "-o") -> Path:
