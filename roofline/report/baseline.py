@@ -24,6 +24,7 @@ Reading is tolerant (unknown keys are ignored: a later minor version may add som
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import subprocess
 from collections import Counter
@@ -181,7 +182,12 @@ def _samples(values: Any) -> list[float]:
     """A row's samples as floats; nulls (a NaN the report held) and anything not a finite number left out."""
     if not isinstance(values, list):
         return []
+    if set(map(type, values)) <= _FLOAT and all(map(math.isfinite, values)):  # NB: every report's: checked in C
+        return list(values)
     return [number for value in values if (number := finite_number(value)) is not None]
+
+
+_FLOAT = {float}
 
 
 def _bench_point(row: dict[str, Any]) -> Point:
@@ -344,8 +350,9 @@ def _pool(runs: list[Point]) -> Point:
     first = runs[0]
     medians = [t for t in (_run_time(p) for p in runs) if t is not None and t > 0]
     samples = [s for p in runs for s in p.samples_s]
-    if len(runs) == 1:
-        return first.model_copy(update={"run_medians_s": medians})
+    if len(runs) == 1:  # NB: first is this baseline's own (points_of made it): set, not copied
+        first.run_medians_s = medians
+        return first
     from roofline.samples import median
 
     time_s = median(medians) if medians else None
