@@ -155,7 +155,9 @@ def _page(
     from roofline.report.points import report_document, report_points
 
     points = report_points(loaded, name, per_call=per_call)  # once, for the chart and the page
-    spec = report_chart([NamedReport(name, loaded, points)], known_devices, top=top, per_call=per_call)
+    named = [NamedReport(name, loaded, points)]
+    # markdown shows the chart's notes, not the chart: no marks made
+    spec = report_chart(named, known_devices, top=top, per_call=per_call, marks=chosen == "html")
     doc = report_document(loaded, name, notes=spec.notes, per_call=per_call, points=points)
     if chosen == "html":
         from dataclasses import replace

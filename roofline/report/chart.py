@@ -417,12 +417,14 @@ def build_chart(
     top: int = DEFAULT_TOP,
     per_call: bool = False,
     verified: bool = False,
+    marks: bool = True,
 ) -> ChartSpec:
     """The chart of ``reports``: one panel per device they were placed on, then one per projection device.
 
     ``known``: spec sheet and calibration per device name (those of the reports' devices, where found, and
     every projection device, which must have a spec sheet). ``verified``: an arrow per op a verified finding
-    covers (diagnose --verify), with a note per report saying how it is estimated."""
+    covers (diagnose --verify), with a note per report saying how it is estimated. ``marks`` False: panels
+    without their marks, for a caller that shows the notes and counts alone (a page without the chart)."""
     known = dict(known or {})
     if not reports:
         raise UsageError("no report to plot: give at least one REPORT.json")
@@ -510,8 +512,8 @@ def build_chart(
         if band is not None and band.top <= y_range[0]:
             band = None
         shown = () if projected else tuple(arrows.get(device, ()))
-        marks = _marks(entries, series, top)
-        panels.append(Panel(device, title, projected, roofs, _ridges(roofs), band, marks, shown, cache))
+        drawn = _marks(entries, series, top) if marks else ()
+        panels.append(Panel(device, title, projected, roofs, _ridges(roofs), band, drawn, shown, cache))
     names = ", ".join(f"{r.name} ({r.report.source})" for r in reports)
     subtitle = ""
     if any(r.report.source == "diagnose" for r in reports):
@@ -850,10 +852,11 @@ def report_chart(
     top: int = DEFAULT_TOP,
     per_call: bool = False,
     verified: bool = False,
+    marks: bool = True,
 ) -> ChartSpec:
     """The chart of ``reports``, re-drawn on ``devices`` too (spec-sheet names): ``known`` looks up every device
     the reports were placed on and every one of ``devices``. The one way plot, --plot, report and the notebook
-    API build a chart. ``verified``: the --verify arrows (see Arrow)."""
+    API build a chart. ``verified``: the --verify arrows (see Arrow); ``marks`` False: no marks (build_chart)."""
     check_top(top)
     names = [info.name for named in reports for info in named.report.devices] + list(devices)
     return build_chart(
@@ -863,6 +866,7 @@ def report_chart(
         top=top,
         per_call=per_call,
         verified=verified,
+        marks=marks,
     )
 
 
