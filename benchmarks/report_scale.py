@@ -295,6 +295,7 @@ def cli_runs(kind: str, path: Path, work: Path, repeat: int, compare: Path | Non
                     env=env,
                     capture_output=True,
                     text=True,
+                    cwd=str(src),  # NB: `python -m` puts the working directory first on the path: the tree's own
                 )
                 times[tree].append(time.perf_counter() - start)
                 if done.returncode not in (0, 3):  # gate: 3 is inconclusive (a verdict, not a failure to run)
