@@ -95,7 +95,8 @@ def test_the_fast_decoder_reads_what_json_reads_or_leaves_it_to_json(monkeypatch
 
 @NEEDS_ORJSON
 @pytest.mark.parametrize("data", DECIDED)
-def test_the_fast_decoder_decides_plain_documents(data):
+def test_the_fast_decoder_decides_plain_documents(data, monkeypatch):
+    monkeypatch.delenv("ROOFLINE_JSON", raising=False)
     assert fast_loads(data) is not UNDECIDED
     assert json.dumps(fast_loads(data)) == json.dumps(json.loads(data))
 
