@@ -1,6 +1,7 @@
 """Reading and rendering reports of 1k, 10k and 100k rows: every reader must stay linear in the rows.
 
     python benchmarks/report_scale.py [--sizes 1000,10000,100000] [--cli-size 100000] [--no-cli]
+                                      [--cli-repeat 3] [--compare SRC]
                                       [--work DIR] [--out benchmarks/results/report_scale.json]
 
 Builds synthetic reports with the library's own writers (no torch, no timing of anything real):
@@ -13,9 +14,12 @@ Builds synthetic reports with the library's own writers (no torch, no timing of 
 Each is written as JSON (that write is timed too), then, in this process (time.perf_counter around the library
 calls the CLI makes): read back, CSV, Parquet, markdown, HTML (with its inline SVG chart), the chart as PNG and SVG,
 JSON out again, `baseline save` (a baseline of the report), `gate` of the report against that baseline (and the
-gate's console table), and the console table of the command that made the report (bench / diagnose). Then one
-fresh `python -m roofline ...` process per format at ``--cli-size`` rows. Prints a table (seconds, and the time per
-row relative to the smallest size: ~1 for every size means linear) and writes the results as JSON.
+gate's console table), and the console table of the command that made the report (bench / diagnose). Then
+fresh `python -m roofline ...` processes per format at ``--cli-size`` rows, ``--cli-repeat`` times each (the
+median is reported: the machine may be shared). ``--compare SRC``: the same commands run with another source tree
+too (a checkout of the code before a change, e.g. ``git worktree add /tmp/base BASE``), alternating with this one,
+and the ratio of the medians. Prints tables (seconds, and the time per row relative to the smallest size: ~1 for
+every size means linear) and writes the results as JSON.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -220,7 +225,7 @@ def steps(kind: str, path: Path, report: Any, console: Callable[[], str]) -> dic
     from roofline.report import baseline as baselines
     from roofline.report.chart import NamedReport, report_chart
     from roofline.report.export import to_csv, to_parquet
-    from roofline.report.points import report_document
+    from roofline.report.points import report_document, report_points
     from roofline.report.schema import read_report, write_report
 
     seconds: dict[str, float] = {}
@@ -232,8 +237,9 @@ def steps(kind: str, path: Path, report: Any, console: Callable[[], str]) -> dic
     seconds["parquet"], _ = timed(lambda: to_parquet(loaded, name))
 
     def document(fmt: str) -> str:  # as `roofline report --format markdown|html` does it
-        spec = report_chart([NamedReport(name, loaded)], known_devices)
-        doc = report_document(loaded, name, notes=spec.notes)
+        points = report_points(loaded, name)  # once, for the chart and the page
+        spec = report_chart([NamedReport(name, loaded, points)], known_devices, marks=fmt == "html")
+        doc = report_document(loaded, name, notes=spec.notes, points=points)
         if fmt == "markdown":
             return MarkdownReportRenderer().render(doc)
         svg = chart_content(replace(spec, notes=()), "svg") if spec.counts.get("plotted") else ""
@@ -261,12 +267,10 @@ def steps(kind: str, path: Path, report: Any, console: Callable[[], str]) -> dic
     return seconds
 
 
-def cli_runs(kind: str, path: Path, work: Path) -> dict[str, float]:
-    """One fresh `python -m roofline` process per format (wall seconds)."""
-    env = {**os.environ, "COLUMNS": "120", "PYTHONPATH": str(ROOT)}
-    base = work / f"{kind}-cli.baseline.json"
-    if base.exists():
-        base.unlink()
+def cli_runs(kind: str, path: Path, work: Path, repeat: int, compare: Path | None) -> dict[str, dict[str, Any]]:
+    """Fresh `python -m roofline` processes per format (wall seconds): each command ``repeat`` times, alternating
+    with the ``compare`` source tree where given; the medians, every time, and the ratio (this / compare)."""
+    trees = {"this": ROOT, **({"compare": compare} if compare else {})}
     commands = {
         "report csv": ["report", str(path), "-o", str(work / f"{kind}.csv")],
         "report parquet": ["report", str(path), "-o", str(work / f"{kind}.parquet")],
@@ -274,18 +278,64 @@ def cli_runs(kind: str, path: Path, work: Path) -> dict[str, float]:
         "report html": ["report", str(path), "-o", str(work / f"{kind}.html")],
         "plot png": ["plot", str(path), "-o", str(work / f"{kind}.png")],
         "plot svg": ["plot", str(path), "-o", str(work / f"{kind}.svg")],
-        "baseline save": ["baseline", "save", str(path), "-o", str(base)],
-        "gate": ["gate", str(path), "--baseline", str(base)],
+        "baseline save": ["baseline", "save", str(path), "-o", str(work / f"{kind}-cli.baseline.json"), "--force"],
+        "gate": ["gate", str(path), "--baseline", str(work / f"{kind}-cli.baseline.json")],
     }
-    seconds = {}
+    if kind == "diagnose":
+        commands["report console"] = ["report", str(path), "--format", "console", "-o", str(work / f"{kind}.txt")]
+    results: dict[str, dict[str, Any]] = {}
     for label, args in commands.items():
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "roofline", *args], env=env, capture_output=True, text=True)
-        seconds[label] = time.perf_counter() - start
-        if done.returncode not in (0, 3):  # gate: 3 is inconclusive (a verdict, not a failure to run)
-            raise SystemExit(f"`roofline {' '.join(args)}` failed ({done.returncode}): {done.stderr.strip()[-800:]}")
-        print(f"  cli {kind} {label}: {seconds[label]:.2f} s", file=sys.stderr, flush=True)
-    return seconds
+        times: dict[str, list[float]] = {tree: [] for tree in trees}
+        for _ in range(repeat):
+            for tree, src in trees.items():
+                env = {**os.environ, "COLUMNS": "120", "PYTHONPATH": str(src)}
+                start = time.perf_counter()
+                done = subprocess.run(
+                    [sys.executable, "-m", "roofline", *args, *(["--force"] if args[0] in ("report", "plot") else [])],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    cwd=str(src),  # NB: `python -m` puts the working directory first on the path: the tree's own
+                )
+                times[tree].append(time.perf_counter() - start)
+                if done.returncode not in (0, 3):  # gate: 3 is inconclusive (a verdict, not a failure to run)
+                    raise SystemExit(
+                        f"`roofline {' '.join(args)}` ({src}) failed ({done.returncode}): {done.stderr[-800:]}"
+                    )
+        row: dict[str, Any] = {"median_s": statistics.median(times["this"]), "times_s": times["this"]}
+        if compare:
+            row["compare_median_s"] = statistics.median(times["compare"])
+            row["compare_times_s"] = times["compare"]
+            row["ratio"] = row["median_s"] / row["compare_median_s"]
+        results[label] = row
+        shown = f"{row['median_s']:.2f} s" + (f" (was {row['compare_median_s']:.2f} s)" if compare else "")
+        print(f"  cli {kind} {label}: {shown}", file=sys.stderr, flush=True)
+    return results
+
+
+def cli_table(cli: dict[str, dict[str, dict[str, Any]]], size: int, repeat: int, compared: bool) -> str:
+    labels = list(dict.fromkeys(label for runs in cli.values() for label in runs))
+    header = ["command"]
+    for kind in cli:
+        header += [kind, f"{kind} before", "ratio"] if compared else [kind]
+    lines = [
+        f"\n\nCLI, one fresh process each, at {size:,} rows: median wall s of {repeat}"
+        + (" (before: the --compare tree, runs alternating)" if compared else ""),
+        "| " + " | ".join(header) + " |",
+        "|---|" + "---:|" * (len(header) - 1),
+    ]
+    for label in labels:
+        cells = [label]
+        for runs in cli.values():
+            row = runs.get(label)
+            if row is None:
+                cells += ["-"] * (3 if compared else 1)
+                continue
+            cells.append(f"{row['median_s']:.2f}")
+            if compared:
+                cells += [f"{row['compare_median_s']:.2f}", f"{row['ratio']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------------ main
@@ -326,6 +376,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--cli-size", type=int, default=100_000)
     parser.add_argument("--no-cli", action="store_true")
+    parser.add_argument("--cli-repeat", type=int, default=3, help="Fresh processes per command (the median).")
+    parser.add_argument(
+        "--compare", type=Path, default=None, help="Another source tree to run the CLI with too (code before a change)."
+    )
     parser.add_argument("--kinds", default="bench,diagnose")
     parser.add_argument("--work", type=Path, default=None, help="Where the reports go (default: a temporary folder).")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "report_scale.json")
@@ -339,7 +393,7 @@ def main() -> None:
         os.environ["ROOFLINE_CACHE_DIR"] = str(work / "cache")  # no calibration of this machine on the charts
         results: dict[str, dict[int, dict[str, float]]] = {}
         built: dict[str, dict[int, float]] = {}
-        cli: dict[str, dict[str, float]] = {}
+        cli: dict[str, dict[str, dict[str, Any]]] = {}
         for kind in kinds:
             results[kind], built[kind] = {}, {}
             for n in sizes:
@@ -377,15 +431,12 @@ def main() -> None:
                     "  " + ", ".join(f"{k} {v:.2f}" for k, v in results[kind][n].items()), file=sys.stderr, flush=True
                 )
                 if n == args.cli_size and not args.no_cli:
-                    cli[kind] = cli_runs(kind, path, work)
+                    cli[kind] = cli_runs(kind, path, work, args.cli_repeat, args.compare)
                 del report
                 gc.collect()
     text = table(results, sizes)
     if cli:
-        text += f"\n\nCLI, one fresh process each, at {args.cli_size:,} rows (wall s)\n"
-        labels = list(next(iter(cli.values())))
-        text += "| command | " + " | ".join(cli) + " |\n|---|" + "---:|" * len(cli) + "\n"
-        text += "\n".join(f"| {c} | " + " | ".join(f"{cli[k][c]:.2f}" for k in cli) + " |" for c in labels)
+        text += cli_table(cli, args.cli_size, args.cli_repeat, args.compare is not None)
     print(text)
     document = {
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -395,6 +446,8 @@ def main() -> None:
         "build_s": {k: {str(n): v for n, v in d.items()} for k, d in built.items()},
         "seconds": {k: {str(n): v for n, v in d.items()} for k, d in results.items()},
         "cli_size": args.cli_size if cli else None,
+        "cli_repeat": args.cli_repeat if cli else None,
+        "cli_compare": str(args.compare) if args.compare else None,
         "cli_seconds": cli,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

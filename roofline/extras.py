@@ -7,6 +7,7 @@ The base install (typer, rich, pydantic, pyyaml; tomli before Python 3.11) runs 
     plot      matplotlib                     plot, report --format html, analyze --plot
     data      pandas, pyarrow                report --format parquet (``parquet``: an alias; CSV needs neither)
     hf        transformers (and measure)     diagnose --hf (a Hugging Face model built from its config)
+    fast      orjson                         large reports read faster (roofline.yamlio; never required)
     all       every extra above
 
 These modules are imported lazily, where they are used; the CLI turns roofline's own failed import of one of

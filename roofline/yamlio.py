@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -238,6 +241,51 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return data
 
 
+#: whether what is made while the collector is paused (:func:`paused_gc`) is kept out of every later collection:
+#: set by the CLI's own process (roofline.cli.process.set_entry), never for an in-process caller
+_FREEZE = [False]
+
+
+def freeze_parsed(on: bool) -> None:
+    """Whether :func:`paused_gc` ends by freezing the heap (``gc.freeze()``): for a process that keeps what it
+    parsed until it ends (the CLI's own)."""
+    _FREEZE[0] = on
+
+
+#: what keep_parsed keeps: a list holding itself (a reference cycle: never freed once frozen) and the documents
+_KEPT: list[Any] = []
+
+
+def keep_parsed(data: Any) -> None:
+    """In the CLI's own process (:func:`freeze_parsed`): ``data`` (a parsed document) is never freed by Python: a
+    frozen reference cycle holds it, which no collection visits and the interpreter's exit does not free; the
+    operating system takes the memory back when the process ends. A 100,000-row report is 10 million objects:
+    freeing them one by one took 0.3-0.5 s once the command's work was done. Elsewhere: nothing."""
+    if _FREEZE[0]:
+        if not _KEPT:
+            _KEPT.append(_KEPT)
+        _KEPT.append(data)
+        gc.freeze()
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector off while a large document is parsed: json.loads of a 100,000-row report
+    (300 MB) makes millions of containers and none of them garbage, and the collections it triggers took 40% of
+    the parse (6.4 s against 3.7 s, benchmarks/report_scale.py). In the CLI's own process (:func:`freeze_parsed`)
+    what was made is then frozen (``gc.freeze()``, see roofline.cli.process.freeze_heap): else the first
+    collection after it walks every object parsed (0.8 s of a 100,000-row report), and each full one again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if _FREEZE[0]:
+            gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 def parse_json(
     text: str | bytes,
     source: object,
@@ -246,11 +294,31 @@ def parse_json(
     fix: str = "fix the file",
     constants: list[str] | None = None,
 ) -> Any:
-    """The JSON document in ``text`` (read from ``source``), by json's C decoder (fast: one pass, no walk of the
-    result). One ``error`` line ``SOURCE: LABEL (WHY): FIX`` for invalid JSON (line and column), a key given twice
-    in one object (json would keep the last), or nesting deeper than the decoder's stack (its RecursionError is
-    caught here: no roofline file nests more than a few levels). ``constants``: told each NaN, Infinity or
-    -Infinity read (free: json calls it for those alone), so that a reader need not scan the text for them."""
+    """The JSON document in ``text`` (read from ``source``): by the fast decoder where it decides (orjson, when
+    installed: :func:`fast_loads`), else by json's C decoder (one pass, no walk of the result); the same document
+    either way. One ``error`` line ``SOURCE: LABEL (WHY): FIX`` for invalid JSON (line and column), a key given
+    twice in one object (json would keep the last), or nesting deeper than the decoder's stack (its RecursionError
+    is caught here: no roofline file nests more than a few levels). ``constants``: told each NaN, Infinity or
+    -Infinity read, and ``OVERFLOW`` once where a number may be too large for a float (an exponent of 3+ digits:
+    json reads 1e400 as inf), so that a reader walks the document for non-finite values only when it must."""
+    data = fast_loads(text)
+    if data is not UNDECIDED:
+        return data
+    return _parse_stdlib(text, source, error, label, fix, constants)
+
+
+#: what :func:`parse_json` tells ``constants`` when a number may have overflowed to an infinity (1e400)
+OVERFLOW = "1e400"
+
+
+def _parse_stdlib(
+    text: str | bytes,
+    source: object,
+    error: type[RooflineError],
+    label: str,
+    fix: str,
+    constants: list[str] | None,
+) -> Any:
     import json
 
     def constant(name: str) -> float:
@@ -258,7 +326,7 @@ def parse_json(
         return float(name)
 
     try:
-        return json.loads(
+        data = json.loads(
             text, object_pairs_hook=_unique_keys, parse_constant=constant if constants is not None else None
         )
     except _DuplicateKey as exc:
@@ -271,6 +339,26 @@ def parse_json(
         raise error(f"{source}: {label} (nested thousands of levels deep): {fix}") from None
     except UnicodeDecodeError:
         raise error(f"{source}: {label} (not UTF-8 text): {fix}") from None
+    if constants is not None and has_big_exponent(text):
+        constants.append(OVERFLOW)
+    return data
+
+
+def parse_json_bytes(
+    data: bytes,
+    source: object,
+    error: type[RooflineError],
+    what: str = "JSON",
+    label: str = "not valid JSON",
+    fix: str = "fix the file",
+    constants: list[str] | None = None,
+) -> Any:
+    """:func:`parse_json` of a file's bytes: the fast decoder on the bytes themselves where it decides (no text
+    decoded), else decode_text (binary, not UTF-8: one ``error`` line) and json's decoder."""
+    found = fast_loads(data)
+    if found is not UNDECIDED:
+        return found
+    return _parse_stdlib(decode_text(data, source, error, what), source, error, label, fix, constants)
 
 
 def load_json(
@@ -283,7 +371,105 @@ def load_json(
 ) -> Any:
     """The JSON document in ``path``: read_bytes (missing, unreadable, over ``limit``), decode_text (binary, not
     UTF-8), parse_json (invalid, duplicate keys, too deep): every problem one ``error`` line naming the file."""
-    return parse_json(decode_text(read_bytes(path, error, what, limit), path, error, what), path, error, label, fix)
+    return parse_json_bytes(read_bytes(path, error, what, limit), path, error, what, label, fix)
+
+
+# ------------------------------------------------------------------------------------------------ fast JSON
+
+#: ``ROOFLINE_JSON=stdlib``: json's decoder and encoder only, even where orjson is installed (the `fast` extra)
+JSON_ENV = "ROOFLINE_JSON"
+
+
+class _Undecided:
+    def __repr__(self) -> str:
+        return "UNDECIDED"
+
+
+#: what :func:`fast_loads` answers when json's decoder must read the document
+UNDECIDED: Any = _Undecided()
+_ORJSON: list[Any] = []
+
+
+def fast_decoder() -> Any | None:
+    """The orjson module when it is installed (``pip install 'roofline[fast]'``) and not turned off
+    (``ROOFLINE_JSON=stdlib``); else None."""
+    import os
+
+    if os.environ.get(JSON_ENV, "").strip().lower() == "stdlib":
+        return None
+    if not _ORJSON:
+        try:
+            import orjson
+        except ImportError:
+            orjson = None
+        _ORJSON.append(orjson)
+    return _ORJSON[0]
+
+
+#: digits and the minus sign as 0, the dot kept, every other byte a space: an integer literal of 19 or more digits
+#: (orjson reads one past 64 bits as a float, json keeps it an int) becomes a space and nineteen 0s
+_DIGITS = bytes(48 if 48 <= b <= 57 or b == 45 else 46 if b == 46 else 32 for b in range(256))
+_LONG_INTEGER = b" " + b"0" * 19
+_CHUNK_BYTES = 1 << 24  # the bytes scanned at a time (a copy of each, never of the whole file)
+_CHUNK_ITEMS = 4096  # the items of a long list re-encoded at a time
+
+
+def fast_loads(text: str | bytes) -> Any:
+    """The JSON document in ``text`` by orjson, exactly as json's decoder (:func:`parse_json`) reads it, or
+    UNDECIDED (orjson not installed or turned off, or a document json must read: then json does, with its
+    errors). About twice as fast as json on a 280 MB report; what makes it the same document costs a few passes
+    in C over the bytes:
+
+    - orjson refuses what json reads differently: NaN, Infinity, a number past a float (1e400), lone surrogates,
+      a byte-order mark, text that is not UTF-8, nesting past 1,024 levels: json decides those;
+    - an integer literal of 19 or more digits (orjson reads one past 64 bits as a float): json decides;
+    - a key given twice in one object (orjson keeps the last; parse_json refuses it): each key has one colon
+      after it, so the document holds as many colons as orjson's compact encoding of what it read only when no
+      key was dropped. (An escaped colon, backslash-u003a, counts in one and not the other: json decides.)"""
+    orjson = fast_decoder()
+    if orjson is None:
+        return UNDECIDED
+    if isinstance(text, str):
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: json decides
+            return UNDECIDED
+    elif isinstance(text, bytes):
+        raw = text
+    else:
+        return UNDECIDED
+    try:
+        data = orjson.loads(raw)
+    except (orjson.JSONDecodeError, RecursionError):
+        return UNDECIDED
+    if _long_integer(raw) or (b"\\" in raw and (b"\\u003a" in raw or b"\\u003A" in raw)):
+        return UNDECIDED
+    try:
+        if raw.count(b":") != _colons(orjson, data):
+            return UNDECIDED  # a key given twice: json names it
+    except (TypeError, RecursionError):  # orjson's encoder stops at 255 levels (JSONEncodeError, a TypeError)
+        return UNDECIDED
+    return data
+
+
+def _long_integer(raw: bytes) -> bool:
+    """Whether ``raw`` may hold an integer literal of 19 or more digits (digits inside strings count too)."""
+    for start in range(0, len(raw), _CHUNK_BYTES):
+        window = raw[max(start - len(_LONG_INTEGER), 0) : start + _CHUNK_BYTES].translate(_DIGITS)
+        if _LONG_INTEGER in (b" " + window if start == 0 else window):
+            return True
+    return False
+
+
+def _colons(orjson: Any, value: Any, depth: int = 0) -> int:
+    """The colons of orjson's compact encoding of ``value``: a key's own and those inside strings. The top levels
+    and long lists in parts, so that no copy of the whole document is made."""
+    if isinstance(value, dict) and depth < 2:
+        inside = sum(key.count(":") for key in value)
+        return len(value) + inside + sum(_colons(orjson, item, depth + 1) for item in value.values())
+    if isinstance(value, list) and len(value) > _CHUNK_ITEMS:
+        return sum(orjson.dumps(value[i : i + _CHUNK_ITEMS]).count(b":") for i in range(0, len(value), _CHUNK_ITEMS))
+    return orjson.dumps(value).count(b":")
 
 
 def describe_validation_error(exc: ValidationError, doc: str = "") -> str:
@@ -380,13 +566,147 @@ def _null(value: Any, path: str, found: list[str]) -> Any:
 
 
 def dumps_json(data: Any, **kwargs: Any) -> str:
-    """``json.dumps`` that never writes NaN or Infinity (which strict JSON readers refuse): they become null."""
+    """``json.dumps`` that never writes NaN or Infinity (which strict JSON readers refuse): they become null.
+    Indented (``indent=N``, with ``default`` or not): the same text by :func:`indented_json` (json's indenting
+    encoder is pure Python: 5 s for a 100,000-point baseline)."""
+    try:  # NB: almost every document has none: one pass, the walk only when json refuses
+        return _dumps(data, kwargs)
+    except ValueError:
+        return _dumps(null_nonfinite(data)[0], kwargs)
+
+
+def _dumps(data: Any, kwargs: dict[str, Any]) -> str:
     import json
 
-    try:  # NB: almost every document has none: one pass in C, the walk only when json refuses
-        return json.dumps(data, allow_nan=False, **kwargs)
-    except ValueError:
-        return json.dumps(null_nonfinite(data)[0], allow_nan=False, **kwargs)
+    indent = kwargs.get("indent")
+    if indent is None and kwargs.keys() <= {"default"}:  # one line: json's C encoder, made once per default
+        default = kwargs.get("default")
+        encoder = _ENCODERS.get(default)
+        if encoder is None:
+            encoder = _ENCODERS[default] = json.JSONEncoder(allow_nan=False, default=default)
+        return encoder.encode(data)  # NB: what json.dumps makes (a new encoder per call: 2 us of a row's export)
+    if type(indent) is int and kwargs.keys() <= {"indent", "default"}:
+        try:
+            return indented_json(data, indent, kwargs.get("default"))
+        except _Unsupported:
+            pass
+    return json.dumps(data, allow_nan=False, **kwargs)
+
+
+_ENCODERS: dict[Any, Any] = {}
+
+
+class _Unsupported(Exception):
+    """What :func:`indented_json` leaves to json: a key that is not text, a cycle."""
+
+
+def indented_json(data: Any, indent: int, default: Any = None) -> str:
+    """``json.dumps(data, indent=indent, default=default, allow_nan=False)``, the same text, faster: lists of
+    numbers or strings are written by one join in C, not item by item. ValueError for NaN or an infinity, as json;
+    _Unsupported (json then writes it) for a key that is not a string or a document nested too deeply."""
+    import json
+
+    parts: list[str] = []
+    try:
+        _indent(data, " " * indent, "\n", parts, json.encoder.encode_basestring_ascii, default)
+    except RecursionError:
+        raise _Unsupported from None
+    return "".join(parts)
+
+
+def _scalar(value: Any, encode: Any) -> str | None:
+    """A scalar as json writes it (None: not a scalar)."""
+    if isinstance(value, str):
+        return encode(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if value != value or value in (math.inf, -math.inf):
+            raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+        return float.__repr__(value)
+    return None
+
+
+def _flat_list(items: list[Any] | tuple[Any, ...], encode: Any) -> list[str] | None:
+    """A list of floats, of ints or of strings as json writes each item, in C (None: any other list)."""
+    kinds = set(map(type, items))
+    if kinds == {float}:
+        if not all(map(math.isfinite, items)):
+            return None  # NB: the item-by-item path raises json's error
+        return list(map(float.__repr__, items))
+    if kinds == {int}:
+        return list(map(int.__repr__, items))
+    if kinds == {str}:
+        return list(map(encode, items))
+    return None
+
+
+def _indent(value: Any, step: str, newline: str, parts: list[str], encode: Any, default: Any) -> None:
+    """json's indented encoding of ``value`` appended to ``parts`` (``newline``: a newline and the current indent)."""
+    kind = type(value)
+    if kind is dict:
+        _indent_dict(value, step, newline, parts, encode, default)
+        return
+    text = _scalar(value, encode)
+    if text is not None:
+        parts.append(text)
+        return
+    if isinstance(value, (list, tuple)):
+        if not value:
+            parts.append("[]")
+            return
+        inner = newline + step
+        flat = _flat_list(value, encode)
+        if flat is not None:
+            parts.append("[" + inner + ("," + inner).join(flat) + newline + "]")
+            return
+        parts.append("[")
+        for index, item in enumerate(value):
+            parts.append("," + inner if index else inner)
+            _indent(item, step, inner, parts, encode, default)
+        parts.append(newline + "]")
+        return
+    if isinstance(value, dict):
+        _indent_dict(value, step, newline, parts, encode, default)
+        return
+    if default is None:
+        raise _Unsupported  # json says which type it cannot write
+    _indent(default(value), step, newline, parts, encode, default)
+
+
+def _indent_dict(value: dict[Any, Any], step: str, newline: str, parts: list[str], encode: Any, default: Any) -> None:
+    if not value:
+        parts.append("{}")
+        return
+    inner = newline + step
+    between = "," + inner
+    lead = "{" + inner
+    append = parts.append
+    for key, item in value.items():
+        if type(key) is not str:
+            raise _Unsupported
+        kind = type(item)
+        if kind is float and -math.inf < item < math.inf:
+            append(lead + encode(key) + ": " + float.__repr__(item))
+        elif kind is str:
+            append(lead + encode(key) + ": " + encode(item))
+        elif kind is int:
+            append(lead + encode(key) + ": " + int.__repr__(item))
+        else:
+            append(lead + encode(key) + ": ")
+            text = _scalar(item, encode)
+            if text is None:
+                _indent(item, step, inner, parts, encode, default)
+            else:
+                append(text)
+        lead = between
+    append(newline + "}")
 
 
 _EXPONENTS: dict[str, Any] = {}
@@ -399,12 +719,17 @@ def may_hold_nonfinite(text: str) -> bool:
     return "NaN" in text or "Infinity" in text or has_big_exponent(text)
 
 
-def has_big_exponent(text: str) -> bool:
-    """Whether JSON text holds an exponent of 3+ digits (1e400: Python reads it as inf)."""
+def has_big_exponent(text: str | bytes) -> bool:
+    """Whether JSON text (or its bytes) holds an exponent of 3+ digits (1e400: Python reads it as inf)."""
+    binary = isinstance(text, bytes)
     for letter in ("e", "E"):  # NB: a pattern starting with a literal letter scans fast; a class does not
-        if letter == "E" and "E" not in text:
+        if letter == "E" and (b"E" if binary else "E") not in text:
             continue
-        pattern = _EXPONENTS.get(letter) or _EXPONENTS.setdefault(letter, re.compile(letter + r"\+?\d{3}"))
-        if pattern.search(text):
+        key = letter + ("b" if binary else "")
+        pattern = _EXPONENTS.get(key)
+        if pattern is None:
+            source = letter + r"\+?\d{3}"
+            pattern = _EXPONENTS.setdefault(key, re.compile(source.encode() if binary else source))
+        if pattern.search(text):  # type: ignore[arg-type]
             return True
     return False

@@ -43,12 +43,14 @@ def save(
 
     Give several reports of the same suite or model (one per run, e.g. three runs of `roofline bench SUITE`) and
     the gate widens each point's limit by how far that point drifted between them."""
+    from roofline.cli.process import collector_paused
     from roofline.report import baseline as baselines
     from roofline.report.schema import read_report
 
     prepare_outputs(output, "baseline", inputs=[("a report", path) for path in reports])
-    saved = baselines.from_reports([read_report(path) for path in reports], paths=reports)
-    baselines.save(saved, output, force=forced())
+    with collector_paused():
+        saved = baselines.from_reports([read_report(path) for path in reports], paths=reports)
+        baselines.save(saved, output, force=forced())
     if as_json:
         print_text(saved.to_json())
     else:

@@ -181,6 +181,7 @@ def gate(
     diagnose: module, op, input shapes, occurrence). A baseline from another machine is a warning. Settings also
     come from the tool.roofline.gate table of pyproject.toml. See docs/ci.md.
     """
+    from roofline.cli.process import collector_paused
     from roofline.gate import run as gate_run
 
     started = time.perf_counter()
@@ -196,7 +197,9 @@ def gate(
         device=device, sheet=sheet, spec_files=spec or [], warm=warm, max_time_s=max_time_s, entry=entry, dtype=dtype,
         mode=mode, warmup=warmup, iters=iters, roofs=roofs, argv=script_args or [],
     )  # fmt: skip
-    with time_limit(timeout_s):  # NB: gate_run.run turns a TimedOut while measuring into NotMeasured (exit 4)
+    # NB: gate_run.run turns a TimedOut while measuring into NotMeasured (exit 4); a report read (not measured):
+    # the collector paused (roofline.cli.process.collector_paused)
+    with time_limit(timeout_s), collector_paused(kind == "report"):
         gated = _gate_run(target, kind, baseline, fail_on, confidence, no_stats, options, confirm, output)
     result = gated.result
     _show(result, fmt)

@@ -98,16 +98,20 @@ def plot(
         *(("a --spec sheet", path) for path in spec or []),
     ]
     where = out.prepare_outputs(output, chosen, inputs=inputs)
-    chart = chart_spec(
-        reports,
-        devices=devices,
-        top=top,
-        per_call=per_call,
-        calibration=calibration,
-        spec_files=spec or [],
-        verified=verified,
-    )
-    out.write_output(out.chart_content(chart, chosen, pixels), where, chosen, shown=output)
+    from roofline.cli.process import collector_paused
+
+    with collector_paused():
+        chart = chart_spec(
+            reports,
+            devices=devices,
+            top=top,
+            per_call=per_call,
+            calibration=calibration,
+            spec_files=spec or [],
+            verified=verified,
+        )
+        content = out.chart_content(chart, chosen, pixels)
+    out.write_output(content, where, chosen, shown=output)
     out.print_notes(chart.notes)
     if output is not None:
         info(f"Chart written to {output}")

@@ -70,9 +70,37 @@ def report(
     check_top(top)
     out.refuse_binary_to_terminal(output, chosen)
     where = out.prepare_outputs(output, chosen, inputs=[("the report", path)])
+    from roofline.cli.process import collector_paused
     from roofline.report.schema import read_report
 
-    loaded = read_report(path)
+    with collector_paused():
+        content, notes = _content(
+            read_report(path), path, chosen, fmt, rows=rows, top=top, per_call=per_call, output=output
+        )
+    out.write_output(content, where, chosen, shown=output)
+    if output is not None:
+        out.print_notes(notes)
+        info(f"Report written to {output}")
+
+
+CONSOLE = "console"
+
+
+def _content(
+    loaded: Any,
+    path: Path,
+    chosen: str,
+    fmt: str | None,
+    *,
+    rows: int | None,
+    top: int,
+    per_call: bool,
+    output: Path | None,
+) -> tuple[str | bytes, tuple[str, ...]]:
+    """What `roofline report` writes of the report read from ``path`` in the ``chosen`` format, and the chart's
+    notes (html, markdown)."""
+    from roofline.errors import UsageError
+
     notes: tuple[str, ...] = ()
     if chosen == CONSOLE:
         from roofline.render.diagnose import has_console_view
@@ -92,14 +120,8 @@ def report(
 
         content = (to_csv if chosen == "csv" else to_parquet)(loaded, path.stem)
     else:
-        content, notes = _page(loaded, path.stem, chosen, rows=rows, top=top, per_call=per_call)
-    out.write_output(content, where, chosen, shown=output)
-    if output is not None:
-        out.print_notes(notes)
-        info(f"Report written to {output}")
-
-
-CONSOLE = "console"
+        return _page(loaded, path.stem, chosen, rows=rows, top=top, per_call=per_call)
+    return content, notes
 
 
 def _format(output: Path | None, fmt: str | None) -> str:
@@ -130,10 +152,13 @@ def _page(
     """html or markdown: the page, and the chart's notes."""
     from roofline.api import known_devices
     from roofline.report.chart import NamedReport, report_chart
-    from roofline.report.points import report_document
+    from roofline.report.points import report_document, report_points
 
-    spec = report_chart([NamedReport(name, loaded)], known_devices, top=top, per_call=per_call)
-    doc = report_document(loaded, name, notes=spec.notes, per_call=per_call)
+    points = report_points(loaded, name, per_call=per_call)  # once, for the chart and the page
+    named = [NamedReport(name, loaded, points)]
+    # markdown shows the chart's notes, not the chart: no marks made
+    spec = report_chart(named, known_devices, top=top, per_call=per_call, marks=chosen == "html")
+    doc = report_document(loaded, name, notes=spec.notes, per_call=per_call, points=points)
     if chosen == "html":
         from dataclasses import replace
 

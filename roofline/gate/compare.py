@@ -221,15 +221,20 @@ def _merge_directions(checks: list[Check]) -> list[Check]:
 def _samples(point: Point, metric: str, relative: bool) -> list[float] | None:
     """The values the shift is measured on: log-time / log-efficiency (relative) or time / efficiency."""
     samples = point.samples_s
-    if not samples or any(not (s > 0 and math.isfinite(s)) for s in samples):
+    if not _positive(samples):
         return None
     if metric == "time":
-        return [math.log(s) for s in samples] if relative else list(samples)
+        return list(map(math.log, samples)) if relative else list(samples)
     roof = point.roof_time_s
     if not roof or roof <= 0:
         return None
     efficiencies = [ironlaw.efficiency(roof, s) for s in samples]  # each sample's roofline time / time
     return [math.log(e) for e in efficiencies] if relative else efficiencies
+
+
+def _positive(samples: Sequence[float]) -> bool:
+    """Some samples, each finite and above 0 (checked in C: isfinite first, so that no NaN reaches min)."""
+    return bool(samples) and all(map(math.isfinite, samples)) and min(samples) > 0
 
 
 def _value(point: Point, metric: str) -> float | None:
@@ -260,7 +265,7 @@ def _log_spread(samples: Sequence[float]) -> float:
     (0 with fewer than 5 samples, or any not above 0)."""
     from roofline.samples import quantile
 
-    if len(samples) < 5 or any(not (s > 0 and math.isfinite(s)) for s in samples):
+    if len(samples) < 5 or not _positive(samples):
         return 0.0
     return math.log(quantile(samples, 0.8) / quantile(samples, 0.2)) / 2
 

@@ -26,7 +26,9 @@ def shown_rows(count: int, severity: Any = None, limit: int = MAX_TABLE_ROWS) ->
         return list(range(count)), 0
     if severity is None:
         return list(range(limit)), count - limit
-    ranked = sorted(range(count), key=lambda i: (-severity(i), i))[: max(limit, 0)]
+    import heapq
+
+    ranked = heapq.nsmallest(max(limit, 0), range(count), key=lambda i: (-severity(i), i))  # sorted()[:limit]
     return sorted(ranked), count - len(ranked)
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.render.escape import plain_text
 from roofline.report.chart import Arrow, CacheMark, ChartRoof, ChartSpec, Mark, Panel
+from roofline.report.points import Point
 from roofline.units import format_rate
 
 if TYPE_CHECKING:
@@ -243,18 +244,30 @@ def figure(spec: ChartSpec, *, size_px: tuple[int, int] = (1600, 1000)) -> Figur
         return _figure(_plain(spec), size_px)
 
 
-def _plain(value: Any) -> Any:
-    """The spec with every string made plain text (keys too, so that lookups by label still match)."""
+def _plain(value: Any, seen: dict[str, str] | None = None) -> Any:
+    """The spec with every string it draws made plain text (keys too, so that lookups by label still match). A
+    mark's Point is not drawn (its label is, as the mark's): left as it is, and a mark with nothing to change is
+    kept (100,000 marks are not copied). ``seen``: the texts made plain so far (bounds repeat)."""
+    seen = {} if seen is None else seen
     if isinstance(value, str):
-        return plain_text(value)
+        text = seen.get(value)
+        if text is None:
+            text = seen[value] = plain_text(value)
+        return text
+    if isinstance(value, Point):
+        return value
+    if type(value) is Mark:
+        label = value.label if value.label is None else _plain(value.label, seen)
+        bound = _plain(value.bound, seen)
+        return value if label == value.label and bound == value.bound else replace(value, label=label, bound=bound)
     if is_dataclass(value) and not isinstance(value, type):
-        return replace(value, **{f.name: _plain(getattr(value, f.name)) for f in fields(value) if f.init})
+        return replace(value, **{f.name: _plain(getattr(value, f.name), seen) for f in fields(value) if f.init})
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
-        return type(value)(*(_plain(item) for item in value))
+        return type(value)(*(_plain(item, seen) for item in value))
     if isinstance(value, (list, tuple)):
-        return type(value)(_plain(item) for item in value)
+        return type(value)(_plain(item, seen) for item in value)
     if isinstance(value, dict):
-        return {_plain(key): _plain(item) for key, item in value.items()}
+        return {_plain(key, seen): _plain(item, seen) for key, item in value.items()}
     return value
 
 
@@ -405,16 +418,18 @@ def _draw_marks(ax: Axes, marks: Sequence[Mark], font: float) -> None:
     """One scatter per (series, bound, above roof): one artist per group, never one per point. Beyond
     RASTER_MARKS points the markers are drawn as one embedded bitmap in SVG and PDF (the text and lines stay
     vector): a vector path per marker made an SVG of 100,000 points tens of MB."""
+    import numpy as np
+
     rasterized = len(marks) > RASTER_MARKS
     groups: dict[tuple[int, str, bool], list[Mark]] = {}
     for mark in sorted(marks, key=lambda m: -(m.share or 0.0)):
         groups.setdefault((mark.series, mark.bound, mark.above_roof), []).append(mark)
     for (series, bound, above), group in groups.items():
         color = BOUND_COLORS.get(bound, OTHER_COLOR)
-        ax.scatter(
-            [m.x for m in group],
-            [m.y for m in group],
-            s=[_size(m.share, font) * (1.4 if above else 1.0) for m in group],
+        ax.scatter(  # NB: arrays, not lists: matplotlib masks a list item by item (1 s for 100,000 points)
+            np.array([m.x for m in group], dtype=float),
+            np.array([m.y for m in group], dtype=float),
+            s=np.array([_size(m.share, font) * (1.4 if above else 1.0) for m in group], dtype=float),
             c=color,
             marker=ABOVE_MARKER if above else SERIES_MARKERS[series % len(SERIES_MARKERS)],
             edgecolors="#b00020" if above else "white",

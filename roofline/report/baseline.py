@@ -24,6 +24,7 @@ Reading is tolerant (unknown keys are ignored: a later minor version may add som
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import subprocess
 from collections import Counter
@@ -40,7 +41,15 @@ from roofline.report.machine import MachineInfo, machine_of
 from roofline.report.outputs import BASELINE_SCHEMA
 from roofline.report.rows import finite_number, positive_number
 from roofline.version import __version__
-from roofline.yamlio import MAX_JSON_BYTES, decode_text, dumps_json, parse_json, read_bytes
+from roofline.yamlio import (
+    MAX_JSON_BYTES,
+    dumps_json,
+    keep_parsed,
+    parse_json,
+    parse_json_bytes,
+    paused_gc,
+    read_bytes,
+)
 
 SCHEMA = BASELINE_SCHEMA
 VERSION = 1
@@ -173,7 +182,12 @@ def _samples(values: Any) -> list[float]:
     """A row's samples as floats; nulls (a NaN the report held) and anything not a finite number left out."""
     if not isinstance(values, list):
         return []
+    if set(map(type, values)) <= _FLOAT and all(map(math.isfinite, values)):  # NB: every report's: checked in C
+        return list(values)
     return [number for value in values if (number := finite_number(value)) is not None]
+
+
+_FLOAT = {float}
 
 
 def _bench_point(row: dict[str, Any]) -> Point:
@@ -336,8 +350,9 @@ def _pool(runs: list[Point]) -> Point:
     first = runs[0]
     medians = [t for t in (_run_time(p) for p in runs) if t is not None and t > 0]
     samples = [s for p in runs for s in p.samples_s]
-    if len(runs) == 1:
-        return first.model_copy(update={"run_medians_s": medians})
+    if len(runs) == 1:  # NB: first is this baseline's own (points_of made it): set, not copied
+        first.run_medians_s = medians
+        return first
     from roofline.samples import median
 
     time_s = median(medians) if medians else None
@@ -390,11 +405,14 @@ def from_reports(
 # ------------------------------------------------------------------------------------------ files
 
 
-def parse(text: str, source: str) -> Baseline:
-    from roofline.report.schema import paused_gc
-
+def parse(text: str | bytes, source: str) -> Baseline:
+    """The baseline in ``text`` (a file's text, or its bytes: then a binary or non-UTF-8 file is one error line)."""
     with paused_gc():
-        data = parse_json(text, source, BaselineError, "corrupt baseline", "save it again")
+        if isinstance(text, bytes):
+            data = parse_json_bytes(text, source, BaselineError, "JSON baseline", "corrupt baseline", "save it again")
+        else:
+            data = parse_json(text, source, BaselineError, "corrupt baseline", "save it again")
+    keep_parsed(data)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else None
         what = f"schema {found!r}" if found else "no schema"
@@ -420,7 +438,7 @@ def load(path: Path | str) -> Baseline:
     if not path.exists() and not path.is_symlink():
         raise BaselineError(f"{path}: no such baseline: save one with `roofline baseline save REPORT.json -o {path}`")
     data = read_bytes(path, BaselineError, "baseline", MAX_JSON_BYTES)
-    return parse(decode_text(data, path, BaselineError, "JSON baseline"), str(path))
+    return parse(data, str(path))
 
 
 def save(baseline: Baseline, path: Path | str, *, force: bool = False, option: str = "-o") -> Path:

@@ -64,6 +64,9 @@ class KnownDevice:
 class NamedReport:
     name: str  # shown in legends and notes (the file stem)
     report: Any  # roofline.report.schema.Report
+    # its points, report_points(report, name, per_call=...) with the chart's per_call, where the caller has them
+    # (a page shows the chart and the same points): made once; None: the chart makes them
+    points: Sequence[Point] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -347,14 +350,22 @@ def _band(entries: Sequence[tuple[Point, float]], launch_floor_s: float, highest
 
 
 def _top_labels(marks: list[tuple[Point, float, float, bool, str]], top: int) -> set[int]:
-    ranked = sorted(range(len(marks)), key=lambda i: (-(marks[i][0].share or 0.0), -(marks[i][0].time_s or 0.0), i))
-    return set(ranked[: max(top, 0)])
+    """The ``top`` marks by share, then time (heapq.nsmallest: sorted()[:top] without sorting them all)."""
+    import heapq
+
+    def key(i: int) -> tuple[float, float, int]:
+        p = marks[i][0]
+        return -(p.share or 0.0), -(p.time_s or 0.0), i
+
+    return set(heapq.nsmallest(max(top, 0), range(len(marks)), key=key))
 
 
 def _marks(entries: list[tuple[Point, float, float, bool, str]], series: Mapping[str, int], top: int) -> tuple:
     labelled = _top_labels(entries, top)
-    return tuple(
-        Mark(
+    marks = []
+    for i, (p, x, y, above, bound) in enumerate(entries):
+        mark = object.__new__(Mark)  # NB: every field at once (a frozen dataclass sets them one by one: 100,000 marks)
+        mark.__dict__.update(
             x=x,
             y=y,
             series=series[p.report],
@@ -364,8 +375,8 @@ def _marks(entries: list[tuple[Point, float, float, bool, str]], series: Mapping
             label=p.short_label if i in labelled else None,
             point=p,
         )
-        for i, (p, x, y, above, bound) in enumerate(entries)
-    )
+        marks.append(mark)
+    return tuple(marks)
 
 
 def _target_roof(device: Device, roof: str) -> tuple[str, float] | None:
@@ -406,12 +417,14 @@ def build_chart(
     top: int = DEFAULT_TOP,
     per_call: bool = False,
     verified: bool = False,
+    marks: bool = True,
 ) -> ChartSpec:
     """The chart of ``reports``: one panel per device they were placed on, then one per projection device.
 
     ``known``: spec sheet and calibration per device name (those of the reports' devices, where found, and
     every projection device, which must have a spec sheet). ``verified``: an arrow per op a verified finding
-    covers (diagnose --verify), with a note per report saying how it is estimated."""
+    covers (diagnose --verify), with a note per report saying how it is estimated. ``marks`` False: panels
+    without their marks, for a caller that shows the notes and counts alone (a page without the chart)."""
     known = dict(known or {})
     if not reports:
         raise UsageError("no report to plot: give at least one REPORT.json")
@@ -424,7 +437,11 @@ def build_chart(
     infos: dict[str, Any] = {}
     by_device: dict[str, list[Point]] = {}
     for named in reports:
-        points = report_points(named.report, named.name, per_call=per_call)
+        points = (
+            list(named.points)
+            if named.points is not None
+            else report_points(named.report, named.name, per_call=per_call)
+        )
         all_points += points
         for info in named.report.devices:
             infos.setdefault(info.name, info)
@@ -495,8 +512,8 @@ def build_chart(
         if band is not None and band.top <= y_range[0]:
             band = None
         shown = () if projected else tuple(arrows.get(device, ()))
-        marks = _marks(entries, series, top)
-        panels.append(Panel(device, title, projected, roofs, _ridges(roofs), band, marks, shown, cache))
+        drawn = _marks(entries, series, top) if marks else ()
+        panels.append(Panel(device, title, projected, roofs, _ridges(roofs), band, drawn, shown, cache))
     names = ", ".join(f"{r.name} ({r.report.source})" for r in reports)
     subtitle = ""
     if any(r.report.source == "diagnose" for r in reports):
@@ -554,6 +571,8 @@ def _cache_marks(
     """The L2 points of one panel's plotted points whose every call has measured L2 bytes, and a note when the
     panel has such points but no L2 roof to place them against."""
     found: list[tuple[Point, float, float, float, float]] = []
+    if not any(l2_bytes.values()):
+        return (), ""  # no report measured any: nothing to place (and no walk of every point)
     for p, x, y, _, _ in entries:
         measured = l2_bytes.get(p.report, {})
         rows = p.rows or (p.index,)
@@ -833,10 +852,11 @@ def report_chart(
     top: int = DEFAULT_TOP,
     per_call: bool = False,
     verified: bool = False,
+    marks: bool = True,
 ) -> ChartSpec:
     """The chart of ``reports``, re-drawn on ``devices`` too (spec-sheet names): ``known`` looks up every device
     the reports were placed on and every one of ``devices``. The one way plot, --plot, report and the notebook
-    API build a chart. ``verified``: the --verify arrows (see Arrow)."""
+    API build a chart. ``verified``: the --verify arrows (see Arrow); ``marks`` False: no marks (build_chart)."""
     check_top(top)
     names = [info.name for named in reports for info in named.report.devices] + list(devices)
     return build_chart(
@@ -846,6 +866,7 @@ def report_chart(
         top=top,
         per_call=per_call,
         verified=verified,
+        marks=marks,
     )
 
 

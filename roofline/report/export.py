@@ -147,7 +147,21 @@ def _cell(value: Any) -> Any:
 def _column(values: list[Any]) -> Any:
     """One column's values as pandas should hold them: integers (with gaps) as nullable Int64, counts past 2^63 as
     floats, text mixed with numbers as JSON text, a NaN or infinity as a missing value (empty in CSV, null in
-    Parquet)."""
+    Parquet). Floats, integers, booleans and plain text (ASCII, no escape character) in C passes."""
+    kinds = set(map(type, values))
+    if kinds <= _FLOATS and float in kinds and _finite(values, kinds):
+        return [math.nan if v is None else v for v in values] if _NONE in kinds else list(values)
+    if kinds <= _BOOLS or (kinds <= _TEXTS and _plain_texts(values, kinds)):
+        return list(values)
+    if kinds <= _INTS and _int64(values, kinds):
+        import pandas as pd
+
+        return pd.array(values, dtype="Int64")
+    return _typed_column(values)
+
+
+def _typed_column(values: list[Any]) -> Any:
+    """_column value by value (any column)."""
     import pandas as pd
 
     values = [_cell(v) for v in values]
@@ -164,17 +178,102 @@ def _column(values: list[Any]) -> Any:
     return values
 
 
+_NONE = type(None)
+_FLOATS = frozenset((float, _NONE))
+_INTS = frozenset((int, _NONE))
+_TEXTS = frozenset((str, _NONE))
+_BOOLS = frozenset((bool, _NONE))
+
+
+def _present(values: list[Any], kinds: set[type]) -> list[Any]:
+    return [v for v in values if v is not None] if _NONE in kinds else values
+
+
+def _finite(values: list[Any], kinds: set[type]) -> bool:
+    """A column of floats and nulls: every float finite (in C)."""
+    return all(map(math.isfinite, _present(values, kinds)))
+
+
+def _int64(values: list[Any], kinds: set[type]) -> bool:
+    """A column of ints and nulls: some int, every one in int64's range."""
+    present = _present(values, kinds)
+    return bool(present) and min(present) >= _INT64_MIN and max(present) <= _INT64_MAX
+
+
+def _plain_texts(values: list[Any], kinds: set[type]) -> bool:
+    """A column of texts and nulls, ASCII without an escape character: no surrogate to replace and no terminal
+    control sequence to strip (roofline.report.sequences.strip_sequences leaves them as they are)."""
+    present = _present(values, kinds)
+    return all(map(str.isascii, present)) and "\x1b" not in "".join(present)
+
+
 def points_frame(report: Any, name: str = "") -> pd.DataFrame:
     """A DataFrame of :func:`records`. Integer columns with gaps stay integers (pandas' nullable Int64)."""
     import pandas as pd
 
-    rows = records(report, name)
-    columns = list(dict.fromkeys([*POINT_COLUMNS, *(key for row in rows for key in row)]))
-    return pd.DataFrame({column: _column([row.get(column) for row in rows]) for column in columns}, columns=columns)
+    columns, values = _table(report, name)
+    return pd.DataFrame({column: _column(values[column]) for column in columns}, columns=columns)
+
+
+def _table(report: Any, name: str) -> tuple[list[str], dict[str, list[Any]]]:
+    """The columns of :func:`records` and each one's values (``record.get(column)`` of every record): made column
+    by column (roofline.report.columns.table), or from the records where a row is not plain JSON data."""
+    from roofline.report.columns import Unplanned, table
+
+    points = report_points(report, name, per_call=True)
+    try:
+        return table(report.rows, points, _POINT_READERS, _flat_list, _flat_empty)
+    except Unplanned:
+        rows = [{**_point_columns(p), **flatten(row)} for p, row in zip(points, report.rows, strict=True)]
+        columns = list(dict.fromkeys([*POINT_COLUMNS, *(key for row in rows for key in row)]))
+        return columns, {column: [row.get(column) for row in rows] for column in columns}
+
+
+def _flat_list(value: list[Any]) -> str:
+    """What :func:`flatten` writes of a list: the lists of floats (samples, clocks) and of texts (notes) in C."""
+    if not value:
+        return "[]"
+    kinds = set(map(type, value))
+    if kinds == _FLOAT_SET and all(map(math.isfinite, value)):  # NB: _plain_numbers
+        return "[" + ", ".join(map(float.__repr__, value)) + "]"
+    if kinds == _STR_SET:  # NB: as json.dumps writes a list of texts (ASCII escapes, ", " between)
+        from json.encoder import encode_basestring_ascii
+
+        return "[" + ", ".join(map(encode_basestring_ascii, value)) + "]"
+    if _plain_numbers(value):
+        return "[" + ", ".join(map(repr, value)) + "]"
+    return dumps_json(value, default=str)
+
+
+_FLOAT_SET = {float}
+_STR_SET = {str}
+
+
+def _flat_empty(value: dict[str, Any]) -> str:
+    """What :func:`flatten` writes of an empty object."""
+    return dumps_json(value, default=str)
+
+
+_POINT_READERS: dict[str, Any] = {
+    "report": lambda p: p.report,
+    "source": lambda p: p.source,
+    "point.label": lambda p: p.label,
+    "point.device": lambda p: p.device,
+    "point.roof": lambda p: p.roof,
+    "point.intensity": lambda p: p.intensity,
+    "point.throughput_flops_per_s": lambda p: p.throughput,
+    "point.attainable_flops_per_s": lambda p: p.attainable,
+    "point.time_s": lambda p: p.time_s,
+    "point.share": lambda p: p.share,
+    "point.efficiency": lambda p: p.efficiency,
+    "point.bound": lambda p: p.bound,
+    "point.flags": lambda p: ",".join(p.flags),
+}
 
 
 #: the first characters that make a spreadsheet read a cell as a formula (=, +, -, @; tab and carriage return too)
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_STARTS = frozenset(_FORMULA_START)
 
 
 def csv_text(text: str) -> str:
@@ -189,7 +288,25 @@ def csv_text(text: str) -> str:
 def _csv_column(values: list[Any]) -> list[str]:
     """One column as CSV text, typed as :func:`_column` types it for pandas (and as pandas writes it): integers as
     integers, numbers as Python's shortest float text, text mixed with numbers as JSON text, a missing value, NaN
-    or infinity as empty; text that starts like a spreadsheet formula behind a ``'`` (:func:`csv_text`)."""
+    or infinity as empty; text that starts like a spreadsheet formula behind a ``'`` (:func:`csv_text`). Floats,
+    integers, booleans and plain text in C passes."""
+    kinds = set(map(type, values))
+    none = _NONE in kinds
+    if kinds <= _FLOATS and _finite(values, kinds):
+        return ["" if v is None else repr(v) for v in values] if none else list(map(float.__repr__, values))
+    if kinds <= _INTS and _int64(values, kinds):
+        return ["" if v is None else str(v) for v in values] if none else list(map(int.__repr__, values))
+    if kinds <= _BOOLS:
+        return ["" if v is None else str(v) for v in values]
+    if kinds <= _TEXTS and _plain_texts(values, kinds):
+        if {v[:1] for v in values if v}.isdisjoint(_FORMULA_STARTS):
+            return ["" if v is None else v for v in values] if none else list(values)
+        return ["" if v is None else csv_text(v) for v in values]
+    return _typed_csv_column(values)
+
+
+def _typed_csv_column(values: list[Any]) -> list[str]:
+    """_csv_column value by value (any column)."""
     values = [_cell(v) for v in values]
     present = [v for v in values if v is not None]
     ints = bool(present) and all(isinstance(v, int) and not isinstance(v, bool) for v in present)
@@ -203,14 +320,19 @@ def _csv_column(values: list[Any]) -> list[str]:
 
 
 def to_csv(report: Any, name: str = "") -> str:
-    """Every row as CSV (the columns of :func:`points_frame`), written with the csv module: no DataFrame is built,
-    so 100,000 rows take seconds, not a minute."""
+    """Every row as CSV (the columns of :func:`points_frame`): no DataFrame is built, no record per row
+    (roofline.report.columns), and the cells are joined as the csv module writes them, so 100,000 rows take a few
+    seconds, not a minute."""
     import csv
     import io
 
-    rows = records(report, name)
-    columns = list(dict.fromkeys([*POINT_COLUMNS, *(key for row in rows for key in row)]))
-    cells = [_csv_column([row.get(column) for row in rows]) for column in columns]
+    from roofline.report.columns import csv_text as joined
+
+    columns, values = _table(report, name)
+    cells = [_csv_column(values[column]) for column in columns]
+    text = joined(columns, cells)
+    if text is not None:
+        return text
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)

@@ -17,9 +17,10 @@ summed measured time, the bound holding most of the time). Efficiency is achieve
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from roofline import ironlaw
 from roofline.report.aggregate import held_most
@@ -36,6 +37,7 @@ NO_BYTES = "no-bytes"  # moves no bytes: intensity is infinite
 NO_INTENSITY = "no-intensity"  # counted, but its stored intensity is null (a NaN or Infinity in the report)
 
 SKIP_FLAGS = (UNTIMED, UNCOUNTED, NO_FLOPS, NO_BYTES, NO_INTENSITY)
+_SKIP = frozenset(SKIP_FLAGS)
 SKIP_REASONS = {
     UNTIMED: "not timed (no measured time)",
     UNCOUNTED: "uncounted (no cost formula: FLOPs unknown)",
@@ -74,7 +76,7 @@ class Point:
 
     @property
     def plottable(self) -> bool:
-        return not any(flag in SKIP_FLAGS for flag in self.flags)
+        return not self.flags or _SKIP.isdisjoint(self.flags)
 
     @property
     def above_roof(self) -> bool:
@@ -122,7 +124,7 @@ class PointsSummary:
 def _shapes(shapes: Any, limit: int = 3) -> str:
     if not isinstance(shapes, list):
         return ""
-    parts = ["x".join(str(d) for d in s) if isinstance(s, list) and s else "()" for s in shapes[:limit]]
+    parts = ["x".join(map(str, s)) if isinstance(s, list) and s else "()" for s in shapes[:limit]]
     return ", ".join(parts) + (", ..." if len(shapes) > limit else "")
 
 
@@ -131,10 +133,6 @@ def _shorten(text: str, limit: int = SHORT_LABEL_CHARS) -> str:
         return text
     head = (limit - 1) * 2 // 3
     return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
-
-
-def _is_setting(word: str) -> bool:
-    return "=" in word
 
 
 def _common_words(kin: Sequence[Sequence[str]]) -> set[str]:
@@ -156,43 +154,118 @@ def _workload_labels(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]
     kind + label; then the settings every row of the same family shares are dropped (they do not tell the
     points apart): 'attention seq_q=1024 naive'."""
     parsed = []
+    families: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
     for row in rows:
-        kind = str(row.get("kind") or "")
-        words = str(row.get("label") or row.get("name") or row.get("op") or "").split()
+        get = row.get
+        kind = get("kind") or ""
+        kind = kind if type(kind) is str else str(kind)
+        words = str(get("label") or get("name") or get("op") or "").split()
         full = words if not kind or (words and words[0] == kind) else [kind, *words]
-        short = words if words and not _is_setting(words[0]) else full
+        short = words if words and "=" not in words[0] else full
         lead = []
         for word in short:
-            if _is_setting(word):
+            if "=" in word:
                 break
             lead.append(word)
-        parsed.append((" ".join(full), short, (kind, tuple(lead))))
-    families: dict[tuple[str, tuple[str, ...]], list[list[str]]] = {}
-    for _, short, family in parsed:
-        families.setdefault(family, []).append(short)
+        family = (kind, tuple(lead))
+        kin = families.get(family)
+        if kin is None:
+            families[family] = [short]
+        else:
+            kin.append(short)
+        parsed.append((" ".join(full), short, family))
     # NB: the words a family shares are computed once per family (every member is in it, so this is each member's
     # intersection with its kin): linear in the rows, where a per-row intersection was quadratic.
     shared = {
         family: _common_words(kin) - set(family[1]) if len(kin) > 1 else set() for family, kin in families.items()
     }
-    return [(full, _shorten(" ".join(w for w in short if w not in shared[family]))) for full, short, family in parsed]
+    out = []
+    for full, short, family in parsed:
+        dropped = shared[family]
+        text = " ".join([w for w in short if w not in dropped] if dropped else short)
+        out.append((full, text if len(text) <= SHORT_LABEL_CHARS else _shorten(text)))
+    return out
 
 
 def _op_label(row: Mapping[str, Any]) -> tuple[str, str]:
     """(full, short) label of a diagnosed op: 'mm 1x1024, 1024x4096 @ blocks.0.up'."""
     op = str(row.get("op") or "").removeprefix("aten::")
-    shapes = _shapes(row.get("input_shapes"))
+    input_shapes = row.get("input_shapes")
+    shapes = _shapes(input_shapes)
     module = str(row.get("module") or "") or "(model)"
     backward = " (backward)" if row.get("phase") == "backward" or "(backward)" in str(row.get("key", "")) else ""
-    at = source_text(str(row.get("source") or ""))
+    source = row.get("source")
+    at = source_text(str(source)) if source else ""
     full = f"{op} [{shapes}]{backward} @ {module}" + (f" at {at}" if at else "")
-    short = f"{op} [{_shapes(row.get('input_shapes'), limit=2)}]{backward}" + (
-        f" @ {module}" if module != "(model)" else ""
-    )
+    short_shapes = shapes if isinstance(input_shapes, list) and len(input_shapes) <= 2 else _shapes(input_shapes, 2)
+    short = f"{op} [{short_shapes}]{backward}" + (f" @ {module}" if module != "(model)" else "")
     return full, _shorten(short)
 
 
 # ------------------------------------------------------------------------------------------------ points
+
+
+_PLAIN_NUMBERS = frozenset((float, int, type(None)))
+_INF = math.inf
+
+
+def _finite(value: Any) -> float | None:
+    """finite_number, the float case first (nearly every stored number)."""
+    kind = type(value)
+    if kind is float:
+        return value if -_INF < value < _INF else None
+    return float(value) if kind is int else finite_number(value)  # NB: an int past a float raises, as there
+
+
+def _stored(row: Mapping[str, Any]) -> tuple[Any, Any, Any, Any, str]:
+    """(intensity, attainable, efficiency, roof time, bound) as Stored.of reads them; read straight from the row
+    where each is a plain number or null and the bound a text (every row a roofline wrote), else through Stored."""
+    get = row.get
+    values = (get("intensity"), get("attainable_flops_per_s"), get("efficiency"), get("roof_time_s"))
+    bound = get("bound")
+    if (bound is None or type(bound) is str) and all(type(v) in _PLAIN_NUMBERS for v in values):
+        return (*(None if v is None else float(v) for v in values), bound or "")  # type: ignore[return-value]
+    stored = Stored.of(row)
+    return stored.intensity, stored.attainable_flops_per_s, stored.efficiency, stored.roof_time_s, stored.bound
+
+
+def _flags(
+    source: str,
+    flops: float | None,
+    nbytes: float | None,
+    time_s: float | None,
+    timed: Any,
+    intensity: float | None,
+    efficiency: float | None,
+) -> tuple[tuple[str, ...], float | None]:
+    """A point's flags, and its time (None when not timed), from its finite numbers."""
+    flags: list[str] = []
+    if source == "analytic":
+        flags.append(PREDICTED)
+    if flops is None or nbytes is None:
+        flags.append(UNCOUNTED)
+    elif flops == 0:
+        flags.append(NO_FLOPS)
+    elif nbytes == 0:
+        flags.append(NO_BYTES)
+    if not time_s or time_s <= 0 or timed is False:
+        flags.append(UNTIMED)
+        time_s = None if not time_s or time_s <= 0 else time_s
+    skipped = bool(flags) and not _SKIP.isdisjoint(flags)
+    if intensity is None and not skipped:
+        flags.append(NO_INTENSITY)
+        skipped = True
+    if efficiency is not None and efficiency > 1.0 and not skipped:
+        flags.append(ABOVE_ROOF)
+    return tuple(flags), time_s
+
+
+def _new_point(fields: dict[str, Any]) -> Point:
+    """A Point of every field at once: its frozen dataclass's __init__ sets them one by one through
+    object.__setattr__ (3 us a point; 0.3 us this way), which 100,000 points felt."""
+    point = object.__new__(Point)
+    point.__dict__.update(fields)
+    return point
 
 
 def _point(
@@ -207,51 +280,41 @@ def _point(
     calls: int = 1,
     rows: tuple[int, ...] = (),
 ) -> Point:
-    flags: list[str] = []
-    flops = finite_number(row.get("flops"))
-    nbytes = finite_number(row.get("bytes"))
-    time_s = finite_number(row.get(time_key))
-    stored = Stored.of(row)
-    if source == "analytic":
-        flags.append(PREDICTED)
-    if flops is None or nbytes is None:
-        flags.append(UNCOUNTED)
-    elif flops == 0:
-        flags.append(NO_FLOPS)
-    elif nbytes == 0:
-        flags.append(NO_BYTES)
-    if not time_s or time_s <= 0 or row.get("timed") is False:
-        flags.append(UNTIMED)
-        time_s = None if not time_s or time_s <= 0 else time_s
-    intensity = finite_number(stored.intensity)
-    if intensity is None and not any(f in SKIP_FLAGS for f in flags):
-        flags.append(NO_INTENSITY)
-    efficiency = finite_number(stored.efficiency)
-    if efficiency is not None and efficiency > 1.0 and not any(f in SKIP_FLAGS for f in flags):
-        flags.append(ABOVE_ROOF)
-    return Point(
-        label=labels[0],
-        short_label=labels[1],
-        report=report_name,
-        source=source,
-        device=device,
-        index=index,
-        kind=str(row.get("kind") or row.get("op") or ""),
-        roof=str(row.get("roof") or ""),
-        flops=flops,
-        bytes=nbytes,
-        intensity=intensity,
-        throughput=flops / time_s if flops and time_s else None,
-        attainable=finite_number(stored.attainable_flops_per_s),
-        time_s=time_s,
-        share=None,
-        efficiency=efficiency,
-        bound=stored.bound,
-        calls=calls,
-        limiter=str(row.get("limiter") or ""),
-        launches=max(int(finite_number(row.get("kernels")) or 0), calls, 1),
-        flags=tuple(flags),
-        rows=rows or (index,),
+    get = row.get
+    flops = _finite(get("flops"))
+    nbytes = _finite(get("bytes"))
+    intensity, attainable, efficiency, _, bound = _stored(row)
+    intensity, efficiency = _finite(intensity), _finite(efficiency)
+    flags, time_s = _flags(source, flops, nbytes, _finite(get(time_key)), get("timed"), intensity, efficiency)
+    kind = get("kind") or get("op") or ""
+    roof = get("roof") or ""
+    limiter = get("limiter") or ""
+    kernels = get("kernels")
+    return _new_point(
+        {
+            "label": labels[0],
+            "short_label": labels[1],
+            "report": report_name,
+            "source": source,
+            "device": device,
+            "index": index,
+            "kind": kind if type(kind) is str else str(kind),
+            "roof": roof if type(roof) is str else str(roof),
+            "flops": flops,
+            "bytes": nbytes,
+            "intensity": intensity,
+            "throughput": flops / time_s if flops and time_s else None,
+            "attainable": _finite(attainable),
+            "time_s": time_s,
+            "share": None,
+            "efficiency": efficiency,
+            "bound": bound,
+            "calls": calls,
+            "limiter": limiter if type(limiter) is str else str(limiter),
+            "launches": max(int(_finite(kernels) or 0), calls, 1),
+            "flags": flags,
+            "rows": rows or (index,),
+        }
     )
 
 
@@ -265,7 +328,7 @@ def _with_shares(points: list[Point]) -> list[Point]:
             totals[(p.report, p.device)] = totals.get((p.report, p.device), 0.0) + p.time_s
     for p in points:
         total = totals.get((p.report, p.device))
-        object.__setattr__(p, "share", p.time_s / total if p.time_s and total else None)
+        p.__dict__["share"] = p.time_s / total if p.time_s and total else None  # NB: as _new_point sets fields
     return points
 
 
@@ -298,8 +361,9 @@ def _op_groups(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             limiters[key] = []
         time_s = positive_number(row.get("time_s")) or 0.0
         limiters[key].append((str(row.get("limiter") or ""), time_s))
+        _, _, _, roof_time_s, bound = _stored(row)
         members[key].append(
-            Stored.of(row).member(finite_number(row.get("flops")), finite_number(row.get("bytes")), time_s)
+            ironlaw.Member(_finite(row.get("flops")), _finite(row.get("bytes")), roof_time_s or 0.0, time_s, bound)
         )
         group["kernels"] += int(finite_number(row.get("kernels")) or 0)
         group["count"] += 1
@@ -363,19 +427,100 @@ def report_points(report: Any, name: str = "", *, per_call: bool = False) -> lis
     rows = report.rows
     labels = [_op_label(r) for r in rows] if source == "diagnose" else _workload_labels(rows)
     time_key = "median_s" if source == "bench" else "time_s"
-    points = [
-        _point(
-            row,
-            index=i,
-            labels=labels[i],
-            report_name=name,
-            source=source,
-            device=str(row.get("device") or default_device),
-            time_key=time_key,
+    return _with_shares(_row_points(rows, labels, name, source, default_device, time_key))
+
+
+_TEXT = frozenset((str, type(None)))
+
+
+def _row_points(
+    rows: Sequence[Mapping[str, Any]],
+    labels: Sequence[tuple[str, str]],
+    name: str,
+    source: str,
+    default_device: str,
+    time_key: str,
+) -> list[Point]:
+    """One point per row: what _point makes of each, in one loop (100,000 rows: a call with keywords, a dozen
+    look-ups and a dataclass per row were a second). A row whose values are not all plain numbers and texts (not
+    one a roofline wrote) goes through _point itself."""
+    points = []
+    inf = _INF
+    plain = _PLAIN_NUMBERS
+    text = _TEXT
+    for index, row in enumerate(rows):
+        get = row.get
+        flops, nbytes, time_s = get("flops"), get("bytes"), get(time_key)
+        intensity, attainable, efficiency = get("intensity"), get("attainable_flops_per_s"), get("efficiency")
+        kind, roof, limiter, device, bound = (
+            get("kind") or get("op"),
+            get("roof"),
+            get("limiter"),
+            get("device"),
+            get("bound"),
         )
-        for i, row in enumerate(rows)
-    ]
-    return _with_shares(points)
+        kernels = get("kernels")
+        if not (
+            type(flops) in plain
+            and type(nbytes) in plain
+            and type(time_s) in plain
+            and type(intensity) in plain
+            and type(attainable) in plain
+            and type(efficiency) in plain
+            and type(get("roof_time_s")) in plain
+            and type(kernels) in plain
+            and type(kind) in text
+            and type(roof) in text
+            and type(limiter) in text
+            and type(device) in text
+            and type(bound) in text
+        ):
+            points.append(
+                _point(
+                    row,
+                    index=index,
+                    labels=labels[index],
+                    report_name=name,
+                    source=source,
+                    device=str(device or default_device),
+                    time_key=time_key,
+                )
+            )
+            continue
+        flops = None if flops is None or not -inf < flops < inf else float(flops)
+        nbytes = None if nbytes is None or not -inf < nbytes < inf else float(nbytes)
+        time_s = None if time_s is None or not -inf < time_s < inf else float(time_s)
+        intensity = None if intensity is None or not -inf < intensity < inf else float(intensity)
+        efficiency = None if efficiency is None or not -inf < efficiency < inf else float(efficiency)
+        flags, time_s = _flags(source, flops, nbytes, time_s, get("timed"), intensity, efficiency)
+        label, short = labels[index]
+        point = object.__new__(Point)  # NB: as _new_point
+        point.__dict__.update(
+            label=label,
+            short_label=short,
+            report=name,
+            source=source,
+            device=device or default_device,
+            index=index,
+            kind=kind or "",
+            roof=roof or "",
+            flops=flops,
+            bytes=nbytes,
+            intensity=intensity,
+            throughput=flops / time_s if flops and time_s else None,
+            attainable=None if attainable is None or not -inf < attainable < inf else float(attainable),
+            time_s=time_s,
+            share=None,
+            efficiency=efficiency,
+            bound=bound or "",
+            calls=1,
+            limiter=limiter or "",
+            launches=max(int(float(kernels)) if kernels is not None and -inf < kernels < inf else 0, 1),
+            flags=flags,
+            rows=(index,),
+        )
+        points.append(point)
+    return points
 
 
 def summarize(points: Iterable[Point]) -> PointsSummary:
@@ -402,30 +547,75 @@ def summarize(points: Iterable[Point]) -> PointsSummary:
 
 
 def _finding(data: Mapping[str, Any], where: str) -> FindingView:
-    return FindingView(
+    view = object.__new__(FindingView)  # NB: every field at once, as _new_point makes a Point
+    view.__dict__.update(
         where=str(data.get("where") or where),
         bottleneck=str(data.get("bottleneck") or ""),
-        properties=tuple(str(p) for p in data.get("properties") or ()),
+        properties=tuple(map(str, data.get("properties") or ())),
         technique=str(data.get("technique") or ""),
         evidence=str(data.get("evidence") or ""),
-        time_s=finite_number(data.get("time_s")),
-        best_time_s=finite_number(data.get("best_time_s")),
-        share=finite_number(data.get("share")),
+        time_s=_finite(data.get("time_s")),
+        best_time_s=_finite(data.get("best_time_s")),
+        share=_finite(data.get("share")),
     )
+    return view
 
 
-def report_findings(report: Any) -> list[FindingView]:
-    """Findings, largest saving first: diagnose's top-level list, else every row's (one per rule and row)."""
-    top = getattr(report, "findings", None)
-    if isinstance(top, list):
-        found = [_finding(f, "") for f in top if isinstance(f, Mapping)]
-    else:
-        labels = _workload_labels(report.rows)
-        found = []
-        for row, (label, _) in zip(report.rows, labels, strict=True):
-            device = f" on {row['device']}" if len(report.devices) > 1 and row.get("device") else ""
-            found += [_finding(f, label + device) for f in row.get("findings") or () if isinstance(f, Mapping)]
-    return sorted(found, key=lambda f: -f.saving_s)
+def report_findings(report: Any, labels: Sequence[str] | None = None) -> list[FindingView]:
+    """Findings, largest saving first: diagnose's top-level list, else every row's (one per rule and row).
+    ``labels``: each row's full label where the caller has them (its points': report_points), else made here."""
+    return list(Findings(report, labels))
+
+
+class Findings(Sequence[FindingView]):
+    """A report's findings, largest saving first (report_findings), each made a FindingView when it is read: a
+    page shows the first ten of a 100,000-row report's 170,000 (their order needs only each one's saving)."""
+
+    def __init__(self, report: Any, labels: Sequence[str] | None = None) -> None:
+        top = getattr(report, "findings", None)
+        stored: list[tuple[Mapping[str, Any], str]] = []
+        if isinstance(top, list):
+            stored = [(f, "") for f in top if isinstance(f, Mapping)]
+        else:
+            if labels is None:
+                labels = [label for label, _ in _workload_labels(report.rows)]
+            several = len(report.devices) > 1
+            for row, label in zip(report.rows, labels, strict=True):
+                listed = row.get("findings")
+                if not listed:
+                    continue
+                where = label + (f" on {row['device']}" if several and row.get("device") else "")
+                stored += [(f, where) for f in listed if isinstance(f, Mapping)]
+        savings = [ironlaw.saving(_finite(f.get("time_s")), _finite(f.get("best_time_s"))) for f, _ in stored]
+        self._stored = stored
+        self._order = sorted(range(len(stored)), key=lambda i: -savings[i])  # NB: stable, as sorting the views
+        self._made: dict[int, FindingView] = {}
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, index: int) -> FindingView: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[FindingView, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> FindingView | tuple[FindingView, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        position = self._order[index]
+        view = self._made.get(position)
+        if view is None:
+            view = self._made[position] = _finding(*self._stored[position])
+        return view
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Findings({len(self)} findings)"
 
 
 @dataclass(frozen=True)
@@ -440,7 +630,7 @@ class ReportDocument:
     devices: tuple[Any, ...]  # roofline.report.schema.DeviceInfo
     points: tuple[Point, ...]  # by time, largest first; untimed ones last
     summary: PointsSummary
-    findings: tuple[FindingView, ...]
+    findings: Sequence[FindingView]  # largest saving first (Findings: made when read)
     notes: tuple[str, ...]  # the chart's notes (skipped and above-roof points, projections)
     totals: Mapping[str, Any]  # diagnose: the report's summary block ({} otherwise)
     uncounted: tuple[Mapping[str, Any], ...]  # diagnose: ops without a cost formula
@@ -448,8 +638,20 @@ class ReportDocument:
     memory: MemoryView | None = None  # parameters and memory (roofline.report.memory); None: the report has none
 
 
-def report_document(report: Any, name: str, *, notes: Sequence[str] = (), per_call: bool = False) -> ReportDocument:
-    points = report_points(report, name, per_call=per_call)
+def report_document(
+    report: Any,
+    name: str,
+    *,
+    notes: Sequence[str] = (),
+    per_call: bool = False,
+    points: Sequence[Point] | None = None,
+) -> ReportDocument:
+    """What html and markdown show of ``report``. ``points``: report_points(report, name, per_call=per_call)
+    where the caller has them already (the chart of the same page), so that they are made once."""
+    if points is None:
+        points = report_points(report, name, per_call=per_call)
+    per_row = report.source != "diagnose" and len(points) == len(report.rows)  # analytic, bench: a point per row
+    labels = [p.label for p in points] if per_row else None
     ordered = sorted(points, key=lambda p: (p.time_s is None, -(p.time_s or 0.0), p.index))
     totals = getattr(report, "summary", None)
     uncounted = getattr(report, "uncounted", None)
@@ -462,7 +664,7 @@ def report_document(report: Any, name: str, *, notes: Sequence[str] = (), per_ca
         devices=tuple(report.devices),
         points=tuple(ordered),
         summary=summarize(points),
-        findings=tuple(report_findings(report)),
+        findings=Findings(report, labels),
         notes=tuple(notes),
         totals=totals if isinstance(totals, Mapping) else {},
         uncounted=tuple(u for u in uncounted or () if isinstance(u, Mapping)) if isinstance(uncounted, list) else (),
@@ -479,6 +681,7 @@ __all__ = [
     "UNCOUNTED",
     "UNTIMED",
     "FindingView",
+    "Findings",
     "Point",
     "PointsSummary",
     "ReportDocument",

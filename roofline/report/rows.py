@@ -673,6 +673,9 @@ def _filled(source: str, row: dict[str, Any], devices: Mapping[str, Any], defaul
     return row
 
 
+_FILLED = frozenset(STORED_FIELDS[:-1])
+
+
 def upgrade_rows(source: str, rows: Sequence[Mapping[str, Any]], devices: Sequence[Any]) -> list[dict[str, Any]]:
     """The rows with every stored iron-law value (STORED_FIELDS but ``bound``, which every version stores): a value
     a row lacks is computed here via roofline.ironlaw, once, from the row's counts, times and the roofs the report
@@ -685,7 +688,9 @@ def upgrade_rows(source: str, rows: Sequence[Mapping[str, Any]], devices: Sequen
     default = devices[0] if devices else None
     out = []
     for row in rows:
-        if all(name in row for name in STORED_FIELDS[:-1]):
+        if type(row) is dict and row.keys() >= _FILLED:  # NB: every row a roofline wrote: one set check in C
+            out.append(row)
+        elif all(name in row for name in STORED_FIELDS[:-1]):
             out.append(row if isinstance(row, dict) else dict(row))
         else:
             out.append(_filled(source, dict(row), by_name, default))

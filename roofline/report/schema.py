@@ -10,10 +10,8 @@ and ``efficiency``. A version-1 report is upgraded when it is loaded (roofline.r
 
 from __future__ import annotations
 
-import gc
 import platform
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -28,11 +26,11 @@ from roofline.report.rows import check_rows, parse_rows, upgrade_rows
 from roofline.version import __version__
 from roofline.yamlio import (
     MAX_JSON_BYTES,
-    decode_text,
     dumps_json,
-    has_big_exponent,
+    keep_parsed,
     null_nonfinite,
-    parse_json,
+    parse_json_bytes,
+    paused_gc,
     read_bytes,
 )
 
@@ -156,20 +154,6 @@ def write_report(report: Report, path: Path) -> None:
     atomic_write_text(Path(path), report.to_json())
 
 
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """The cyclic garbage collector off while a large document is parsed: json.loads of a 100,000-row report
-    (300 MB) makes millions of containers and none of them garbage, and the collections it triggers took 40% of
-    the parse (6.4 s against 3.7 s, benchmarks/report_scale.py)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def nonfinite_note(source: object, paths: list[str], shown: int = 3) -> str:
     """'r.json: 3 non-finite values (NaN or Infinity) read as null: rows[0].median_s, ...'."""
     listed = ", ".join(paths[:shown]) + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
@@ -190,10 +174,12 @@ def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         raise ReportError(f"{path}: no such report file")
-    text = decode_text(read_bytes(path, ReportError, "report", MAX_JSON_BYTES), path, ReportError, "JSON report")
+    raw = read_bytes(path, ReportError, "report", MAX_JSON_BYTES)
     with paused_gc():
         constants: list[str] = []
-        data = parse_json(text, path, ReportError, "corrupt report", "re-create it", constants)
+        data = parse_json_bytes(raw, path, ReportError, "JSON report", "corrupt report", "re-create it", constants)
+    del raw
+    keep_parsed(data)  # the CLI's own process: its rows are never freed one by one (the process ends after)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ReportError(f'{path}: not a roofline report (no "schema": "{SCHEMA}")')
     if data.get("version") not in READS:
@@ -202,8 +188,7 @@ def read_report(path: Path, note: Callable[[str], None] | None = _stderr_note) -
             f"(reads versions {', '.join(map(str, READS))}): upgrade roofline"
         )
     try:
-        data, nonfinite = null_nonfinite(data) if constants or has_big_exponent(text) else (data, [])
-        del text
+        data, nonfinite = null_nonfinite(data) if constants else (data, [])
         if nonfinite and note is not None:
             note(nonfinite_note(path, nonfinite))
         data["schema_"] = data.pop("schema")

@@ -1,0 +1,403 @@
+"""The fast paths of large reports (issue 30) give exactly what the plain paths give: the JSON decoder (orjson where
+installed) the document json reads, or json's own error; the indented encoder json's text; the columnar table,
+CSV cells and CSV text those of the records and the csv module; the one-loop points those of _point; the findings
+made when read those sorted as views; and the outputs of small reports the same whichever path made them."""
+
+from __future__ import annotations
+
+import csv
+import gc
+import importlib.util
+import io
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.errors import ReportError
+from roofline.report import columns, export, points
+from roofline.report.schema import read_report
+from roofline.yamlio import (
+    OVERFLOW,
+    UNDECIDED,
+    dumps_json,
+    fast_loads,
+    indented_json,
+    null_nonfinite,
+    parse_json,
+    parse_json_bytes,
+)
+
+#: the fast decoder's own tests need orjson (the `fast` extra); without it every path is json's, and the rest hold
+NEEDS_ORJSON = pytest.mark.skipif(importlib.util.find_spec("orjson") is None, reason="orjson is not installed")
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, data: bytes) -> tuple[object, object]:
+    """(fast path, json) results of parse_json_bytes as a reader sees them: the document with its non-finite
+    numbers nulled where the constants told of any (and where they were), or the error line."""
+
+    def one() -> object:
+        constants: list[str] = []
+        try:
+            found = parse_json_bytes(data, "f.json", ReportError, constants=constants)
+        except ReportError as exc:
+            return str(exc)
+        return json.dumps(null_nonfinite(found) if constants else (found, []))
+
+    monkeypatch.delenv("ROOFLINE_JSON", raising=False)
+    fast = one()
+    monkeypatch.setenv("ROOFLINE_JSON", "stdlib")
+    plain = one()
+    monkeypatch.delenv("ROOFLINE_JSON")
+    return fast, plain
+
+
+DECIDED = [  # the fast decoder reads these itself
+    b'{"schema": "x", "rows": [{"a": 1, "b": [1.5, 2e-05, -0.0], "c": {"d": "e:f"}}]}',
+    b'{"key:with:colons": 1, "nested": {"x:y": [{"z": null}]}, "t": true, "f": false}',
+    b'{"big": 922337203685477580, "neg": -92233720368547758, "exp": 1e300, "tiny": 5e-324}',
+    b'[1, 2.5, "text \\" with a quote: and a colon", {"a": []}, {}]',
+    '{"u": "\u00e9\u2028", "esc": "\\u00e9\\n\\t\\\\"}'.encode(),
+    b'  {"spaced" :  1 ,"b":2}  ',
+    b"123",
+    b'"a string"',
+]
+UNDECIDABLE = [  # json reads these: they differ from orjson's reading, or orjson refuses them
+    b'{"a": 1, "a": 2}',
+    b'{"rows": [{"x": 1, "y": 2, "x": 3}]}',
+    b'{"a" : 1, "a": 2}',
+    b'{"a\\u003a": 1, "a:": 2}',
+    b'{"a": 123456789012345678901234567890}',
+    b'{"a": -9223372036854775809}',
+    b'{"a": 9223372036854775807}',  # 19 digits: in range, but left to json (a float past 64 bits looks alike)
+    b"18446744073709551616",
+    b'{"a": NaN, "b": Infinity, "c": -Infinity}',
+    b'{"a": 1e400, "b": -1e400}',
+    b'{"a": "\\ud800"}',
+    "\ufeff{}".encode(),
+    b'{"a": 1,}',
+    b'{"a": [1, 2}',
+    b"",
+    b"\xff\xfe{}",
+    b'{"a": "\x00"}',
+    b"[" * 300 + b"]" * 300,
+    b"[" * 3000 + b"]" * 3000,
+]
+
+
+@pytest.mark.parametrize("data", DECIDED + UNDECIDABLE)
+def test_the_fast_decoder_reads_what_json_reads_or_leaves_it_to_json(monkeypatch, data):
+    fast, plain = _both(monkeypatch, data)
+    assert fast == plain
+
+
+@NEEDS_ORJSON
+@pytest.mark.parametrize("data", DECIDED)
+def test_the_fast_decoder_decides_plain_documents(data, monkeypatch):
+    monkeypatch.delenv("ROOFLINE_JSON", raising=False)
+    assert fast_loads(data) is not UNDECIDED
+    assert json.dumps(fast_loads(data)) == json.dumps(json.loads(data))
+
+
+@pytest.mark.parametrize("data", UNDECIDABLE)
+def test_the_fast_decoder_leaves_the_others_to_json(data):
+    assert fast_loads(data) is UNDECIDED
+
+
+def test_a_key_given_twice_is_named_and_overflow_is_told_on_both_paths(monkeypatch):
+    fast, _ = _both(monkeypatch, b'{"rows": [{"x": 1, "x": 3}]}')
+    assert fast == "f.json: not valid JSON (key 'x' given twice in one object): keep one"
+    constants: list[str] = []
+    assert json.dumps(parse_json(b'{"a": 1e400, "b": NaN}', "f", ReportError, constants=constants)) == json.dumps(
+        {"a": math.inf, "b": math.nan}
+    )
+    assert constants == ["NaN", OVERFLOW]
+
+
+def test_without_orjson_json_reads_everything(monkeypatch):
+    import roofline.yamlio as yamlio
+
+    monkeypatch.setattr(yamlio, "_ORJSON", [None])
+    assert fast_loads(DECIDED[0]) is UNDECIDED
+    assert parse_json(DECIDED[0].decode(), "f", ReportError) == json.loads(DECIDED[0])
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=6), inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES, st.sampled_from([None, 0, 1, 2, 4]))
+def test_fast_decoder_and_indented_encoder_round_trip_any_document(value, indent):
+    text = json.dumps(value, indent=indent)
+    found = fast_loads(text.encode())
+    if found is not UNDECIDED:
+        assert json.dumps(found) == json.dumps(json.loads(text))
+    if indent is not None:
+        assert indented_json(value, indent) == text
+        assert dumps_json(value, indent=indent, default=str) == text
+    assert dumps_json(value, default=str) == json.dumps(value, default=str)
+
+
+def test_dumps_json_writes_non_finite_numbers_as_null_on_every_path():
+    value = {"a": [1.0, math.nan], "b": {"c": math.inf}, "d": (1, 2)}
+    for kwargs in (
+        {},
+        {"default": str},
+        {"indent": 2},
+        {"indent": 2, "default": str},
+        {"indent": 1, "sort_keys": True},
+    ):
+        assert dumps_json(value, **kwargs) == json.dumps(null_nonfinite(value)[0], **kwargs)
+
+
+# ------------------------------------------------------------------------------------------------ tables
+
+
+def _report(rows: list[dict], source: str = "bench"):
+    from roofline.report.schema import Report
+    from tests.gate_synthetic import DEVICE
+
+    return Report(source=source, devices=[DEVICE], rows=rows)
+
+
+def _row(i: int, **extra) -> dict:
+    row = {
+        "kind": "gemm",
+        "label": f"m={i} n=64",
+        "params": {"m": i, "n": 64},
+        "device": "h100-sxm",
+        "roof": "bf16 tensor",
+        "flops": 1000 * (i + 1),
+        "bytes": 10 * (i + 1),
+        "kernels": 1,
+        "median_s": 1e-6 * (i + 1),
+        "samples_s": [1e-6 * (i + 1), 1.1e-6 * (i + 1)],
+        "bound": "compute",
+        "findings": [{"rule": "r", "time_s": 1.0, "best_time_s": 0.5}] if i % 2 else [],
+        "notes": ["a note, with a comma", 'a "quote"'] if i % 3 == 0 else [],
+    }
+    row.update(extra)
+    return row
+
+
+MIXED_ROWS = [
+    _row(0),
+    _row(1, params={}, extra="=SUM(A1)"),
+    _row(2, params={"m": 2, "k": 8}, source="a/b.py:3"),
+    _row(3, params=5, **{"params.m": "flat"}),
+    _row(4, serving={"tp": 2, "link": {"name": "nvlink"}}, clocks_mhz=[1980.0, None]),
+    _row(5, median_s=None, samples_s=[], bound=None, label="héllo\x1b[31mred", note="line\nbreak"),
+    _row(6, flops=2**70, kernels=True, efficiency=math.nan, intensity=1.5),
+    _row(7),
+]
+
+
+def _records_table(report) -> tuple[list[str], dict]:
+    rows = export.records(report, "r")
+    names = list(dict.fromkeys([*export.POINT_COLUMNS, *(key for row in rows for key in row)]))
+    return names, {name: [row.get(name) for row in rows] for name in names}
+
+
+def _same(a: dict, b: dict) -> bool:
+    return json.dumps(a, default=repr) == json.dumps(b, default=repr)
+
+
+@pytest.mark.parametrize("rows", [[_row(i) for i in range(6)], MIXED_ROWS, MIXED_ROWS[::-1], []])
+def test_the_columnar_table_is_the_records_table(rows):
+    report = _report(rows)
+    names, values = export._table(report, "r")
+    expected_names, expected = _records_table(report)
+    assert names == expected_names
+    assert _same(values, expected)
+
+
+def test_a_row_of_other_objects_is_tabled_by_records():
+    from pathlib import Path
+
+    report = _report([_row(0), _row(1)])
+    report.rows[1]["path"] = Path("x")  # not JSON: flatten writes it as it is
+    with pytest.raises(columns.Unplanned):
+        columns.table(report.rows, points.report_points(report, "r", per_call=True), export._POINT_READERS, str, str)
+    names, values = export._table(report, "r")
+    assert (names, values["path"]) == (_records_table(report)[0], [None, Path("x")])
+
+
+COLUMN_VALUES = [
+    [1.5, 2.0, None, -0.0, 1e-300],
+    [1.5, math.nan, math.inf],
+    [1, 2, None, 2**63 - 1, -(2**63)],
+    [1, 2**64],
+    [True, False, None],
+    [True, 1, 1.5],
+    ["a", "=1+2", "-3", None, "@x", "\tt", "plain"],
+    ["a", "b"],
+    ["é", "\x1b]0;title\x07x", "\ud800"],
+    ["a", 1, 2.5, None, [1]],
+    [None, None],
+    [],
+]
+
+
+@pytest.mark.parametrize("values", COLUMN_VALUES)
+def test_columns_are_typed_as_value_by_value(values):
+    assert export._csv_column(list(values)) == export._typed_csv_column(list(values))
+    pd = pytest.importorskip("pandas")
+    fast, slow = export._column(list(values)), export._typed_column(list(values))
+    assert pd.Series(fast).equals(pd.Series(slow)) or (fast == slow)
+    assert pd.Series(fast).dtype == pd.Series(slow).dtype
+
+
+CELLS = st.text(alphabet=st.sampled_from(list('ab ,"\n\r\t\x00é\u2028;')), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(CELLS, min_size=3, max_size=3), max_size=5), st.lists(CELLS, min_size=3, max_size=3))
+def test_csv_text_is_what_the_csv_module_writes(rows, header):
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    cells = [list(column) for column in zip(*rows, strict=True)] if rows else [[], [], []]
+    assert columns.csv_text(header, cells) == out.getvalue()
+
+
+# ------------------------------------------------------------------------------------------------ points
+
+
+ODD_ROWS = [
+    _row(0),
+    _row(1, flops=0, intensity=None),
+    _row(2, bytes=0),
+    _row(3, median_s=0.0),
+    _row(4, median_s=math.nan, timed=False),
+    _row(5, intensity="1.5", efficiency=True),  # not plain numbers: through Stored, as before
+    _row(6, kernels=2.7, flops=3, bytes=4, efficiency=2.0, attainable_flops_per_s=7),
+    _row(7, kind=None, op="aten::mm", roof=None, limiter=None, device=None, bound=None),
+    _row(8, kind=5),
+]
+
+
+@pytest.mark.parametrize("source", ["bench", "analytic", "diagnose"])
+def test_the_one_loop_points_are_those_of_point(source):
+    report = _report(ODD_ROWS, source)
+    rows = report.rows
+    labels = [points._op_label(r) for r in rows] if source == "diagnose" else points._workload_labels(rows)
+    key = "median_s" if source == "bench" else "time_s"
+    expected = points._with_shares(
+        [
+            points._point(
+                row, index=i, labels=labels[i], report_name="r", source=source,
+                device=str(row.get("device") or "h100-sxm"), time_key=key,
+            )
+            for i, row in enumerate(rows)
+        ]
+    )  # fmt: skip
+    assert points.report_points(report, "r", per_call=True) == expected
+
+
+def test_findings_made_when_read_are_the_views_sorted_by_saving():
+    rows = [
+        _row(i, findings=[{"rule": f"r{i}", "time_s": 1.0, "best_time_s": b} for b in (0.5, 0.9, None)])
+        for i in range(5)
+    ]
+    report = _report(rows)
+    labels = [label for label, _ in points._workload_labels(report.rows)]
+    views = [points._finding(f, label) for row, label in zip(report.rows, labels, strict=True) for f in row["findings"]]
+    expected = sorted(views, key=lambda f: -f.saving_s)
+    found = points.Findings(report)
+    assert list(found) == expected and len(found) == 15 and found[:3] == tuple(expected[:3])
+    assert found == tuple(expected) and found[-1] == expected[-1]
+
+
+# ------------------------------------------------------------------------------------------------ outputs
+
+
+@pytest.fixture(scope="module")
+def small_reports(tmp_path_factory):
+    """A bench and a diagnose report of 60 rows, as benchmarks/report_scale.py makes them, written to files."""
+    import benchmarks.report_scale as scale
+    import roofline.specs.detect as detect
+    from roofline.report.schema import write_report
+
+    folder = tmp_path_factory.mktemp("reports")
+    report, _, _ = scale.bench_report(60)
+    write_report(report, folder / "bench.json")
+    real = detect.describe_machine
+    detect.describe_machine = lambda *a, **k: {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3"}
+    try:
+        write_report(scale.diagnose_result(60).report("roofline diagnose m.py"), folder / "diagnose.json")
+    finally:
+        detect.describe_machine = real
+    return [folder / "bench.json", folder / "diagnose.json"]
+
+
+def _outputs(path) -> dict[str, object]:
+    from roofline.render.report_markdown import MarkdownReportRenderer
+    from roofline.report.baseline import from_report
+
+    report = read_report(path)
+    name = path.stem
+    doc = points.report_document(report, name, per_call=False)
+    return {
+        "csv": export.to_csv(report, name),
+        "frame": export.points_frame(report, name).to_json(),
+        "markdown": MarkdownReportRenderer(rows=500).render(doc),
+        "json": report.to_json(),
+        "baseline": from_report(report, commit="0" * 40).model_copy(update={"created_utc": ""}).to_json(),
+    }
+
+
+def test_small_reports_read_and_written_the_same_on_every_path(small_reports, monkeypatch):
+    pytest.importorskip("pandas")
+    for path in small_reports:
+        fast = _outputs(path)
+        monkeypatch.setenv("ROOFLINE_JSON", "stdlib")  # json's decoder
+        monkeypatch.setattr(columns, "_quoting", lambda: None)  # the csv module writes the text
+        monkeypatch.setattr(export, "_table", _records_table_of)  # records make the table
+        monkeypatch.setattr(export, "_csv_column", export._typed_csv_column)  # columns typed value by value
+        monkeypatch.setattr(export, "_column", export._typed_column)
+        monkeypatch.setattr("roofline.yamlio._dumps", _json_dumps)  # json's encoders
+        plain = _outputs(path)
+        monkeypatch.undo()
+        assert fast == plain
+
+
+def _records_table_of(report, name):
+    rows = export.records(report, name)
+    names = list(dict.fromkeys([*export.POINT_COLUMNS, *(key for row in rows for key in row)]))
+    return names, {column: [row.get(column) for row in rows] for column in names}
+
+
+def _json_dumps(data, kwargs):
+    return json.dumps(data, allow_nan=False, **kwargs)
+
+
+def test_the_cli_process_keeps_and_freezes_only_when_it_is_the_entry_point():
+    import roofline.yamlio as yamlio
+    from roofline.cli import process
+
+    kept = len(yamlio._KEPT)
+    yamlio.keep_parsed({"a": 1})  # not the CLI's own process: nothing kept
+    assert len(yamlio._KEPT) == kept
+    with process.collector_paused():  # not the entry point: the collector as it was
+        assert gc.isenabled()
+    process.set_entry(True)
+    try:
+        with process.collector_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        with process.collector_paused(False):
+            assert gc.isenabled()
+    finally:
+        process.set_entry(False)
+    assert yamlio._FREEZE == [False]
