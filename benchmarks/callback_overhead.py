@@ -91,6 +91,9 @@ def measure(device: str, every: int, rounds: int, width: int = 512, batch: int =
     def overhead(i: int) -> float:
         return sum(h[i] for h in hooked) / sum(p[i] for p in plain) - 1
 
+    # the hook's wall time per window, and the step it takes for that to be 2% of EVERY steps
+    per_window = (sum(h[0] for h in hooked) - sum(p[0] for p in plain)) / max(windows, 1)
+
     return {
         "device": device,
         "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or "cpu",
@@ -109,12 +112,8 @@ def measure(device: str, every: int, rounds: int, width: int = 512, batch: int =
         "first_chunk_extra_wall_s": first_hooked[0] - first_plain[0],
         "first_chunk_extra_cpu_s": first_hooked[1] - first_plain[1],
         "diagnose_s_per_window": profiler.profile_s / (windows + 1),
-        # the hook's wall time per window, and the step it takes for that to be 2% of EVERY steps
-        "cost_per_window_s": (sum(h[0] for h in hooked) - sum(p[0] for p in plain)) / max(windows, 1),
-        "step_ms_for_2pct": 1e3
-        * (sum(h[0] for h in hooked) - sum(p[0] for p in plain))
-        / max(windows, 1)
-        / (0.02 * every),
+        "cost_per_window_s": per_window,
+        "step_ms_for_2pct": 1e3 * per_window / (0.02 * every),
         "last_entry": profiler.last,
     }
 

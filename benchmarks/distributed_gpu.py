@@ -275,6 +275,8 @@ def interleaved_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Per (kind, bytes) of the interleaved comparison: each method's median time over the rounds, calibrate's
     busbw over the reference's (reference median / calibrate median), the median of the rounds' own ratios, and
     each method's spread over the rounds (slowest / fastest round: how much the moment moved them)."""
+    from roofline.costs.collectives import bus_factor
+
     run_ = summary.get("interleaved") or {}
     if not run_.get("ok"):
         return []
@@ -283,7 +285,7 @@ def interleaved_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     for row in run_["doc"]["rows"]:
         cal = [r["calibrate"] for r in row["rounds"]]
         ref = [r["reference"] for r in row["rounds"]]
-        factor = 2 * (n - 1) / n if row["kind"] == "all_reduce" else (n - 1) / n
+        factor = bus_factor(row["kind"], n)
         ratio = statistics.median(ref) / statistics.median(cal)
         clocks = [r["sm_clock_mhz"] for r in row["rounds"] if r.get("sm_clock_mhz")]
         out.append({

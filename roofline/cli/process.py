@@ -48,17 +48,11 @@ def frozen_after() -> Iterator[None]:
     """In the CLI's own process only: the garbage collector paused (``gc.disable()``) while the block runs (an
     import of torch: its own collections walk the growing heap again and again), then every object alive frozen
     (:func:`freeze_heap`) and the collector resumed as it was. Elsewhere: the block alone."""
-    if not _ENTRY[0]:
-        yield
-        return
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        freeze_heap()
-        if enabled:
-            gc.enable()
+    with collector_paused():
+        try:
+            yield
+        finally:
+            freeze_heap()  # NB: a no-op outside the CLI's own process
 
 
 @contextlib.contextmanager

@@ -204,20 +204,20 @@ INDEX_OPS = ("flip", "roll")
 POOL_TAP_ARITHMETIC = {"max": 4.0, "avg": 1.0}
 POOL_TAP_INDEX = 24.0
 POOL_OUTPUT_INDEX = 172.0
-#: the pooling ops by kind, and the pooled dims of each
-POOL_OPS: dict[str, tuple[str, int]] = {
-    **{f"max_pool{n}d{w}": ("max", n) for n in (1, 2, 3) for w in ("", "_with_indices")},
-    **{f"avg_pool{n}d": ("avg", n) for n in (1, 2, 3)},
+#: the pooling ops by kind
+POOL_OPS: dict[str, str] = {
+    **{f"max_pool{n}d{w}": "max" for n in (1, 2, 3) for w in ("", "_with_indices")},
+    **{f"avg_pool{n}d": "avg" for n in (1, 2, 3)},
 }
 
 
 def pool_window(op: str, flops: float, outputs: int) -> float | None:
     """The mean taps per window of a pooling op from its counted FLOPs (roofline.costs.aten.pooling: max counts one
     compare per tap read, avg one add per tap and one divide per output); None for other ops."""
-    found = POOL_OPS.get(op_key(op))
-    if found is None or outputs <= 0:
+    kind = POOL_OPS.get(op_key(op))
+    if kind is None or outputs <= 0:
         return None
-    taps = flops - outputs if found[0] == "avg" else flops
+    taps = flops - outputs if kind == "avg" else flops
     return max(taps / outputs, 0.0)
 
 
@@ -296,7 +296,7 @@ def estimate(
     if key in POOL_OPS:
         if window is None:
             return None
-        kind, _ = POOL_OPS[key]
+        kind = POOL_OPS[key]
         # NB: per output: its coordinates, bounds and pointers (POOL_OUTPUT_INDEX), the store (and its conversion),
         # and max's index store or avg's divide by the window's count
         finish = (2.0, 0.0) if kind == "max" else DIV
