@@ -106,11 +106,11 @@ def profile(case: dict[str, Any], metrics: tuple[str, ...], work: Path, timeout:
     return values, error[:300]
 
 
-def estimate_row(case: dict[str, Any], measured: dict[str, float]) -> dict[str, Any]:
+def estimate_row(case: dict[str, Any], measured: dict[str, float], sheet_name: str = "h100-sxm") -> dict[str, Any]:
     from roofline.costs.instructions import estimate, instruction_time, issue_rates
     from roofline.specs.loader import load_registry
 
-    sheet = load_registry().get("h100-sxm")
+    sheet = load_registry().get(sheet_name)  # NB: the issue rate of the GPU measured: name its sheet
     est = estimate(case["op"], "bf16", case["inputs"], case["output"], strided=case.get("strided", False),
                    window=case.get("window"))  # fmt: skip
     elements = case["elements"]
@@ -150,6 +150,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/instruction-counts-h100.json"))
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds per ncu run")
+    parser.add_argument("--sheet", default="h100-sxm", help="the spec sheet of the GPU measured (its issue rate)")
     parser.add_argument("--filter", default="", help="comma list: cases whose problem contains any of these")
     args = parser.parse_args()
     if shutil.which("ncu") is None:
@@ -165,7 +166,7 @@ def main() -> int:
             started = time.monotonic()
             counts, error = profile(case, COUNTS, Path(tmp), args.timeout)
             pipes, pipe_error = profile(case, PIPES, Path(tmp), args.timeout)
-            row = estimate_row(case, {**counts, **pipes})
+            row = estimate_row(case, {**counts, **pipes}, args.sheet)
             row["errors"] = [e for e in (error, pipe_error) if e]
             row["seconds"] = round(time.monotonic() - started, 1)
             rows.append(row)
@@ -173,6 +174,7 @@ def main() -> int:
     doc = {
         "benchmark": "instruction_counts_gpu",
         "device_name": torch.cuda.get_device_name(),
+        "sheet": args.sheet,
         "torch": torch.__version__,
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "rows": rows,
