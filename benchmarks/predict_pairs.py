@@ -46,17 +46,24 @@ def _reports(directory: Path) -> dict[str, Path]:
     return {p.name: p for p in sorted(directory.glob("*.json")) if p.name.startswith(("bench-", "diag-"))}
 
 
+def match_label(label: str) -> str:
+    """A point's label without its source lines (`... at FILE:LINE,LINE`): reports written before the source lines
+    (issue 29) label the same group without them."""
+    head, sep, tail = label.rpartition(" at ")
+    return head if sep and ":" in tail and " " not in tail.strip() else label
+
+
 def _measured_groups(report: Any) -> dict[str, float]:
     from roofline.predict import OpInput
     from roofline.report.points import report_points
 
     if report.source == "bench":
-        return {p.label: p.time_s for p in report_points(report) if p.time_s}
+        return {match_label(p.label): p.time_s for p in report_points(report) if p.time_s}
     times: dict[str, float] = {}
     for p in report_points(report):
         total = sum(OpInput.of_row(report.rows[i], "diagnose").time_s for i in p.rows)
         if total > 0:
-            times[p.label] = total
+            times[match_label(p.label)] = total
     return times
 
 
@@ -75,9 +82,10 @@ def compare(
     ops_total = sum(g.measured_s for g in prediction.groups) or 1.0
     ops = []
     for g in prediction.groups:
-        if g.label not in measured or (here.source == "diagnose" and g.measured_s < min_share * ops_total):
+        label = match_label(g.label)
+        if label not in measured or (here.source == "diagnose" and g.measured_s < min_share * ops_total):
             continue
-        m = measured[g.label]
+        m = measured[label]
         ops.append(
             {
                 "label": g.label,
@@ -133,6 +141,11 @@ def compare(
     }
 
 
+def is_problem(report: str) -> bool:
+    """A report of the advice corpus's generated problems (benchmarks/predict_corpus_gpu.py), not a model's."""
+    return report.startswith("diag-corpus-")
+
+
 def _stats(errors: Sequence[float]) -> dict[str, float | int | None]:
     return {"n": len(errors), "median": _quantile(errors, 0.5), "p90": _quantile(errors, 0.9)}
 
@@ -154,8 +167,10 @@ def error_table(dir_a: Path, dir_b: Path, *, min_share: float = MIN_SHARE) -> di
     for label, chosen in [*((f"{f} -> {t}", [(f, t)]) for f, t in directions), ("both", directions)]:
         picked = [c for c in comparisons if (c["from"], c["to"]) in chosen]
         ops = [o for c in picked for o in c["ops"]]
-        models = [c["model"] for c in picked if c["model"]]
-        gpus = [c["model_gpu"] for c in picked if c.get("model_gpu")]
+        whole = [c for c in picked if not is_problem(c["report"])]
+        models = [c["model"] for c in whole if c["model"]]
+        gpus = [c["model_gpu"] for c in whole if c.get("model_gpu")]
+        problems = [c["model_gpu"] for c in picked if is_problem(c["report"]) and c.get("model_gpu")]
         rows.append(
             {
                 "direction": label,
@@ -167,6 +182,9 @@ def error_table(dir_a: Path, dir_b: Path, *, min_share: float = MIN_SHARE) -> di
                 "models_gpu": _stats([m["error"] for m in gpus]),
                 "models_gpu_baseline": _stats([m["baseline_error"] for m in gpus]),
                 "models_gpu_in_range": sum(1 for m in gpus if m["in_range"]),
+                "problems": _stats([m["error"] for m in problems]),
+                "problems_baseline": _stats([m["baseline_error"] for m in problems]),
+                "problems_in_range": sum(1 for m in problems if m["in_range"]),
             }
         )
     return {"min_share": min_share, "table": rows, "comparisons": comparisons}
@@ -184,10 +202,13 @@ def markdown(result: dict[str, Any]) -> str:
     for r in result["table"]:
         for what, key, in_range in (
             ("per op", "ops", None),
+            ("per problem, GPU time", "problems", "problems_in_range"),
             ("per model, GPU time", "models_gpu", "models_gpu_in_range"),
             ("per model, iteration", "models", "models_in_range"),
         ):
             ours, base = r[key], r[f"{key}_baseline"]
+            if ours["n"] == 0:
+                continue
             fraction = f"{r[in_range]}/{ours['n']}" if in_range else "-"
             lines.append(
                 f"| {r['direction']} | {what} | {ours['n']} | {_pct(ours['median'])} / {_pct(base['median'])} | "
@@ -196,10 +217,11 @@ def markdown(result: dict[str, Any]) -> str:
     lines.append("")
     lines.append(
         f"Error: |predicted / measured - 1|. Per op: bench rows and diagnose op groups holding at least "
-        f"{100 * result['min_share']:g}% of their model's op time. Per model, GPU time: the ops' time (counted and "
-        "uncounted) of each diagnose report. Per model, iteration: the uninstrumented iteration's wall time, host "
-        "gaps included (kept unchanged by the prediction: they follow the host, not the GPU). Baseline: spec peaks "
-        "at the same efficiency (`roofline plot --device`)."
+        f"{100 * result['min_share']:g}% of their model's op time. Per problem, GPU time: the ops' time (counted and "
+        "uncounted) of each generated problem of the advice corpus (benchmarks/predict_corpus_gpu.py). Per model, "
+        "GPU time: the same of each model's diagnose report. Per model, iteration: the uninstrumented iteration's "
+        "wall time, host gaps included (kept unchanged by the prediction: they follow the host, not the GPU). "
+        "Baseline: spec peaks at the same efficiency (`roofline plot --device`)."
     )
     return "\n".join(lines) + "\n"
 

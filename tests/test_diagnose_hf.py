@@ -74,6 +74,9 @@ def test_decode_runs_one_token_after_seq_cached_ones_and_every_step_is_the_same(
     for attention in _attention(result.records):
         assert attention.input_shapes[0][2] == 1 and attention.input_shapes[1][2] == 8 + 1  # the cache and the token
     assert result.options["hf"]["cache"] and result.options["hf"]["step"] == "decode"
+    # the prompt's KV cache: 2 layers x (key, value) x batch 2 x 2 KV heads x 8 tokens x head dim 16 x 4 bytes
+    assert result.memory.kv_cache_bytes == 2 * 2 * 2 * 2 * 8 * 16 * 4 == 8192
+    assert "kv_cache_bytes" not in result.options["hf"]  # stored once: the report's memory block
     import torch
 
     loaded = load_hf(HfModel(LLAMA, 2, 8, "decode"), read_config(LLAMA), device="cpu", dtype="fp32")

@@ -171,3 +171,20 @@ def test_a_profiled_loop_region_stores_parameters_and_activations(fake_cpu):  # 
     # weight gradient reads; the seed of ones the loop's backward starts from is no activation
     assert (memory["parameters"], memory["activation_bytes"], memory["activations"]) == (67, 96, TRAINING_BASIS)
     assert memory["peak_allocated_bytes"] is None and "peak allocated: not measured in a loop" in memory["notes"]
+
+
+@pytest.mark.gpu
+def test_on_cuda_the_report_reads_the_allocators_real_peak():
+    """A real CUDA diagnosis: the peak is CUDA's allocator's, at least the weights and one input and output on the
+    device, and below weights + six activations (the input, three outputs, the last call's output kept) plus a
+    64 MiB allowance (the allocator's rounding, cuBLAS's workspace)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    model = torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 4096))
+    x = torch.randn(2048, 4096)
+    memory = roofline.diagnose(model, (x,), device="cuda", warmup=1, iters=2).report().memory
+    assert memory is not None and memory["peak_source"] == "torch.cuda.max_memory_allocated"
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    activation = x.numel() * x.element_size()  # each of the three outputs is as large as the input
+    assert weights + 2 * activation <= memory["peak_allocated_bytes"] <= weights + 6 * activation + 64 * 2**20

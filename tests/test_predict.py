@@ -364,3 +364,42 @@ def test_measured_compute_ratio_uses_burst_gemms_where_both_have_them(tmp_path):
     (p,) = target_pairs(report.devices[0], ["h200-sxm"], calibrations=cals)
     assert p.here.device.compute[("bf16", "tensor")] == 716e12
     assert p.there.device.compute[("bf16", "tensor")] == 643e12
+
+
+def test_labels_match_without_source_lines():
+    pairs = _pairs_module()
+    assert pairs.match_label("mul [8, 8] x3 @ (model) at workloads/m.py:29,33") == "mul [8, 8] x3 @ (model)"
+    assert pairs.match_label("mul [8, 8] x3 @ (model)") == "mul [8, 8] x3 @ (model)"
+    assert pairs.match_label("gemm at scale m=8 n=8") == "gemm at scale m=8 n=8"  # not a FILE:LINE tail
+
+
+def test_error_table_gives_corpus_problems_a_row_of_their_own(tmp_path):
+    """diag-corpus-*.json (benchmarks/predict_corpus_gpu.py) count as problems, the other diagnose reports as
+    models: one report of each, measured on the H200 exactly as the H100's time unchanged."""
+    pairs = _pairs_module()
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    for name in ("diag-corpus-add-x.json", "diag-model.json"):
+        for where, device in ((a, "h100-sxm"), (b, "h200-sxm")):
+            info = device_info(HERE).model_copy(update={"name": device})
+            write_report(_diagnose_report().model_copy(update={"devices": [info]}), where / name)
+    result = pairs.error_table(a, b)
+    both = result["table"][-1]
+    assert both["direction"] == "both"
+    assert (both["problems"]["n"], both["models_gpu"]["n"]) == (2, 2)  # one of each, both ways
+    assert all(pairs.is_problem(c["report"]) == c["report"].startswith("diag-corpus-") for c in result["comparisons"])
+    assert "| both | per problem, GPU time | 2 |" in pairs.markdown(result)
+
+
+def test_the_corpus_collector_writes_a_report_per_problem_and_a_manifest(tmp_path):
+    spec = importlib.util.spec_from_file_location("predict_corpus_gpu", ROOT / "benchmarks" / "predict_corpus_gpu.py")
+    assert spec is not None and spec.loader is not None
+    collector = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(collector)
+    assert collector.report_name("conv+relu-stem") == "diag-corpus-conv_relu-stem.json"
+    code = collector.main(["--out", str(tmp_path), "--device", "cpu", "--filter", "small-linear-rows16"])
+    manifest = json.loads((tmp_path / "corpus-manifest.json").read_text())
+    assert code == 0 and [p["id"] for p in manifest["problems"]] == ["small-linear-rows16"]
+    report = json.loads((tmp_path / "diag-corpus-small-linear-rows16.json").read_text())
+    assert report["source"] == "diagnose" and any(row["op"] == "aten::addmm" for row in report["rows"])

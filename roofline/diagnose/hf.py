@@ -244,6 +244,32 @@ def output_cache(out: Any) -> Any:
     raise WorkloadError("the model returned no KV cache with use_cache=True: --mode decode needs one")
 
 
+def cache_bytes(cache: Any) -> int:
+    """The bytes of the tensors a KV cache holds, each storage once: a legacy tuple of (key, value) per layer, a
+    4.x DynamicCache (``key_cache`` / ``value_cache``) or a 5.x one (``layers`` of ``keys`` / ``values``). NB: read
+    from the tensors, not the config: what this transformers allocated for the prompt."""
+    import torch
+
+    seen: set[int] = set()
+
+    def walk(value: Any, depth: int) -> int:
+        if isinstance(value, torch.Tensor):
+            key = value.untyped_storage().data_ptr()
+            if key in seen:
+                return 0
+            seen.add(key)
+            return value.untyped_storage().nbytes()
+        if depth > 4:
+            return 0
+        if isinstance(value, (tuple, list)):
+            return sum(walk(item, depth + 1) for item in value)
+        parts = [getattr(value, name) for name in ("layers", "key_cache", "value_cache", "keys", "values")
+                 if isinstance(getattr(value, name, None), (torch.Tensor, tuple, list))]  # fmt: skip
+        return sum(walk(part, depth + 1) for part in parts)
+
+    return walk(cache, 0)
+
+
 def as_cache(transformers: Any, lm: Any, cache: Any) -> Any:
     """The prompt's cache as a DynamicCache where transformers 4.x returned a legacy tuple and the model takes a
     Cache object (``_supports_cache_class``) and DynamicCache can be cut back (``crop``): what later 4.x and 5.x
@@ -363,6 +389,7 @@ def load_hf(spec: HfModel, config: HfConfig, *, device: str, dtype: str, facts: 
                 "class": type(lm).__name__,
                 "attention": str(getattr(built, "_attn_implementation", "") or ""),
                 "cache": "" if cache is None else type(cache).__name__,
+                "kv_cache_bytes": None if cache is None else cache_bytes(cache),
                 "transformers": str(getattr(transformers, "__version__", "")),
                 "weights": "random (from_config)",
             }
@@ -379,6 +406,7 @@ __all__ = [
     "build_config",
     "build_model",
     "cache_argument",
+    "cache_bytes",
     "check_fits",
     "free_memory",
     "load_hf",

@@ -421,6 +421,9 @@ def diagnose_hf(
         return load_hf(spec, config, device=torch_device, dtype=dtype, facts=facts)
 
     result = run(load, Path(config.ref.name), chosen, boundaries=boundaries, progress=progress)
+    kv_bytes = facts.pop("kv_cache_bytes", None)
+    if kv_bytes is not None and result.memory is not None:  # decode: the prompt's cache, measured from its tensors
+        result.memory = result.memory.model_copy(update={"kv_cache_bytes": kv_bytes})
     result.options["hf"] = facts
     return result
 

@@ -17,7 +17,8 @@ Definitions (docs/diagnose.md, "Parameters and memory"):
   Inference: the largest live set: a tensor the iteration produced is live from the op that writes it through the
   last op that reads it; the largest sum over the ops.
   The model's outputs (read by no op) and its inputs are not in it, nor the allocator's rounding or caching.
-- KV cache: known only where the workload models one (analyze decode/prefill); a diagnosed model's is None.
+- KV cache: where the workload models one (analyze decode/prefill), and `diagnose --hf ... --mode decode`: the bytes of
+  the prompt's cache tensors (roofline.diagnose.hf.cache_bytes); a diagnosed model file's is None.
 - peak allocated: CUDA's ``torch.cuda.max_memory_allocated`` over the timing pass (warm-up, timed and profiled
   iterations), after ``reset_peak_memory_stats``: everything allocated through torch's caching allocator,
   weights and inputs included. The CPU: torch keeps no allocator statistics for CPU tensors: None, with a note.
