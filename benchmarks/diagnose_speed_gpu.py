@@ -16,6 +16,10 @@ time bound cuts the least important ones):
    module-level `model` and `example_inputs`, built by the corpus at its GPU shape in its dtype, bf16 or fp32).
 --only NAME,... keeps the cases named (shell patterns: --only 'conv*,model-*' ...); --shard I/N keeps every Nth
 case from the Ith (1-based) of those, to split a long run over several commands.
+Before the cases, roofline's modules are compiled to bytecode (`python -m compileall`, as a pip install does; the
+bytecode is written even where PYTHONDONTWRITEBYTECODE is set): a checkout that never wrote its bytecode compiles
+every module it imports in every process (0.3-0.5 s more of diagnose's own time on this project's CPU host);
+--no-compile leaves the checkout as it is.
 --device cpu --quick checks the script on a CPU: the single-op files and corpus problems at tiny CPU shapes, the
 example models at ROOFLINE_MODEL_SIZE=small, fp32, GPT-2 and gpt12 not run.
 Per case: the wall time of the process, the report's stage timings (`diagnose.stages`) and fixed floor
@@ -274,6 +278,14 @@ def own_time_line(summary: dict[str, Any]) -> str:
     )
 
 
+def compile_bytecode() -> str:
+    """roofline's modules (and the corpus's, which its model files import) compiled to bytecode, as an install
+    does; what was done, for the summary."""
+    targets = [str(ROOT / "roofline"), str(ROOT / "benchmarks" / "advice_corpus.py")]
+    done = subprocess.run([sys.executable, "-m", "compileall", "-q", *targets], capture_output=True, text=True)
+    return "compiled (python -m compileall)" if done.returncode == 0 else f"compileall failed: {done.stdout[-200:]}"
+
+
 def stages_text(stages: dict[str, float]) -> str:
     skip = {"python", "torch_import", "cuda_init"}
     return " ".join(f"{name} {value:.2f}" for name, value in stages.items() if name not in skip)
@@ -289,6 +301,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated case names or shell patterns (default: all)")
     parser.add_argument("--corpus", action="store_true", help="also the advice corpus's generated problems")
     parser.add_argument("--shard", default="", help="I/N: every Nth case of those selected, from the Ith")
+    parser.add_argument("--no-compile", action="store_true", help="do not compile roofline's modules to bytecode "
+                        "first (python -m compileall)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="tiny CPU shapes, fp32, no GPT-2/gpt12 (with "
                         "--device cpu: a check of the script)")  # fmt: skip
     return parser.parse_args(argv)
@@ -299,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     size = args.size or ("small" if args.quick else "large")
     began = time.perf_counter()
+    bytecode = "as found" if args.no_compile else compile_bytecode()
     rows: list[dict[str, Any]] = []
     chosen = select(cases(args.out, device=args.device, quick=args.quick, corpus=args.corpus), args.only, args.shard)
     for case in chosen:
@@ -368,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         "host": platform.node(),
         "python": platform.python_version(),
         "elapsed_s": time.perf_counter() - began,
+        "bytecode": bytecode,
         "verdicts": verdicts,
         "rows": rows,
     }
