@@ -130,11 +130,13 @@ def corpus_file(folder: Path, problem_id: str, device: str, quick: bool) -> Path
 
 def corpus_problems() -> list[Any]:
     """The problems the advice corpus generates (its example models are this script's own cases)."""
-    spec = importlib.util.spec_from_file_location("advice_corpus", ROOT / "benchmarks" / "advice_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("advice_corpus", module)
-    spec.loader.exec_module(module)
+    module = sys.modules.get("advice_corpus")
+    if module is None:
+        spec = importlib.util.spec_from_file_location("advice_corpus", ROOT / "benchmarks" / "advice_corpus.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["advice_corpus"] = module  # NB: before it runs (its dataclasses look their module up)
+        spec.loader.exec_module(module)
     return list(module.corpus(models=False))
 
 
