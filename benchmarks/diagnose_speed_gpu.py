@@ -3,6 +3,9 @@
     python benchmarks/diagnose_speed_gpu.py --out DIR [--budget-s 540] [--only NAME,...] [--corpus] [--shard I/N]
     python benchmarks/diagnose_speed_gpu.py --out DIR --device cpu --quick [--corpus]   (a check on the CPU)
 
+Diagnose's own time over the example models and the corpus (issue 30, item 3) on the H100, in two commands of at
+most 10 minutes: `--out DIR1 --corpus --shard 1/2 --budget-s 580`, then `--out DIR2 --corpus --shard 2/2`.
+
 Each case runs as a fresh process, as a user starts it: `python -m roofline diagnose FILE --device cuda --dtype
 D -o DIR/diag-NAME.json` (default --warmup/--iters: auto). Cases, in this order (the targets first, so that the
 time bound cuts the least important ones):
