@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -97,3 +98,49 @@ def test_main_with_argv_is_no_process_entry(cli, monkeypatch):
     monkeypatch.setattr(process, "set_entry", lambda entry: seen.append(entry))
     assert cli("specs", "list").code == 0
     assert seen == [False, False]  # main(["specs", "list"]): an in-process caller, reset after the command
+
+
+# the end of the CLI's own process (process.end_process): a stand-in torch module (the condition is only that torch
+# was imported), an atexit handler, output left in Python's and in C's stdio buffers, then end_process(CODE)
+END = textwrap.dedent(
+    """
+    import atexit, ctypes, sys, types
+    from roofline.cli import process
+
+    if sys.argv[2] == "torch":
+        sys.modules.setdefault("torch", types.ModuleType("torch"))
+    atexit.register(lambda: print("ATEXIT ran", flush=True))
+    libc = ctypes.CDLL(None)
+    libc.printf(b"C-level line\\n")  # C's stdout buffer (a pipe: fully buffered), written only by a flush
+    sys.stdout.write("python line, unflushed\\n")
+    code = eval(sys.argv[1])
+    process.end_process(code)
+    print("NOT ENDED", flush=True)  # the normal exit follows (end_process returned)
+    sys.exit(code)
+    """
+)
+
+
+def run_end(code: str, torch: str = "torch") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # NB: buffered, C's stdio included
+    return subprocess.run([sys.executable, "-c", END, code, torch], capture_output=True, text=True, cwd=ROOT,
+                          timeout=60, env=env)  # fmt: skip
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="os._exit and C's printf through ctypes: Linux")
+def test_the_process_ends_with_its_code_its_output_flushed_and_its_atexit_handlers_run():
+    for code, expected in (("0", 0), ("None", 0), ("3", 3)):
+        result = run_end(code)
+        assert result.returncode == expected, result.stderr
+        lines = result.stdout.splitlines()
+        # Python's buffer and C's both written out, the atexit handler run; nothing after end_process ran
+        assert sorted(lines) == sorted(["C-level line", "python line, unflushed", "ATEXIT ran"]), result.stdout
+        assert "NOT ENDED" not in result.stdout
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="os._exit and C's printf through ctypes: Linux")
+def test_the_normal_exit_without_torch_or_with_a_message():
+    without_torch = run_end("0", torch="no")
+    assert without_torch.returncode == 0 and "NOT ENDED" in without_torch.stdout
+    message = run_end("'a message'")
+    assert message.returncode == 1 and "NOT ENDED" in message.stdout and "a message" in message.stderr

@@ -333,3 +333,31 @@ def test_events_from_raw_kineto_events_in_one_pass():
     assert launch["thread"] == 3 and launch["correlation"] == 41  # on its op's thread, as torch puts it
     assert kernel["name"] == "kernel()" and kernel["external_id"] == 7 and kernel["stream"] == 7
     assert kernel["grid"] == [4, 1, 1] and kernel["registers_per_thread"] == 32 and kernel["occupancy"] == 0.5
+
+
+def test_the_status_line_shows_only_where_stderr_may_be_a_terminal(monkeypatch):
+    import io
+    import sys
+
+    from roofline.cli import output, verbosity
+
+    class Pipe(io.StringIO):
+        def isatty(self) -> bool:
+            return False
+
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "stderr", Pipe())
+    with output.diagnose_status() as update:
+        assert update is None  # a pipe: no status line (and rich not asked)
+    shown = Pipe()
+    monkeypatch.setattr(sys, "stderr", shown)
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich takes the stream for a terminal: the status line runs
+    with output.diagnose_status() as update:
+        assert callable(update)
+        update("count")
+    assert "diagnose" in shown.getvalue()
+    level = verbosity.QUIET
+    monkeypatch.setattr(verbosity, "quiet", lambda: level == verbosity.QUIET)
+    with output.diagnose_status() as update:
+        assert update is None  # --quiet: none

@@ -183,7 +183,8 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: every known error becomes one line `Error: ...` and its exit code. Standard
     output is owned for the command (roofline.cli.stdout: any encoding, a failing stdout said in one line at the
     end, exit 2, after the files are written); in the CLI's own process, threads the user's code left running do
-    not keep it alive (:func:`_leave`)."""
+    not keep it alive (:func:`_leave`), and its exit skips torch's teardown
+    (:func:`roofline.cli.process.end_process`)."""
     from roofline.cli import stdout
 
     entry = argv is None
@@ -204,6 +205,7 @@ def main(argv: list[str] | None = None) -> None:
             code = EXIT_USAGE
     if entry:
         _leave(code)
+        process.end_process(code)  # the interpreter's exit without torch's teardown (roofline.cli.process)
     sys.exit(code)
 
 

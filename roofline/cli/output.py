@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -285,16 +286,30 @@ def bench_progress() -> Iterator[Any]:
         yield update
 
 
+def _may_be_terminal(stream: Any) -> bool:
+    """Whether rich's Console could take ``stream`` for a terminal: a tty, or the environment says so (rich reads
+    TTY_COMPATIBLE and FORCE_COLOR, https://force-color.org/). False here: rich's answer is False too."""
+    if os.environ.get("TTY_COMPATIBLE") is not None or os.environ.get("FORCE_COLOR") is not None:
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 @contextmanager
 def diagnose_status() -> Iterator[Any]:
     """A transient status line on stderr naming the running stage (terminals only), as a diagnose progress
-    callback."""
-    from rich.console import Console
-
+    callback. NB: rich is imported only where the line may show (a --json run on a pipe never needs it)."""
     from roofline.cli.verbosity import quiet
 
+    if quiet() or not _may_be_terminal(sys.stderr):
+        yield None
+        return
+    from rich.console import Console
+
     console = Console(stderr=True)
-    if not console.is_terminal or quiet():
+    if not console.is_terminal:
         yield None
         return
     with console.status("diagnose", spinner="dots") as status:
