@@ -110,6 +110,10 @@ END = textwrap.dedent(
     if sys.argv[2] == "torch":
         sys.modules.setdefault("torch", types.ModuleType("torch"))
     atexit.register(lambda: print("ATEXIT ran", flush=True))
+    user = types.ModuleType("user_model")  # a model file's module-level log file, written, never closed
+    user.log = open(sys.argv[3], "w")
+    user.log.write("user line\\n")
+    sys.modules["user_model"] = user
     libc = ctypes.CDLL(None)
     libc.printf(b"C-level line\\n")  # C's stdout buffer (a pipe: fully buffered), written only by a flush
     sys.stdout.write("python line, unflushed\\n")
@@ -121,16 +125,18 @@ END = textwrap.dedent(
 )
 
 
-def run_end(code: str, torch: str = "torch") -> subprocess.CompletedProcess[str]:
+def run_end(code: str, log: Path, torch: str = "torch") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # NB: buffered, C's stdio included
-    return subprocess.run([sys.executable, "-c", END, code, torch], capture_output=True, text=True, cwd=ROOT,
-                          timeout=60, env=env)  # fmt: skip
+    return subprocess.run([sys.executable, "-c", END, code, torch, str(log)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60, env=env)  # fmt: skip
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="os._exit and C's printf through ctypes: Linux")
-def test_the_process_ends_with_its_code_its_output_flushed_and_its_atexit_handlers_run():
+def test_the_process_ends_with_its_code_its_output_flushed_and_its_atexit_handlers_run(tmp_path):
     for code, expected in (("0", 0), ("None", 0), ("3", 3)):
-        result = run_end(code)
+        log = tmp_path / f"log-{code}.txt"
+        result = run_end(code, log)
+        assert log.read_text() == "user line\n"  # the user's open file flushed, as a normal exit would
         assert result.returncode == expected, result.stderr
         lines = result.stdout.splitlines()
         # Python's buffer and C's both written out, the atexit handler run; nothing after end_process ran
@@ -139,8 +145,8 @@ def test_the_process_ends_with_its_code_its_output_flushed_and_its_atexit_handle
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="os._exit and C's printf through ctypes: Linux")
-def test_the_normal_exit_without_torch_or_with_a_message():
-    without_torch = run_end("0", torch="no")
+def test_the_normal_exit_without_torch_or_with_a_message(tmp_path):
+    without_torch = run_end("0", tmp_path / "a.txt", torch="no")
     assert without_torch.returncode == 0 and "NOT ENDED" in without_torch.stdout
-    message = run_end("'a message'")
+    message = run_end("'a message'", tmp_path / "b.txt")
     assert message.returncode == 1 and "NOT ENDED" in message.stdout and "a message" in message.stderr
