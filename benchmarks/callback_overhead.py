@@ -11,7 +11,8 @@ The loop runs in chunks of ``every`` steps, one plain and one with the hook, alt
 pair), so that a shared machine's changing load falls on both alike; one hook runs across the hooked chunks, one
 window in each; one untimed pair first takes the first window's one-time costs (reported apart, as
 ``first_chunk_extra_*``). The overhead is hooked / plain - 1 of the summed times: wall time, and this process's CPU time
-(less sensitive to other processes on a CPU-only machine). The roofs are resolved once before the timing (a CPU
+(less sensitive to other processes on a CPU-only machine), and the median of the pairs' own CPU-time overheads
+("median pair", robust to one disturbed chunk). The roofs are resolved once before the timing (a CPU
 calibration is not part of a training step). Prints a table and writes a JSON."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import statistics
 import sys
 import time
 from datetime import datetime, timezone
@@ -91,6 +93,9 @@ def measure(device: str, every: int, rounds: int, width: int = 512, batch: int =
     def overhead(i: int) -> float:
         return sum(h[i] for h in hooked) / sum(p[i] for p in plain) - 1
 
+    def pairs(i: int) -> list[float]:  # each pair's own overhead: hooked / plain - 1 of its two chunks
+        return [h[i] / p[i] - 1 for p, h in zip(plain, hooked, strict=True)]
+
     # the hook's wall time per window, and the step it takes for that to be 2% of EVERY steps
     per_window = (sum(h[0] for h in hooked) - sum(p[0] for p in plain)) / max(windows, 1)
 
@@ -108,6 +113,11 @@ def measure(device: str, every: int, rounds: int, width: int = 512, batch: int =
         "step_ms": 1e3 * sum(p[0] for p in plain) / (every * rounds),
         "overhead_wall": overhead(0),
         "overhead_cpu": overhead(1),
+        "pair_overhead_wall": pairs(0),
+        "pair_overhead_cpu": pairs(1),
+        "median_pair_overhead_wall": statistics.median(pairs(0)),
+        "median_pair_overhead_cpu": statistics.median(pairs(1)),
+        "counts": dict(profiler.counts),  # windows that counted, reused a count, found their ops changed
         "windows": windows,
         "first_chunk_extra_wall_s": first_hooked[0] - first_plain[0],
         "first_chunk_extra_cpu_s": first_hooked[1] - first_plain[1],
@@ -142,6 +152,7 @@ def main() -> None:
         "plain CPU",
         "hooked CPU",
         "overhead",
+        "median pair",
         "windows",
         "diagnose",
         "per window",
@@ -159,6 +170,7 @@ def main() -> None:
             f"{sum(r['plain_cpu_s']):.2f}s",
             f"{sum(r['hooked_cpu_s']):.2f}s",
             f"{100 * r['overhead_cpu']:.2f}%",
+            f"{100 * r['median_pair_overhead_cpu']:.2f}%",
             str(r["windows"]),
             f"{1e3 * per_window:.0f}ms" if per_window is not None else "-",
             f"{1e3 * r['cost_per_window_s']:.0f}ms",

@@ -424,6 +424,12 @@ def _profiled_events(prof: Any) -> tuple[list[dict[str, Any]], bool]:
     return events_from_profiler(prof.events()), False
 
 
+def profiled_events(prof: Any) -> tuple[list[dict[str, Any]], bool]:
+    """:func:`_profiled_events` of a stopped profiler (``torch.autograd.profiler.profile``, or
+    ``torch.profiler.profile``'s ``.profiler``): its event dicts and whether its kernels carried launch facts."""
+    return _profiled_events(prof)
+
+
 class _Session:
     """One profiling session: torch.autograd.profiler.profile (the kineto profiler that torch.profiler.profile
     wraps) where nothing imported torch._inductor, else torch.profiler.profile.
@@ -925,6 +931,7 @@ __all__ = [
     "events_from_profiler",
     "facts_from_trace",
     "out_of_memory_error",
+    "profiled_events",
     "time_model",
     "torch_profile",
     "trace_facts",
