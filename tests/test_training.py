@@ -301,3 +301,21 @@ def test_the_collector_is_held_off_between_steps_and_restored():
         assert not gc.isenabled()  # left as it was: off
     finally:
         gc.enable()
+
+
+def test_a_window_reads_the_raw_kineto_events_and_falls_back_to_the_function_events():
+    from types import SimpleNamespace
+
+    from roofline.diagnose.profile import profiled_events
+
+    op = SimpleNamespace(device_type="DeviceType.CPU", activity_type=None, linked_correlation_id=0, name="aten::mm",
+                         time_range=SimpleNamespace(start=1.0, end=3.0), id=7, thread=1, input_shapes=[[2, 3], [3, 4]],
+                         input_dtypes=["float", "float"], is_async=False, is_user_annotation=False)  # fmt: skip
+    # no kineto results to read (another torch): torch's FunctionEvent list, no launch facts
+    events, facts = profiled_events(SimpleNamespace(events=lambda: [op]))
+    assert facts is False
+    assert [(e["kind"], e["name"], e["input_shapes"]) for e in events] == [("op", "aten::mm", [[2, 3], [3, 4]])]
+    # kineto results that cannot be read: the same
+    broken = SimpleNamespace(trace_start_ns=lambda: 0, events=lambda: 1 / 0)
+    fallback = SimpleNamespace(profiler=SimpleNamespace(kineto_results=broken), events=lambda: [op])
+    assert profiled_events(fallback) == (events, False)

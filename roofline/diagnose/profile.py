@@ -425,9 +425,16 @@ def _profiled_events(prof: Any) -> tuple[list[dict[str, Any]], bool]:
 
 
 def profiled_events(prof: Any) -> tuple[list[dict[str, Any]], bool]:
-    """:func:`_profiled_events` of a stopped profiler (``torch.autograd.profiler.profile``, or
-    ``torch.profiler.profile``'s ``.profiler``): its event dicts and whether its kernels carried launch facts."""
-    return _profiled_events(prof)
+    """A stopped ``torch.profiler.profile``'s event dicts and whether its kernels carried launch facts: from the
+    raw kineto events of the profiler it wraps (``prof.profiler``) in one pass, as :func:`_profiled_events` reads a
+    session's, else from its FunctionEvent list (``prof.events()``)."""
+    results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    if results is not None and hasattr(results, "trace_start_ns"):
+        try:
+            return events_from_kineto(results.events(), int(results.trace_start_ns()), demangle=_demangler())
+        except Exception:  # an older or newer torch whose raw events differ: torch's own list below
+            pass
+    return events_from_profiler(prof.events()), False
 
 
 class _Session:

@@ -262,7 +262,7 @@ class Region:
         # the raw kineto events in one pass (as `roofline diagnose` reads them), not torch's FunctionEvent list and
         # tree (prof.events(): 20 ms of a window's CPU time for a 170-op step); the Chrome trace (launch facts) only
         # where the kernels did not carry them
-        events, with_facts = profiled_events(prof.profiler)
+        events, with_facts = profiled_events(prof)
         note = ""
         if self._device().startswith("cuda") and not with_facts:
             facts, note = trace_facts(prof)
