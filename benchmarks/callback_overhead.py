@@ -11,14 +11,24 @@ The loop runs in chunks of ``every`` steps, one plain and one with the hook, alt
 pair), so that a shared machine's changing load falls on both alike; one hook runs across the hooked chunks, one
 window in each; one untimed pair first takes the first window's one-time costs (reported apart, as
 ``first_chunk_extra_*``). The overhead is hooked / plain - 1 of the summed times: wall time, and this process's CPU time
-(less sensitive to other processes on a CPU-only machine). The roofs are resolved once before the timing (a CPU
-calibration is not part of a training step). Prints a table and writes a JSON."""
+(less sensitive to other processes on a CPU-only machine), and the median of the pairs' own CPU-time overheads
+("median pair", robust to one disturbed chunk); and "by window": each hooked chunk's window cost in CPU time
+against that chunk's own untouched steps (the window's four steps, the hook's work at their ends included, less
+four times the median of the other steps), its median over the chunks divided by ``every`` median steps -- neither
+the loop's drift from chunk to chunk (its step time changes as it trains) nor the load enters it, but a cost
+that outlasts the window (on the steps after it) is not counted there. The roofs are resolved once before the
+timing (a CPU calibration is not part of a training step). Prints a table and writes a JSON.
+
+NB: this loop fits one fixed batch, and on a CPU its gradients soon turn subnormal: its step slows from about 8 ms
+to 45-60 ms of CPU time within a few hundred steps (with ``torch.set_flush_denormal(True)`` it stays at 8 ms), so
+"the step" here is that slowed one, and it drifts (falls) from chunk to chunk."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import platform
+import statistics
 import sys
 import time
 from datetime import datetime, timezone
@@ -45,18 +55,35 @@ def make_loop(device: str, width: int = 512, batch: int = 64):
     return model, step
 
 
-def run(step, steps: int, profiler, sync) -> tuple[float, float]:
-    """(wall seconds, this process's CPU seconds) of ``steps`` steps, with the hook where ``profiler`` is given."""
+def run(step, steps: int, profiler, sync, per_step: list | None = None) -> tuple[float, float]:
+    """(wall seconds, this process's CPU seconds) of ``steps`` steps, with the hook where ``profiler`` is given;
+    ``per_step`` gets each hooked step's (CPU seconds, whether a window was open in it), the hook's work at its
+    end included."""
     sync()
     wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(steps):
         if profiler is None:
             step()
         else:
+            began = time.process_time()
             with profiler.step():
+                in_window = profiler.active
                 step()
+            if per_step is not None:
+                per_step.append((time.process_time() - began, in_window))
     sync()
     return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def window_cpu_s(per_step: list) -> float | None:
+    """One hooked chunk's window cost in CPU seconds: its window's steps (the hook's work at their ends included)
+    less as many of the chunk's other steps (their median): the chunk's own steps are the baseline, so neither the
+    loop's drift from chunk to chunk nor the order of a pair enters it."""
+    inside = [t for t, open_ in per_step if open_]
+    outside = sorted(t for t, open_ in per_step if not open_)
+    if not inside or not outside:
+        return None
+    return sum(inside) - len(inside) * statistics.median(outside)
 
 
 def measure(device: str, every: int, rounds: int, width: int = 512, batch: int = 64) -> dict:
@@ -79,17 +106,25 @@ def measure(device: str, every: int, rounds: int, width: int = 512, batch: int =
     first_hooked = run(step, every, profiler, sync)
     plain: list[tuple[float, float]] = []
     hooked: list[tuple[float, float]] = []
+    window_costs: list[float | None] = []  # per hooked chunk: its window's CPU seconds over its own steps
+    step_cpu: list[float] = []  # per hooked chunk: the median CPU seconds of its untouched steps
     for r in range(rounds):
         for kind in ("plain", "hooked") if r % 2 == 0 else ("hooked", "plain"):
             if kind == "plain":
                 plain.append(run(step, every, None, sync))
             else:
-                hooked.append(run(step, every, profiler, sync))
+                per_step: list = []
+                hooked.append(run(step, every, profiler, sync, per_step))
+                window_costs.append(window_cpu_s(per_step))
+                step_cpu.append(statistics.median(t for t, open_ in per_step if not open_))
     profiler.close()
     windows = len(profiler.entries) - 1  # the timed chunks' windows (the first pair's is apart)
 
     def overhead(i: int) -> float:
         return sum(h[i] for h in hooked) / sum(p[i] for p in plain) - 1
+
+    def pairs(i: int) -> list[float]:  # each pair's own overhead: hooked / plain - 1 of its two chunks
+        return [h[i] / p[i] - 1 for p, h in zip(plain, hooked, strict=True)]
 
     # the hook's wall time per window, and the step it takes for that to be 2% of EVERY steps
     per_window = (sum(h[0] for h in hooked) - sum(p[0] for p in plain)) / max(windows, 1)
@@ -108,6 +143,19 @@ def measure(device: str, every: int, rounds: int, width: int = 512, batch: int =
         "step_ms": 1e3 * sum(p[0] for p in plain) / (every * rounds),
         "overhead_wall": overhead(0),
         "overhead_cpu": overhead(1),
+        "pair_overhead_wall": pairs(0),
+        "pair_overhead_cpu": pairs(1),
+        "median_pair_overhead_wall": statistics.median(pairs(0)),
+        "median_pair_overhead_cpu": statistics.median(pairs(1)),
+        "counts": dict(
+            getattr(profiler, "counts", {})
+        ),  # windows that counted, reused a count, found their ops changed
+        "window_cpu_s": window_costs,
+        "median_window_cpu_s": statistics.median(c for c in window_costs if c is not None),
+        "median_step_cpu_s": statistics.median(step_cpu),
+        # the window's CPU cost over EVERY untouched steps: the overhead with the loop's drift and the load taken out
+        "overhead_cpu_from_window": statistics.median(c for c in window_costs if c is not None)
+        / (every * statistics.median(step_cpu)),
         "windows": windows,
         "first_chunk_extra_wall_s": first_hooked[0] - first_plain[0],
         "first_chunk_extra_cpu_s": first_hooked[1] - first_plain[1],
@@ -142,6 +190,9 @@ def main() -> None:
         "plain CPU",
         "hooked CPU",
         "overhead",
+        "median pair",
+        "by window",
+        "window CPU",
         "windows",
         "diagnose",
         "per window",
@@ -159,6 +210,9 @@ def main() -> None:
             f"{sum(r['plain_cpu_s']):.2f}s",
             f"{sum(r['hooked_cpu_s']):.2f}s",
             f"{100 * r['overhead_cpu']:.2f}%",
+            f"{100 * r['median_pair_overhead_cpu']:.2f}%",
+            f"{100 * r['overhead_cpu_from_window']:.2f}%",
+            f"{1e3 * r['median_window_cpu_s']:.0f}ms",
             str(r["windows"]),
             f"{1e3 * per_window:.0f}ms" if per_window is not None else "-",
             f"{1e3 * r['cost_per_window_s']:.0f}ms",

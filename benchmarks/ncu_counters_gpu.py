@@ -8,7 +8,9 @@ mlp_compute_bound, rmsnorm_written_out, rnn_loop, silu_written_out, softmax_writ
 fp32), 3 warm-up + 5 profiled iterations, then one iteration under Nsight Compute. Per model: kernel launches
 matched to ops, measured / compulsory DRAM bytes over the matched ops (and the op with the largest ratio), the
 share of ops whose counters' bound (the busier of SM and memory throughput) agrees with our roofline bound, the
-locality findings. Writes diag-NAME.json (the reports) and summary.json into DIR; prints a table.
+locality findings, and the cache levels: L2 and L1 bytes (lts__t_bytes.sum, l1tex__t_bytes.sum) over the matched
+ops, the ops that are L2-resident or whose L1 traffic dominates (L2 bytes under half their L1 bytes), and the op
+with the most L1 traffic per L2 byte. Writes diag-NAME.json (the reports) and summary.json into DIR; prints a table.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ def run_model(model: Path, out: Path, size: str, timeout_s: float) -> dict[str, 
     judged = [o for o in ops if o["agree"] is not None]
     worst = max((o for o in ops if o["ratio"] is not None), key=lambda o: o["ratio"], default=None)
     heaviest = max(ops, key=lambda o: o["dram_bytes"], default=None)
+    with_l1 = [o for o in ops if o.get("l1_bytes") is not None]
+    l1_heavy = max((o for o in with_l1 if o.get("l2_bytes")), key=lambda o: o["l1_bytes"] / o["l2_bytes"], default=None)
     return {
         **case,
         "launches": counters["launches"],
@@ -74,6 +78,22 @@ def run_model(model: Path, out: Path, size: str, timeout_s: float) -> dict[str, 
             k: heaviest[k]
             for k in ("op", "ratio", "counters_bound", "roofline_bound", "sm_pct", "memory_pct", "tensor_pct")
         },
+        "l2_bytes": sum(o.get("l2_bytes") or 0 for o in ops),
+        "l1_bytes": sum(o["l1_bytes"] for o in with_l1),
+        "ops_with_l1": len(with_l1),
+        "l2_resident_ops": [o["op"] for o in ops if o.get("l2_resident")],
+        "l1_dominant_ops": [o["op"] for o in ops if o.get("l1_dominant")],
+        "most_l1_per_l2": None
+        if l1_heavy is None
+        else {
+            **{k: l1_heavy[k] for k in ("op", "module", "dram_bytes", "l2_bytes", "l1_bytes")},
+            "l1_over_l2": l1_heavy["l1_bytes"] / l1_heavy["l2_bytes"],
+        },
+        "l1_evidence": [
+            o.get("limiter_evidence", "")
+            for o in data.get("rows", [])
+            if "L1 traffic" in str(o.get("limiter_evidence", ""))
+        ][:3],
         "locality_findings": [f["where"] for f in data.get("findings", []) if f["rule"] == "excess-dram-traffic"],
         "unmatched_kernels": counters["unmatched_kernels"][:5],
         "notes": counters["notes"],
@@ -90,7 +110,9 @@ def row(case: dict[str, Any]) -> str:
         f"ops {case['ops_with_counters']:4} "
         f"measured/compulsory {'-' if ratio is None else f'{ratio:6.3f}'}  bounds agree "
         f"{case['bounds_agree']}/{case['bounds_judged']} ({'-' if agreement is None else f'{100 * agreement:.0f}%'})  "
-        f"locality {len(case['locality_findings'])}  {case['wall_s']} s"
+        f"locality {len(case['locality_findings'])}  L2 {case['l2_bytes'] / 1e6:.1f} MB  L1 "
+        f"{case['l1_bytes'] / 1e6:.1f} MB ({case['ops_with_l1']} ops, {len(case['l1_dominant_ops'])} L1-dominant)  "
+        f"{case['wall_s']} s"
     )
 
 

@@ -8,7 +8,8 @@
    (`ncu -o X.ncu-rep`) and as the raw-page CSV `diagnose --counters` reads (`ncu --import X.ncu-rep --csv --page
    raw`);
 3. `roofline counters import` of each (the .ncu-rep through ncu_report, which roofline finds from the ncu on PATH),
-   and the two documents compared: the same launches, kernels and values.
+   and the two documents compared: the same launches, kernels and values; the L2 and L1 bytes per op
+   (lts__t_bytes.sum, l1tex__t_bytes.sum) of each are shown side by side (``cache_bytes``).
 Writes the comparison as JSON; exit 0 when the two agree.
 """
 
@@ -78,6 +79,13 @@ def main() -> int:
             text = done.stdout.replace(str(source), "SOURCE")  # NB: each names its own file: not a difference
             docs[name] = json.loads(text) if done.returncode == 0 and text.strip() else None
         result["documents"] = docs
+        result["cache_bytes"] = {
+            name: [
+                {k: o.get(k) for k in ("op", "dram_bytes", "l2_bytes", "l1_bytes", "l2_resident", "l1_dominant")}
+                for o in (doc or {}).get("ops", [])
+            ]
+            for name, doc in docs.items()
+        }
         a, b = docs.get("ncu_rep"), docs.get("csv")
         result["agree"] = a is not None and a == b
         if a is not None and b is not None and a != b:

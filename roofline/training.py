@@ -14,16 +14,27 @@ Where the numbers go: ``log=`` a JSONL file (one line per window, appended with 
 TensorBoard ``SummaryWriter`` (or anything with ``add_scalar``/``add_text``), ``callback=`` any function of the
 entry; the Hugging Face adapter adds them to the trainer's log history and its next ``logs``, the Lightning one to
 the trainer's logger. A window whose diagnosis fails logs the error and training goes on.
+
+Reusing the count: the counting step (about 170 ops through the dispatch mode for a small MLP step: 15-20 ms on a
+CPU) is paid once, then each later window's count step runs untouched and the window is diagnosed on the kept
+records, as long as its profiled ops have the signature of the window that counted them (:func:`op_signature`:
+every op's name and input shapes, as a multiset). When the signature differs (new shapes, other ops), nothing is
+logged for that window and the next step opens a window that counts afresh; every ``recount_every``-th window
+counts afresh anyway (a change the signature cannot see, e.g. a dtype change with the same shapes and op names on a
+CPU). ``reuse_counts=False`` counts in every window.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +42,25 @@ from roofline.errors import UsageError
 
 WINDOW_STEPS = 4  # the loop's steps one window takes: counted, timed plain, the profiler's warm-up, profiled
 PREFIX = "roofline/"  # the metric names' prefix in TensorBoard and the trainers' logs
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while roofline's own work runs between two steps (the profiler's
+    events read, the diagnosis), and restored as it was.
+
+    NB: that work allocates some 10^5 short-lived objects; with the collector on they trigger collections that
+    promote them and, every few windows, a full collection over every object of the process (torch's included):
+    386 ms once in 10 windows on the 2-core CPU here, 40 ms a window on average (benchmarks/callback_overhead.py).
+    Held off, nearly all of them are freed by their reference counts when the diagnosis ends, and the collections
+    they would have caused do not happen; the few cycles left are collected at the next collection, as usual."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def append_line(path: Path, entry: dict[str, Any]) -> None:
@@ -63,6 +93,30 @@ def entry_of(step: int, result: Any) -> dict[str, Any]:
     }
 
 
+def op_signature(events: Iterable[dict[str, Any]]) -> tuple[tuple[tuple[str, str, str], int], ...]:
+    """A profiled window's op stream in a form cheap to compare: how many times each (kind, name, input shapes)
+    of its ops and kernels occurs (a multiset: the order threads interleave in does not matter). Two windows with
+    the same signature ran the same ops on the same shapes, so their counted FLOPs and bytes are the same."""
+    seen: Counter[tuple[str, str, str]] = Counter()
+    for e in events:
+        kind = e.get("kind")
+        if kind == "op":
+            seen[("op", str(e.get("name")), repr(e.get("input_shapes")))] += 1
+        elif kind == "kernel":  # a GPU's kernels: a dtype change shows in their names
+            seen[("kernel", str(e.get("name")), "")] += 1
+    return tuple(sorted(seen.items()))
+
+
+@dataclass(frozen=True)
+class CountedStep:
+    """A window's count kept for the next windows: the records, their devices, and the signature of the profiled
+    ops they were diagnosed with."""
+
+    records: tuple[Any, ...]
+    devices: tuple[str, ...]
+    signature: tuple[tuple[tuple[str, str, str], int], ...]
+
+
 def scalars(entry: dict[str, Any]) -> dict[str, float]:
     """The entry's numbers as prefixed scalars (what TensorBoard and the trainers' loggers take)."""
     names = ("mfu", "mbu", "roofline_time_s", "step_time_s")
@@ -79,7 +133,11 @@ class StepProfiler:
     ``roofs``: as :func:`roofline.profile`; the roofs are resolved once, at the first window (``placed_on``: a
     roofline.device.Device to use instead, e.g. ``roofline.roofs.device_roofs('cpu')[0]`` resolved before the
     loop). :attr:`entries` holds every logged entry; :attr:`last` the latest, :attr:`result` the latest
-    diagnosis."""
+    diagnosis.
+
+    ``reuse_counts`` (default True): count once and reuse the count while the profiled ops keep its signature (the
+    module docstring), counting afresh every ``recount_every`` windows; :attr:`counts` says how many windows
+    counted, reused a count, and were dropped because their ops had changed."""
 
     def __init__(
         self,
@@ -95,6 +153,8 @@ class StepProfiler:
         spec_files: Sequence[Path] = (),
         roofs: str = "auto",
         placed_on: Any = None,
+        reuse_counts: bool = True,
+        recount_every: int = 10,
     ) -> None:
         if every < WINDOW_STEPS:
             raise UsageError(f"every={every}: at least {WINDOW_STEPS} (one profiled window takes {WINDOW_STEPS} steps)")
@@ -116,6 +176,15 @@ class StepProfiler:
         self._region: Any = None
         self._window_step = 0
         self._in_step = False
+        if recount_every < 1:
+            raise UsageError(f"recount_every={recount_every}: at least 1")
+        self.reuse_counts = reuse_counts
+        self.recount_every = recount_every
+        self.counted: CountedStep | None = None  # the count the next windows reuse
+        self.counts = {"counted": 0, "reused": 0, "changed": 0}
+        self._reusing = False  # the open window reuses self.counted
+        self._reuses_left = 0  # windows that may still reuse self.counted before one counts afresh
+        self._recount_at: int | None = None  # the step a window that counts afresh opens at (the ops changed)
 
     @property
     def last(self) -> dict[str, Any] | None:
@@ -127,7 +196,7 @@ class StepProfiler:
         return self._region is not None
 
     def starts_window(self, step: int) -> bool:
-        return step >= self.first and (step - self.first) % self.every == 0
+        return (step >= self.first and (step - self.first) % self.every == 0) or step == self._recount_at
 
     # ------------------------------------------------------------------------------------------- steps
 
@@ -139,8 +208,15 @@ class StepProfiler:
         if self._region is None and self.starts_window(self.step_index):
             from roofline.diagnose.region import Region
 
+            reuse = self.counted is not None and self._reuses_left > 0
+            self._reusing = reuse
+            self._recount_at = None
             self._region = Region(
-                steps=1, warmup=0, model=model if model is not None else self.model, device=self.device
+                steps=1,
+                warmup=0,
+                model=model if model is not None else self.model,
+                device=self.device,
+                counted=(self.counted.records, self.counted.devices) if reuse and self.counted is not None else None,
             )
             self._window_step = self.step_index
             self._region.__enter__()
@@ -154,11 +230,12 @@ class StepProfiler:
         region = self._region
         if region is None:
             return
-        region.step()
-        if region.done:
-            self._region = None
-            region.__exit__(None, None, None)
-            self._conclude(region)
+        with gc_paused():
+            region.step()
+            if region.done:
+                self._region = None
+                region.__exit__(None, None, None)
+                self._conclude(region)
 
     @contextmanager
     def step(self, model: Any = None) -> Iterator[None]:
@@ -193,6 +270,9 @@ class StepProfiler:
         from roofline.diagnose.region import diagnose_region
 
         began = time.perf_counter()
+        if not self._keep_count(region):
+            self.profile_s += time.perf_counter() - began
+            return  # its ops changed since they were counted: the next step opens a window that counts them
         try:
             self.result = diagnose_region(region, roofs_of=self._roofs_of, **self._roof_options)
             entry = entry_of(self._window_step, self.result)
@@ -202,6 +282,28 @@ class StepProfiler:
                           stacklevel=3)  # fmt: skip
         self.profile_s += time.perf_counter() - began
         self.emit(entry)
+
+    def _keep_count(self, region: Any) -> bool:
+        """Keep a fresh window's count for the next windows; for a window that reused one, whether its profiled
+        ops still have the count's signature (False: the count is dropped and the next step opens a window that
+        counts afresh)."""
+        if not self.reuse_counts or not region.captured.events:
+            return True
+        signature = op_signature(region.captured.events)
+        if not self._reusing:
+            self.counts["counted"] += 1
+            self._reuses_left = self.recount_every - 1
+            if region.captured.records:
+                self.counted = CountedStep(tuple(region.captured.records), tuple(region.captured.devices), signature)
+            return True
+        if self.counted is not None and signature == self.counted.signature:
+            self.counts["reused"] += 1
+            self._reuses_left -= 1
+            return True
+        self.counts["changed"] += 1
+        self.counted = None
+        self._recount_at = self.step_index
+        return False
 
     def emit(self, entry: dict[str, Any]) -> None:
         """Log ``entry`` everywhere this profiler logs to."""
@@ -324,5 +426,5 @@ def _lightning_base() -> type:
     return Callback
 
 
-__all__ = ["PREFIX", "WINDOW_STEPS", "StepProfiler", "append_line", "entry_of", "huggingface_callback",
-           "lightning_callback", "scalars"]  # fmt: skip
+__all__ = ["PREFIX", "WINDOW_STEPS", "CountedStep", "StepProfiler", "append_line", "entry_of", "huggingface_callback",
+           "lightning_callback", "op_signature", "scalars"]  # fmt: skip

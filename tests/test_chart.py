@@ -325,3 +325,47 @@ def test_no_l2_points_without_counters_or_without_an_l2_roof():
         "gpu-x: Nsight Compute measured L2 bytes for 2 op(s), but no L2 bandwidth is known for it (spec sheet or "
         "calibration): no L2 roof, no L2 points"
     ) in spec.notes
+
+
+def diagnosed_l1(l1: dict[int, float], roof_source: str = "spec") -> Report:
+    report = diagnosed({0: 4e8}, roof_source)
+    ops = [{"index": i, "op": report.rows[i]["op"], "l1_bytes": v, "l2_bytes": 4e8 if i == 0 else None}
+           for i, v in l1.items()]  # fmt: skip
+    return report.model_copy(update={"counters": {"source": "ncu", "ops": ops}})
+
+
+# a sheet that gives L1/shared memory a bandwidth (30 TB/s; no shipped sheet does: the figure is made up here)
+SMEM_SPEC = replace(SPEC, bandwidth={"dram": 2e12, "smem": 3e13})
+SMEM_MEASURED = replace(MEASURED, bandwidth={"dram": 1.6e12, "l2": 8e12, "smem": 3e13})
+
+
+@pytest.mark.parametrize("roof_source", ["spec", "measured"])
+def test_counters_l1_bytes_give_l1_points_against_the_shared_memory_roof(roof_source):
+    # mm: 1e9 FLOPs over 2e9 measured L1 bytes: I 0.5; add: 1e6 over 1e8: I 0.01; both at their DRAM points' rates
+    known = {"gpu-x": KnownDevice("gpu-x", "GPU X", SMEM_SPEC, SMEM_MEASURED)}
+    spec = build_chart([NamedReport("d", diagnosed_l1({0: 2e9, 1: 1e8}, roof_source))], known=known)
+    (panel,) = spec.panels
+    assert any(r.name == "shared memory" for r in panel.roofs)
+    l1 = [m for m in panel.cache_marks if m.level == "L1"]
+    assert [(m.point.kind, m.x, m.y, m.x_dram, m.level_bytes) for m in l1] == [
+        ("aten::mm", 0.5, 1e12, 10.0, 2e9),
+        ("aten::add", 0.01, 1e10, 0.1, 1e8),
+    ]
+    assert spec.x_range[0] < 0.01
+    assert not any("L1" in n for n in spec.notes)
+    svg = figure_bytes(figure(spec), "svg").decode()
+    assert "L1 point: FLOPs" in svg  # the legend names the L1 point
+    # the L2 point beside it where the panel has an L2 roof (the measured one)
+    assert [m.level for m in panel.cache_marks] == (["L2", "L1", "L1"] if roof_source == "measured" else ["L1", "L1"])
+
+
+def test_no_l1_points_without_a_shared_memory_bandwidth():
+    spec = build_chart([NamedReport("d", diagnosed_l1({0: 2e9, 1: 1e8}))], known=KNOWN)
+    (panel,) = spec.panels
+    assert not any(m.level == "L1" for m in panel.cache_marks)
+    assert (
+        "gpu-x: Nsight Compute measured L1 bytes for 2 op(s), but no shared memory bandwidth is known for it (spec "
+        "sheet: memory.smem.bandwidth_gb_per_s): no shared memory roof, no L1 points"
+    ) in spec.notes
+    svg = figure_bytes(figure(spec), "svg").decode()
+    assert "L1 point: FLOPs" not in svg

@@ -577,6 +577,7 @@ class _Action:
             ncu.DRAM_READ: (k.dram_read_bytes / scale, "KiB" if with_units else None),
             ncu.DRAM_WRITE: (k.dram_write_bytes / scale, "KiB" if with_units else None),
             ncu.L2_BYTES: (None if k.l2_bytes is None else k.l2_bytes / scale, "KiB" if with_units else None),
+            ncu.L1_BYTES: (None if k.l1_bytes is None else k.l1_bytes / scale, "KiB" if with_units else None),
             ncu.SM_PCT: (k.sm_pct, "%" if with_units else None),
             ncu.MEMORY_PCT: (k.memory_pct, "%" if with_units else None),
             ncu.OCCUPANCY_PCT: (k.occupancy_pct, "%" if with_units else None),
@@ -714,3 +715,79 @@ def test_ncu_report_names_with_casts_match_the_csv_and_the_profiler():
     )
     assert normalized("k<(bool)1, (int)-2>(int)") == "k<1,-2>"  # the cast goes, the value stays
     assert normalized("void f(float (*)(int), (int)4)") == "f"  # outside a template: the parameters are cut
+
+
+# ------------------------------------------------------------------------------------------------ L1 (l1tex__t_bytes)
+
+RAW_L1 = DATA / "raw_page_l1.csv"  # raw_page.csv with an l1tex__t_bytes.sum column in Kbyte
+
+
+def test_l1_bytes_are_read_from_the_csv_exactly():
+    assert ncu.L1_BYTES == "l1tex__t_bytes.sum" and ncu.L1_BYTES in ncu.METRICS
+    assert [k.l1_bytes for k in read_csv(RAW_L1)] == [
+        50_000_000, 2_168_856_320, 307_260_544, 1_736_441_856, 12_582_912,
+        2_168_856_320, 307_260_544, 1_736_441_858, 12_582_912,
+    ]  # fmt: skip
+    assert all(k.l1_bytes is None for k in read_csv(RAW))  # an export without the column: None
+
+
+def test_l1_bytes_per_op_and_which_ops_l1_traffic_dominates(placed):
+    c = attach(placed.points, read_csv(RAW_L1), "raw_page_l1.csv")
+    by = {o.index: o for o in c.ops}
+    # per iteration, the mean of the two iterations' launches
+    assert [by[i].l1_bytes for i in range(4)] == [2_168_856_320, 307_260_544, 1_736_441_857, 12_582_912]
+    # mm: L2 exactly half its L1 (not under): no; copy: L2 a quarter of its L1: yes; the adds: L2 = L1: no
+    assert [by[i].l1_dominant for i in range(4)] == [False, False, True, False]
+    assert all(o.l1_bytes is None and not o.l1_dominant for o in attach(placed.points, read_csv(RAW), "x").ops)
+
+
+def test_an_op_whose_l1_traffic_dominates_says_so_in_its_evidence(placed):
+    c = attach(placed.points, read_csv(RAW_L1), "raw_page_l1.csv")
+    copy = next(p for p in placed.points if p.index == 2)  # 32 MiB compulsory at 2 TB/s: memory time 16.8 us
+    (noted,) = [p for p in relabel(placed.points, c) if p.index == 2]  # no L1 bandwidth: evidence only
+    assert noted.memory_time_s == copy.memory_time_s and noted.roof_time_s == copy.roof_time_s
+    assert noted.limiter_evidence == (
+        f"{copy.limiter_evidence}; L1 traffic dominates: Nsight Compute measured 1.736 GB through L1 against 434.1 MB "
+        "through L2 (under 0.5x) and 218.1 MB from DRAM: its data is re-read from L1 (no L1 bandwidth known for this "
+        "device: its memory time stays as it was)"
+    )
+    # an L1 of 30 TB/s: 1,736,441,857 B take 57.9 us, above the 16.8 us memory time: the hierarchical bound
+    (raised,) = [p for p in relabel(placed.points, c, l1_bandwidth=3e13) if p.index == 2]
+    assert raised.memory_time_s == 1_736_441_857 / 3e13 and raised.roof_time_s == raised.memory_time_s
+    assert raised.efficiency == pytest.approx(raised.memory_time_s / copy.time_s)
+    assert raised.limiter_evidence.endswith("(L1 30 TB/s: L1 time 57.9 us, above its memory time: the L1 sets its "
+                                            "memory bound)")  # fmt: skip
+    # 300 TB/s: 5.79 us, within the memory time: said, nothing changed
+    (within,) = [p for p in relabel(placed.points, c, l1_bandwidth=3e14) if p.index == 2]
+    assert within.memory_time_s == copy.memory_time_s
+    assert within.limiter_evidence.endswith("(L1 300 TB/s: L1 time 5.79 us, within its memory time)")
+    # the other ops' L1 traffic does not dominate: untouched by the L1
+    others = [p for p in relabel(placed.points, c, l1_bandwidth=3e13) if p.index in (1, 3)]
+    assert [p.limiter_evidence for p in others] == [p.limiter_evidence for p in placed.points if p.index in (1, 3)]
+
+
+def test_the_locality_finding_names_the_l1_where_it_dominates(placed):
+    (f,) = locality_findings(attach(placed.points, read_csv(RAW_L1), "x"), placed.points, 600e-6)
+    assert f.ops == [2]
+    assert f.evidence.endswith(
+        "; its L1 traffic dominates (1.736 GB through L1, 434.1 MB through L2): the reuse it gets is in L1"
+    )
+    (plain,) = locality_findings(attach(placed.points, read_csv(RAW), "x"), placed.points, 600e-6)
+    assert "L1" not in plain.evidence
+
+
+def test_counters_import_shows_the_l1_column(cli, report_file):
+    result = cli("counters", "import", str(RAW_L1), "--report", str(report_file))
+    assert result.code == 0, result.err
+    header = next(line for line in result.out.splitlines() if " L2 " in line)
+    assert header.split()[5:7] == ["L2", "L1"]
+    assert "1.736 GB" in result.out  # the copy's L1 bytes
+
+
+@pytest.mark.parametrize("with_units", [False, True])
+def test_an_ncu_rep_gives_the_l1_bytes(tmp_path, monkeypatch, with_units):
+    kernels = read_csv(RAW_L1)
+    monkeypatch.setitem(sys.modules, "ncu_report", fake_ncu_report(kernels, with_units=with_units))
+    rep = tmp_path / "run.ncu-rep"
+    rep.write_bytes(b"\x00")
+    assert [k.l1_bytes for k in ncu.read_counters(rep)] == [k.l1_bytes for k in kernels]

@@ -78,7 +78,8 @@ def test_every_n_steps_one_window_is_diagnosed_and_logged_everywhere(fake_cpu, t
     assert {(tag, step) for tag, _, step in writer.scalars} == {
         (PREFIX + name, step) for name in ("mfu", "mbu", "roofline_time_s", "step_time_s") for step in (1, 6)
     }
-    assert [step for _, _, step in writer.texts] == ([1, 6] if entry["top_finding"] else [])
+    # the top finding's text at each window that has one (which finding leads follows the measured times)
+    assert [step for _, _, step in writer.texts] == [e["step"] for e in profiler.entries if e["top_finding"]]
 
 
 def test_the_window_schedule_and_misuse():
@@ -199,3 +200,123 @@ def test_importing_the_module_imports_no_training_framework_nor_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------------------------------- reusing the count
+
+
+def test_the_op_signature_is_the_multiset_of_ops_and_shapes():
+    from roofline.training import op_signature
+
+    a = {"kind": "op", "name": "aten::mm", "input_shapes": [[8, 16], [16, 4]]}
+    b = {"kind": "op", "name": "aten::add", "input_shapes": [[8, 4], [8, 4]]}
+    k = {"kind": "kernel", "name": "gemm_bf16", "start_us": 0.0}
+    other = {"kind": "launch", "name": "cudaLaunchKernel"}
+    assert op_signature([a, b, b, k, other]) == (
+        (("kernel", "gemm_bf16", ""), 1),
+        (("op", "aten::add", "[[8, 4], [8, 4]]"), 2),
+        (("op", "aten::mm", "[[8, 16], [16, 4]]"), 1),
+    )
+    assert op_signature([b, a, b, k]) == op_signature([a, b, b, k])  # the order threads interleave in: no matter
+    assert op_signature([a, b, k]) != op_signature([a, b, b, k])  # one op more
+    assert op_signature([{**a, "input_shapes": [[16, 16], [16, 4]]}, b, b, k]) != op_signature([a, b, b, k])
+    assert op_signature([a, b, b, {**k, "name": "gemm_fp32"}]) != op_signature([a, b, b, k])
+
+
+class ShapedLoop(Loop):
+    """The tiny loop with a batch that can change between steps."""
+
+    def batch(self, rows: int) -> None:
+        self.x = torch.randn(rows, 16)
+
+
+def run_windows(profiler: StepProfiler, loop: Loop, steps: int, change: dict[int, int] | None = None) -> None:
+    for i in range(steps):
+        if change and i in change:
+            loop.batch(change[i])  # type: ignore[attr-defined]
+        with profiler.step():
+            loop.step()
+    profiler.close()
+
+
+def logged(entries):
+    """What a window logs that its count decides (MFU and MBU also take the measured time)."""
+    return [(e["step"], e["flops"], e["bytes"], e["roofline_time_s"]) for e in entries]
+
+
+def test_a_count_is_reused_while_the_ops_keep_their_signature_and_logs_the_same(fake_cpu):
+    reused = StepProfiler(every=4, first=0, model=(loop := Loop()).model)
+    run_windows(reused, loop, 12)
+    assert reused.counts == {"counted": 1, "reused": 2, "changed": 0}
+    fresh = StepProfiler(every=4, first=0, model=(again := Loop()).model, reuse_counts=False)
+    run_windows(fresh, again, 12)
+    assert fresh.counted is None
+    assert logged(reused.entries) == logged(fresh.entries)
+    assert [e["step"] for e in reused.entries] == [0, 4, 8] and reused.entries[0]["flops"] > 0
+    # the reused windows diagnose the very records the first window counted
+    assert reused.counted is not None
+    assert all(a is b for a, b in zip(reused.counted.records, reused.result.records, strict=True))
+
+
+def test_a_shape_change_drops_the_count_and_the_next_step_counts_afresh(fake_cpu):
+    loop = ShapedLoop()
+    profiler = StepProfiler(every=5, first=0, model=loop.model)
+    # windows: 0-3 counts (batch 8), 5-8 reuses; the batch is 16 from step 9: the window at 10-13 finds other shapes,
+    # logs nothing, and step 14 opens a window that counts the new shapes (15 is inside it)
+    run_windows(profiler, loop, 19, change={9: 16})
+    assert profiler.counts == {"counted": 2, "reused": 1, "changed": 1}
+    assert [e["step"] for e in profiler.entries] == [0, 5, 14]
+    # the window at 14 logs what a fresh count of batch 16 gives, not the batch of 8's
+    fresh = StepProfiler(every=4, first=0, model=(other := ShapedLoop()).model, reuse_counts=False)
+    run_windows(fresh, other, 4, change={0: 16})
+    assert logged(profiler.entries)[2][1:] == logged(fresh.entries)[0][1:]
+    assert profiler.entries[2]["flops"] != profiler.entries[0]["flops"]
+    # and its count is the one kept now
+    assert profiler.counted is not None
+    shapes = [list(s) for r in profiler.counted.records for s in r.input_shapes]
+    assert [16, 16] in shapes and [8, 16] not in shapes
+
+
+def test_every_recount_every_th_window_counts_afresh(fake_cpu):
+    profiler = StepProfiler(every=4, first=0, model=(loop := Loop()).model, recount_every=2)
+    run_windows(profiler, loop, 16)
+    assert profiler.counts == {"counted": 2, "reused": 2, "changed": 0}
+    assert [e["step"] for e in profiler.entries] == [0, 4, 8, 12]
+    with pytest.raises(UsageError, match="recount_every=0: at least 1"):
+        StepProfiler(every=4, recount_every=0)
+
+
+def test_the_collector_is_held_off_between_steps_and_restored():
+    import gc
+
+    from roofline.training import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # left as it was: off
+    finally:
+        gc.enable()
+
+
+def test_a_window_reads_the_raw_kineto_events_and_falls_back_to_the_function_events():
+    from types import SimpleNamespace
+
+    from roofline.diagnose.profile import profiled_events
+
+    op = SimpleNamespace(device_type="DeviceType.CPU", activity_type=None, linked_correlation_id=0, name="aten::mm",
+                         time_range=SimpleNamespace(start=1.0, end=3.0), id=7, thread=1, input_shapes=[[2, 3], [3, 4]],
+                         input_dtypes=["float", "float"], is_async=False, is_user_annotation=False)  # fmt: skip
+    # no kineto results to read (another torch): torch's FunctionEvent list, no launch facts
+    events, facts = profiled_events(SimpleNamespace(events=lambda: [op]))
+    assert facts is False
+    assert [(e["kind"], e["name"], e["input_shapes"]) for e in events] == [("op", "aten::mm", [[2, 3], [3, 4]])]
+    # kineto results that cannot be read: the same
+    broken = SimpleNamespace(trace_start_ns=lambda: 0, events=lambda: 1 / 0)
+    fallback = SimpleNamespace(profiler=SimpleNamespace(kineto_results=broken), events=lambda: [op])
+    assert profiled_events(fallback) == (events, False)

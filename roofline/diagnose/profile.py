@@ -424,6 +424,19 @@ def _profiled_events(prof: Any) -> tuple[list[dict[str, Any]], bool]:
     return events_from_profiler(prof.events()), False
 
 
+def profiled_events(prof: Any) -> tuple[list[dict[str, Any]], bool]:
+    """A stopped ``torch.profiler.profile``'s event dicts and whether its kernels carried launch facts: from the
+    raw kineto events of the profiler it wraps (``prof.profiler``) in one pass, as :func:`_profiled_events` reads a
+    session's, else from its FunctionEvent list (``prof.events()``)."""
+    results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    if results is not None and hasattr(results, "trace_start_ns"):
+        try:
+            return events_from_kineto(results.events(), int(results.trace_start_ns()), demangle=_demangler())
+        except Exception:  # an older or newer torch whose raw events differ: torch's own list below
+            pass
+    return events_from_profiler(prof.events()), False
+
+
 class _Session:
     """One profiling session: torch.autograd.profiler.profile (the kineto profiler that torch.profiler.profile
     wraps) where nothing imported torch._inductor, else torch.profiler.profile.
@@ -925,6 +938,7 @@ __all__ = [
     "events_from_profiler",
     "facts_from_trace",
     "out_of_memory_error",
+    "profiled_events",
     "time_model",
     "torch_profile",
     "trace_facts",

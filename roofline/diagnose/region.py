@@ -96,7 +96,10 @@ class Region:
 
     ``model``: an nn.Module whose module paths the counted ops get (None: every op in module ''). ``device``:
     'cpu' | 'cuda' | 'cuda:N' (None: the device of the counted ops' tensors). ``clock`` and ``synchronize``
-    time the plain steps (tests inject them). Use as a context manager; :attr:`captured` holds what it recorded."""
+    time the plain steps (tests inject them). ``counted``: (records, devices) of an earlier count of the same op
+    stream (roofline.training reuses a window's count while the profiled ops keep their signature): the count step
+    then runs untouched and these are its records. Use as a context manager; :attr:`captured` holds what it
+    recorded."""
 
     def __init__(
         self,
@@ -107,8 +110,10 @@ class Region:
         device: str | None = None,
         clock: Callable[[], float] = time.perf_counter,
         synchronize: Callable[[str], None] | None = None,
+        counted: tuple[Sequence[OpRecord], Sequence[str]] | None = None,
     ) -> None:
         self.plan = Plan(warmup=warmup, steps=steps)
+        self.counted = counted  # (records, devices) an earlier count of the same step gave: the count step reuses them
         self.model = model
         self.device = device
         self.clock = clock
@@ -159,7 +164,9 @@ class Region:
 
     def _begin(self, step: int) -> None:
         phase = self.plan.phase(step)
-        if phase == "count":
+        if phase == "count" and self.counted is not None:
+            self.captured.records, self.captured.devices = list(self.counted[0]), list(self.counted[1])
+        elif phase == "count":
             from roofline.diagnose.count import counting
 
             self._counting = counting(self.model, "training")
@@ -250,13 +257,17 @@ class Region:
 
     def _collect(self, prof: Any) -> None:
         """torch.profiler's on_trace_ready: the active steps' events as event dicts (roofline.diagnose.join)."""
-        from roofline.diagnose.profile import NO_FACTS, events_from_profiler, trace_facts
+        from roofline.diagnose.profile import NO_FACTS, events_from_profiler, profiled_events, trace_facts
 
-        facts: dict[int, dict[str, Any]] = {}
+        # the raw kineto events in one pass (as `roofline diagnose` reads them), not torch's FunctionEvent list and
+        # tree (prof.events(): 20 ms of a window's CPU time for a 170-op step); the Chrome trace (launch facts) only
+        # where the kernels did not carry them
+        events, with_facts = profiled_events(prof)
         note = ""
-        if self._device().startswith("cuda"):
+        if self._device().startswith("cuda") and not with_facts:
             facts, note = trace_facts(prof)
-        events = events_from_profiler(prof.events(), facts=facts)
+            if facts:
+                events = events_from_profiler(prof.events(), facts=facts)
         if note:
             events.append({"kind": "note", "text": f"{note}: {NO_FACTS}"})
         self.captured.events = events

@@ -7,7 +7,7 @@ the torch profiler demangle differently), then by the bare function name. The la
 shared out in the ops' order (eager ops launch in that order): when ncu holds a whole number of iterations of
 them, launch by launch; otherwise each op gets its share of that name's summed counters by its measured kernel
 time (``approximate``). Per op, per iteration: DRAM bytes read + written (measured) against the op's compulsory
-bytes, L2 bytes, and the throughputs (% of peak, weighted by kernel duration).
+bytes, L2 and L1 bytes, and the throughputs (% of peak, weighted by kernel duration).
 
 The counters' bound is the busier unit: ``memory`` when the memory throughput % is at least the SM throughput %,
 else ``compute``; ``low`` marks ops where both are under LOW_PCT (Nsight Compute's own rule for a kernel limited by
@@ -21,6 +21,11 @@ An op whose measured DRAM bytes are under L2_RESIDENT of its measured L2 bytes i
 (``OpCounters.l2_resident``): its data is served from L2, so its memory bound is the L2 roof, not DRAM. Its
 evidence says so, and where the device's L2 bandwidth is known its memory time is its L2 bytes at that bandwidth
 (:func:`l2_roofed`; the roofline time, attainable rate and efficiency with it).
+
+An op whose measured L2 bytes are under L1_REUSE of its measured L1 bytes (``l1tex__t_bytes.sum``) has its L1 traffic
+dominate (``OpCounters.l1_dominant``): its data is re-read from L1, which the DRAM and L2 points do not show. Its
+evidence says so (:func:`l1_noted`), and where the device's L1/shared-memory bandwidth is known, its memory time is
+at least its L1 bytes at that bandwidth (the hierarchical bound: every level must move its bytes).
 
 The locality finding on these counters (rule ``excess-dram-traffic``) is the counters family's
 (:mod:`roofline.findings.rules.counters`).
@@ -42,6 +47,7 @@ from roofline.units import format_count, format_rate, format_time
 LOCALITY_FACTOR = 2.0  # measured DRAM bytes / compulsory bytes at or above which the locality finding is raised
 LOW_PCT = 60.0  # both throughputs under this % of peak: neither unit is the limit (latency)
 L2_RESIDENT = 0.5  # measured DRAM bytes under this share of the measured L2 bytes: the op's data is L2-resident
+L1_REUSE = 0.5  # measured L2 bytes under this share of the measured L1 bytes: the op's L1 traffic dominates
 
 
 class OpCounters(BaseModel):
@@ -62,6 +68,8 @@ class OpCounters(BaseModel):
     ratio: float | None  # measured DRAM bytes / compulsory bytes (None: no compulsory bytes)
     l2_bytes: float | None = None
     l2_resident: bool = False  # DRAM bytes < L2_RESIDENT x L2 bytes: its memory bound is the L2 roof
+    l1_bytes: float | None = None  # through the L1/TEX cache (l1tex__t_bytes.sum)
+    l1_dominant: bool = False  # L2 bytes < L1_REUSE x L1 bytes: its data is re-read from L1
     sm_pct: float | None = None
     memory_pct: float | None = None
     occupancy_pct: float | None = None
@@ -157,6 +165,7 @@ class _Share:
         self.read = 0.0
         self.write = 0.0
         self.l2: float | None = None
+        self.l1: float | None = None
         self.weighted: dict[str, float] = defaultdict(float)  # metric -> sum of pct x duration
         self.weights: dict[str, float] = defaultdict(float)
         self.duration: float | None = None
@@ -168,6 +177,8 @@ class _Share:
         self.write += k.dram_write_bytes * weight
         if k.l2_bytes is not None:
             self.l2 = (self.l2 or 0.0) + k.l2_bytes * weight
+        if k.l1_bytes is not None:
+            self.l1 = (self.l1 or 0.0) + k.l1_bytes * weight
         if k.duration_s is not None:
             self.duration = (self.duration or 0.0) + k.duration_s * weight
         time = (k.duration_s or 1e-9) * weight
@@ -296,6 +307,8 @@ def _op_counters(point: OpPoint, share: _Share) -> OpCounters:
         ratio=measured / point.bytes if point.bytes > 0 else None,
         l2_bytes=share.l2,
         l2_resident=share.l2 is not None and share.l2 > 0 and measured < L2_RESIDENT * share.l2,
+        l1_bytes=share.l1,
+        l1_dominant=share.l1 is not None and share.l2 is not None and share.l1 > 0 and share.l2 < L1_REUSE * share.l1,
         sm_pct=sm,
         memory_pct=memory,
         occupancy_pct=share.mean("occupancy_pct"),
@@ -349,22 +362,63 @@ def l2_roofed(point: OpPoint, oc: OpCounters, l2_bandwidth: float | None) -> OpP
     update: dict[str, object] = {}
     if l2_bandwidth and l2_bandwidth > 0:
         memory_s = oc.l2_bytes / l2_bandwidth
-        roof_s = max(point.compute_time_s, memory_s)
         said += f" (L2 {format_rate(l2_bandwidth, 'B/s')}: memory time {format_time(memory_s)})"
-        update = {"memory_time_s": memory_s, "roof_time_s": roof_s}
-        if roof_s > 0:
-            update["attainable_flops_per_s"] = point.flops / roof_s if point.flops > 0 else point.attainable_flops_per_s
-            if point.timed and point.time_s > 0:
-                update["efficiency"] = roof_s / point.time_s
+        update = _memory_time(point, memory_s)
     else:
         said += " (no L2 bandwidth known for this device: its memory time stays DRAM's)"
     evidence = f"{point.limiter_evidence}; {said}" if point.limiter_evidence else said
     return point.model_copy(update={**update, "limiter_evidence": evidence})
 
 
-def relabel(points: Sequence[OpPoint], counters: Counters, *, l2_bandwidth: float | None = None) -> list[OpPoint]:
-    """``points`` with the class of each op whose counters overrule it (:func:`measured_limiter`) and the L2 roof
-    for each L2-resident op (:func:`l2_roofed`, ``l2_bandwidth`` the device's L2, byte/s, None: unknown); the
+def _memory_time(point: OpPoint, memory_s: float) -> dict[str, object]:
+    """The fields of ``point`` that change when its memory time is ``memory_s``: the roofline time, and the
+    attainable rate and efficiency with it."""
+    roof_s = max(point.compute_time_s, memory_s)
+    update: dict[str, object] = {"memory_time_s": memory_s, "roof_time_s": roof_s}
+    if roof_s > 0:
+        update["attainable_flops_per_s"] = point.flops / roof_s if point.flops > 0 else point.attainable_flops_per_s
+        if point.timed and point.time_s > 0:
+            update["efficiency"] = roof_s / point.time_s
+    return update
+
+
+def l1_noted(point: OpPoint, oc: OpCounters, l1_bandwidth: float | None) -> OpPoint | None:
+    """An op whose L1 traffic dominates (``oc.l1_dominant``): its evidence says so, with its measured L1, L2 and
+    DRAM bytes; with ``l1_bandwidth`` (byte/s, the device's L1/shared memory) its memory time is at least its L1
+    bytes at that bandwidth (the hierarchical bound: the roofline time, attainable rate and efficiency with it
+    where that raises it). None: its L1 traffic does not dominate."""
+    if not oc.l1_dominant or not oc.l1_bytes or oc.l2_bytes is None:
+        return None
+    said = (
+        f"L1 traffic dominates: Nsight Compute measured {format_count(oc.l1_bytes, 'B')} through L1 against "
+        f"{format_count(oc.l2_bytes, 'B')} through L2 (under {L1_REUSE:g}x) and {format_count(oc.dram_bytes, 'B')} "
+        "from DRAM: its data is re-read from L1"
+    )
+    update: dict[str, object] = {}
+    if l1_bandwidth and l1_bandwidth > 0:
+        l1_s = oc.l1_bytes / l1_bandwidth
+        said += f" (L1 {format_rate(l1_bandwidth, 'B/s')}: L1 time {format_time(l1_s)}"
+        if l1_s > point.memory_time_s:
+            said += ", above its memory time: the L1 sets its memory bound)"
+            update = _memory_time(point, l1_s)
+        else:
+            said += ", within its memory time)"
+    else:
+        said += " (no L1 bandwidth known for this device: its memory time stays as it was)"
+    evidence = f"{point.limiter_evidence}; {said}" if point.limiter_evidence else said
+    return point.model_copy(update={**update, "limiter_evidence": evidence})
+
+
+def relabel(
+    points: Sequence[OpPoint],
+    counters: Counters,
+    *,
+    l2_bandwidth: float | None = None,
+    l1_bandwidth: float | None = None,
+) -> list[OpPoint]:
+    """``points`` with the class of each op whose counters overrule it (:func:`measured_limiter`), the L2 roof
+    for each L2-resident op (:func:`l2_roofed`, ``l2_bandwidth`` the device's L2, byte/s, None: unknown) and the L1
+    for each op whose L1 traffic dominates (:func:`l1_noted`, ``l1_bandwidth`` the device's L1/shared memory); the
     others as they are. NB: the counters' own agreement (``OpCounters.agree``) stays the estimate's, measured
     before this."""
     by_index = {oc.index: oc for oc in counters.ops}
@@ -377,7 +431,8 @@ def relabel(points: Sequence[OpPoint], counters: Counters, *, l2_bandwidth: floa
         decided = measured_limiter(p, oc)
         if decided is not None:
             p = p.model_copy(update={"limiter": decided[0], "limiter_evidence": decided[1]})
-        out.append(l2_roofed(p, oc, l2_bandwidth) or p)
+        p = l2_roofed(p, oc, l2_bandwidth) or p
+        out.append(l1_noted(p, oc, l1_bandwidth) or p)
     return out
 
 
@@ -385,6 +440,7 @@ def relabel(points: Sequence[OpPoint], counters: Counters, *, l2_bandwidth: floa
 
 
 __all__ = [
+    "L1_REUSE",
     "L2_RESIDENT",
     "LOCALITY_FACTOR",
     "LOW_PCT",
@@ -393,6 +449,7 @@ __all__ = [
     "OpCounters",
     "attach",
     "base_name",
+    "l1_noted",
     "l2_roofed",
     "measured_limiter",
     "normalized",

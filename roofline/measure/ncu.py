@@ -9,7 +9,9 @@ the header are skipped, so ``ncu ... > out.csv`` reads as well as ``--log-file``
 percent. Columns we do not read are ignored.
 
 What we read per launch (:class:`KernelCounters`): DRAM bytes read and written (``dram__bytes_read.sum``,
-``dram__bytes_write.sum``: required), L2 bytes (``lts__t_bytes.sum``), SM and memory throughput (% of peak:
+``dram__bytes_write.sum``: required), L2 bytes (``lts__t_bytes.sum``), L1 bytes (``l1tex__t_bytes.sum``: the
+bytes requested through the L1/TEX cache's tag stage -- global, local, texture and surface accesses; shared-memory
+accesses are not among them), SM and memory throughput (% of peak:
 ``sm__throughput.avg.pct_of_peak_sustained_elapsed``, ``gpu__compute_memory_throughput.avg.pct_of_peak_sustained_
 elapsed``), achieved occupancy (``sm__warps_active.avg.pct_of_peak_sustained_active``), tensor-pipe activity
 (``sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed``) and the duration (``gpu__time_duration.sum``);
@@ -44,6 +46,7 @@ from roofline.errors import RooflineError
 DRAM_READ = "dram__bytes_read.sum"
 DRAM_WRITE = "dram__bytes_write.sum"
 L2_BYTES = "lts__t_bytes.sum"
+L1_BYTES = "l1tex__t_bytes.sum"
 SM_PCT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 MEMORY_PCT = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
 OCCUPANCY_PCT = "sm__warps_active.avg.pct_of_peak_sustained_active"
@@ -51,7 +54,7 @@ TENSOR_PCT = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"
 DURATION = "gpu__time_duration.sum"
 
 #: the metrics `roofline diagnose --counters` asks ncu for (and nothing else: each costs replay passes)
-METRICS = (DRAM_READ, DRAM_WRITE, L2_BYTES, SM_PCT, MEMORY_PCT, OCCUPANCY_PCT, TENSOR_PCT, DURATION)
+METRICS = (DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, SM_PCT, MEMORY_PCT, OCCUPANCY_PCT, TENSOR_PCT, DURATION)
 REQUIRED = (DRAM_READ, DRAM_WRITE)
 #: the NVTX range the profiled child wraps its one iteration in (ncu --nvtx-include 'RANGE/')
 NVTX_RANGE = "roofline_counters"
@@ -106,6 +109,7 @@ class KernelCounters(BaseModel):
     dram_read_bytes: int
     dram_write_bytes: int
     l2_bytes: int | None = None
+    l1_bytes: int | None = None  # through the L1/TEX cache (l1tex__t_bytes.sum)
     sm_pct: float | None = None  # SM (compute) throughput, % of peak
     memory_pct: float | None = None  # memory throughput (the busiest of DRAM, L2, L1), % of peak
     occupancy_pct: float | None = None  # achieved occupancy, % of the warps an SM holds
@@ -223,6 +227,7 @@ def parse_csv(text: str, source: str = "the ncu export") -> list[KernelCounters]
                 dram_read_bytes=read,
                 dram_write_bytes=write,
                 l2_bytes=_bytes(cell(L2_BYTES), unit(L2_BYTES), L2_BYTES, where),
+                l1_bytes=_bytes(cell(L1_BYTES), unit(L1_BYTES), L1_BYTES, where),
                 sm_pct=_percent(cell(SM_PCT), unit(SM_PCT), SM_PCT, where),
                 memory_pct=_percent(cell(MEMORY_PCT), unit(MEMORY_PCT), MEMORY_PCT, where),
                 occupancy_pct=_percent(cell(OCCUPANCY_PCT), unit(OCCUPANCY_PCT), OCCUPANCY_PCT, where),
@@ -360,6 +365,7 @@ def read_ncu_rep(path: Path) -> list[KernelCounters]:
                     "(or a section set that includes them)"
                 )
             l2 = _metric(action, L2_BYTES, "bytes", where)
+            l1 = _metric(action, L1_BYTES, "bytes", where)
             pct = {
                 name: _metric(action, name, "percent", where)
                 for name in (SM_PCT, MEMORY_PCT, OCCUPANCY_PCT, TENSOR_PCT)
@@ -372,6 +378,7 @@ def read_ncu_rep(path: Path) -> list[KernelCounters]:
                     dram_read_bytes=int(read),
                     dram_write_bytes=int(write),
                     l2_bytes=None if l2 is None else int(l2),
+                    l1_bytes=None if l1 is None else int(l1),
                     sm_pct=_float(pct[SM_PCT]),
                     memory_pct=_float(pct[MEMORY_PCT]),
                     occupancy_pct=_float(pct[OCCUPANCY_PCT]),
@@ -475,6 +482,7 @@ __all__ = [
     "DRAM_READ",
     "DRAM_WRITE",
     "DURATION",
+    "L1_BYTES",
     "L2_BYTES",
     "MEMORY_PCT",
     "METRICS",

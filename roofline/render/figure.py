@@ -36,8 +36,8 @@ SOURCE_STYLE = {  # measured roofs drawn beside spec roofs in a distinct style
 SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "<", ">")
 ABOVE_MARKER = "X"
 ARROW_COLOR = "#1a1a1a"  # diagnose --verify: an op before and after its finding's technique
-CACHE_COLOR = "#6a3d9a"  # diagnose --counters: an op's L2 point (FLOPs / measured L2 bytes) and its link
-CACHE_MARKER = "s"
+CACHE_COLOR = "#6a3d9a"  # diagnose --counters: an op's L2 and L1 points (FLOPs / measured bytes) and their links
+CACHE_MARKERS = {"L2": "s", "L1": "^"}  # a hollow square (L2), a hollow triangle (L1)
 DPI = 100
 NOTE_WRAP = 200  # characters per footer line at the default width
 MAX_NOTE_LINES = 7
@@ -393,8 +393,8 @@ def _size(share: float | None, font: float = 10.0) -> float:
 
 
 def _draw_cache_marks(ax: Axes, marks: Sequence[CacheMark]) -> None:
-    """diagnose --counters: each op's L2 point (a hollow square) and a dotted link to its DRAM point, under the
-    marks; one artist for the links, one for the points."""
+    """diagnose --counters: each op's L2 point (a hollow square), L1 point (a hollow triangle) and a dotted link
+    to its DRAM point, under the marks; one artist for the links, one per level for the points."""
     if not marks:
         return
     from matplotlib.collections import LineCollection
@@ -402,16 +402,19 @@ def _draw_cache_marks(ax: Axes, marks: Sequence[CacheMark]) -> None:
     links = [[(m.x_dram, m.y), (m.x, m.y)] for m in marks if m.x_dram > 0]
     if links:
         ax.add_collection(LineCollection(links, colors=CACHE_COLOR, linewidths=0.8, linestyles=":", zorder=3))
-    ax.scatter(
-        [m.x for m in marks],
-        [m.y for m in marks],
-        s=28,
-        marker=CACHE_MARKER,
-        facecolors="none",
-        edgecolors=CACHE_COLOR,
-        linewidths=1.1,
-        zorder=3.5,
-    )
+    for level, marker in CACHE_MARKERS.items():
+        group = [m for m in marks if m.level == level]
+        if group:
+            ax.scatter(
+                [m.x for m in group],
+                [m.y for m in group],
+                s=28,
+                marker=marker,
+                facecolors="none",
+                edgecolors=CACHE_COLOR,
+                linewidths=1.1,
+                zorder=3.5,
+            )
 
 
 def _draw_marks(ax: Axes, marks: Sequence[Mark], font: float) -> None:
@@ -748,20 +751,23 @@ def _legend(fig: Figure, spec: ChartSpec, font: float, right: float, head: float
                     label=label,
                 )
             )
-    if any(p.cache_marks for p in spec.panels):
-        handles.append(
-            Line2D(
-                [],
-                [],
-                color=CACHE_COLOR,
-                linewidth=0.8,
-                linestyle=":",
-                marker=CACHE_MARKER,
-                markerfacecolor="none",
-                markeredgecolor=CACHE_COLOR,
-                label="L2 point: FLOPs ÷ measured L2 bytes\n(dotted to the op's DRAM point:\nFLOPs ÷ counted bytes)",
+    levels = {m.level for p in spec.panels for m in p.cache_marks}
+    for level, marker in CACHE_MARKERS.items():
+        if level in levels:
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color=CACHE_COLOR,
+                    linewidth=0.8,
+                    linestyle=":",
+                    marker=marker,
+                    markerfacecolor="none",
+                    markeredgecolor=CACHE_COLOR,
+                    label=f"{level} point: FLOPs ÷ measured {level} bytes\n(dotted to the op's DRAM point:\n"
+                    "FLOPs ÷ counted bytes)",
+                )
             )
-        )
     if any(p.ridges for p in spec.panels):
         handles.append(Line2D([], [], linestyle="", marker="D", markersize=5, color="#1f1f1f", label="ridge point"))
     if any(p.band for p in spec.panels):

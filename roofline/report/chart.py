@@ -25,8 +25,11 @@ Definitions (docs/plot.md):
 - Cache points (diagnose ``--counters``, the hierarchical roofline): where Nsight Compute measured an op's L2
   bytes (every call of the point), a second point at its L2 intensity (its FLOPs / its measured L2 bytes per
   iteration) and the same throughput, linked to its DRAM point, placed against the panel's primary L2 roof. A
-  device with no L2 bandwidth (spec sheet or calibration) gets no L2 points, and a note. On the report's own
-  panels only. (L1 is not among the counters collected: no L1 points.)
+  device with no L2 bandwidth (spec sheet or calibration) gets no L2 points, and a note. Likewise an L1 point
+  where it measured the op's L1 bytes (``l1tex__t_bytes.sum``), at FLOPs / its L1 bytes, placed against the
+  panel's shared-memory roof (L1 and shared memory are one on-chip memory per SM, with one data path; the sheet's
+  where the panel's roofs are measured: no calibration measures it): a device with no such bandwidth (spec sheet
+  ``memory.smem.bandwidth_gb_per_s``) gets no L1 points, and a note. On the report's own panels only.
 """
 
 from __future__ import annotations
@@ -48,6 +51,10 @@ RoofSource = Literal["spec", "measured"]
 MERGE_RATIO = 1.05  # compute roofs closer than this share one label (bf16 and fp16 tensor: the same peak)
 MEMORY_NAMES = {"dram": "DRAM", "l2": "L2", "llc": "LLC", "smem": "shared memory"}
 DEFAULT_TOP = 10
+#: the cache levels a diagnose --counters report may give an op's measured bytes of (level -> OpCounters field), and
+#: the roof (a MEMORY_NAMES key) each level's points are placed against
+CACHE_LEVELS = {"L2": "l2_bytes", "L1": "l1_bytes"}
+CACHE_ROOFS = {"L2": "l2", "L1": "smem"}
 
 
 @dataclass(frozen=True)
@@ -141,7 +148,7 @@ class CacheMark:
     """One op's point at a cache level's intensity (diagnose --counters): FLOPs / the level's measured bytes, at
     the throughput of its DRAM point (x_dram, y), to which it is linked."""
 
-    level: str  # 'L2'
+    level: str  # 'L2' | 'L1'
     x: float  # FLOPs / the level's measured bytes, FLOP/byte
     y: float  # throughput, FLOP/s (its DRAM point's)
     x_dram: float  # its DRAM point's intensity (counted bytes)
@@ -160,7 +167,7 @@ class Panel:
     band: Band | None
     marks: tuple[Mark, ...]
     arrows: tuple[Arrow, ...] = ()  # verified=True: ops before and after their finding's technique
-    cache_marks: tuple[CacheMark, ...] = ()  # diagnose --counters: L2 points (see CacheMark)
+    cache_marks: tuple[CacheMark, ...] = ()  # diagnose --counters: L2 and L1 points (see CacheMark)
 
 
 @dataclass(frozen=True)
@@ -457,7 +464,10 @@ def build_chart(
                 "floor), not a measurement"
             )
     plotted = [p for p in all_points if p.plottable]
-    l2_bytes = {named.name: counter_bytes(named.report, "l2_bytes") for named in reports}
+    level_bytes = {
+        level: {named.name: counter_bytes(named.report, field) for named in reports}
+        for level, field in CACHE_LEVELS.items()
+    }
     arrows: dict[str, list[Arrow]] = {}  # device -> arrows on its own panel
     if verified:
         for named in reports:
@@ -499,9 +509,12 @@ def build_chart(
             )
     cache_marks: list[tuple[CacheMark, ...]] = []
     for device, _, projected, sets, entries, _ in panels_data:
-        found, note = ((), "") if projected else _cache_marks(device, _panel_roofs(sets), entries, l2_bytes, series)
-        cache_marks.append(found)
-        notes += [note] if note else []
+        levels: tuple[CacheMark, ...] = ()
+        for level, measured in () if projected else level_bytes.items():
+            placed, note = _cache_marks(device, _panel_roofs(sets), entries, measured, series, level)
+            levels += placed
+            notes += [note] if note else []
+        cache_marks.append(levels)
     cache_xs = [m.x for found in cache_marks for m in found]
     x_range, y_range = _ranges(panels_data, [a.y_after for found in arrows.values() for a in found], cache_xs)
     panels = []
@@ -541,8 +554,8 @@ def build_chart(
 
 
 def counter_bytes(report: Any, field_name: str) -> dict[int, float]:
-    """A diagnose --counters report's measured bytes of one level per op (``l2_bytes``), by its row's place in
-    ``report.rows``; empty without counters."""
+    """A diagnose --counters report's measured bytes of one level per op (``l2_bytes``, ``l1_bytes``), by its
+    row's place in ``report.rows``; empty without counters."""
     counters = getattr(report, "counters", None)
     if not isinstance(counters, Mapping):
         return {}
@@ -565,29 +578,35 @@ def _cache_marks(
     device: str,
     roofs: Sequence[ChartRoof],
     entries: Sequence[tuple[Point, float, float, bool, str]],
-    l2_bytes: Mapping[str, Mapping[int, float]],
+    level_bytes: Mapping[str, Mapping[int, float]],
     series: Mapping[str, int],
+    level: str = "L2",
 ) -> tuple[tuple[CacheMark, ...], str]:
-    """The L2 points of one panel's plotted points whose every call has measured L2 bytes, and a note when the
-    panel has such points but no L2 roof to place them against."""
+    """The ``level`` points (CACHE_LEVELS) of one panel's plotted points whose every call has measured bytes of
+    that level, and a note when the panel has such points but no roof of that level (CACHE_ROOFS) to place them
+    against."""
     found: list[tuple[Point, float, float, float, float]] = []
-    if not any(l2_bytes.values()):
+    if not any(level_bytes.values()):
         return (), ""  # no report measured any: nothing to place (and no walk of every point)
     for p, x, y, _, _ in entries:
-        measured = l2_bytes.get(p.report, {})
+        measured = level_bytes.get(p.report, {})
         rows = p.rows or (p.index,)
         if not p.flops or not all(r in measured for r in rows):
             continue
-        level = sum(measured[r] for r in rows)
-        found.append((p, p.flops / level, y, x, level))
+        moved = sum(measured[r] for r in rows)
+        found.append((p, p.flops / moved, y, x, moved))
     if not found:
         return (), ""
-    if not any(r.primary and r.kind == "memory" and r.name == MEMORY_NAMES["l2"] for r in roofs):
+    roof = MEMORY_NAMES[CACHE_ROOFS[level]]
+    # NB: no calibration measures shared memory: on a panel of measured roofs the sheet's L1 roof is the one there
+    placed = [r for r in roofs if r.kind == "memory" and r.name == roof and (r.primary or level == "L1")]
+    if not placed:
+        where = "spec sheet or calibration" if level == "L2" else "spec sheet: memory.smem.bandwidth_gb_per_s"
         return (), (
-            f"{device}: Nsight Compute measured L2 bytes for {len(found)} op(s), but no L2 bandwidth is known for it "
-            "(spec sheet or calibration): no L2 roof, no L2 points"
+            f"{device}: Nsight Compute measured {level} bytes for {len(found)} op(s), but no {roof} bandwidth is known "
+            f"for it ({where}): no {roof} roof, no {level} points"
         )
-    marks = tuple(CacheMark("L2", x, y, x_dram, series[p.report], level, p) for p, x, y, x_dram, level in found)
+    marks = tuple(CacheMark(level, x, y, x_dram, series[p.report], moved, p) for p, x, y, x_dram, moved in found)
     return marks, ""
 
 

@@ -4,7 +4,8 @@
   compulsory bytes (and the compulsory bytes at least MIN_LOCALITY_BYTES: smaller tensors sit in L2 and the ratio
   is noise), when the excess traffic is what sets its floor (the DRAM time of the measured bytes is above its
   roofline time). Technique: block/tile for reuse or fuse so each byte is read once. Its bound
-  (roofline.findings.base.bounded): the op's roofline time with compulsory bytes -- never below it.
+  (roofline.findings.base.bounded): the op's roofline time with compulsory bytes -- never below it. Where its L1
+  traffic dominates (``OpCounters.l1_dominant``) the evidence says so, with its L1 and L2 bytes.
 
 The counters are attached to the ops by :func:`roofline.findings.counters.attach`.
 """
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 
 from roofline.findings.base import Finding, bounded, rank
 from roofline.findings.context import FindingContext
-from roofline.findings.counters import LOCALITY_FACTOR, Counters
+from roofline.findings.counters import LOCALITY_FACTOR, Counters, OpCounters
 from roofline.findings.model import MIN_FINDING_SHARE, ModelFinding, with_sources
 from roofline.findings.registry import Rule, register
 from roofline.ironlaw import memory_time, roofline_time
@@ -74,6 +75,7 @@ def locality_findings(
                     f"{p.op} moved {format_bytes(c.dram_bytes)} from/to DRAM per iteration (Nsight Compute), "
                     f"{c.ratio:.3g}x its {format_bytes(p.bytes)} compulsory bytes (threshold {factor:g}x); at that "
                     f"traffic its floor is {format_time(before)}, with compulsory bytes {format_time(p.roof_time_s)}"
+                    + _l1_clause(c)
                 ),
                 time_s=p.time_s,
                 best_time_s=best,
@@ -84,6 +86,16 @@ def locality_findings(
             )
         )
     return rank(out)
+
+
+def _l1_clause(c: OpCounters) -> str:
+    """Where its L1 traffic dominates: the reuse it has is in L1 (its L1 and L2 bytes), not in L2."""
+    if not c.l1_dominant or not c.l1_bytes or c.l2_bytes is None:
+        return ""
+    return (
+        f"; its L1 traffic dominates ({format_bytes(c.l1_bytes)} through L1, {format_bytes(c.l2_bytes)} through L2): "
+        "the reuse it gets is in L1"
+    )
 
 
 @register("counters", EXCESS_DRAM_TRAFFIC)
