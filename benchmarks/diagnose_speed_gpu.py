@@ -62,7 +62,12 @@ SINGLE_TARGET_S = 5.0  # the median single-kernel problem
 GPT2_TARGET_S = 8.0  # GPT-2 small prefill, batch 8 x 1024, bf16
 OWN_TARGET_S = 0.5  # diagnose's own time (wall - floor - the model's iterations), the median
 OWN_KINDS = ("single", "corpus")  # the cases the own-time target is over
-ITERATION_STAGES = ("warmup", "timed", "profiled")  # the model's own iterations
+ITERATION_STAGES = (
+    "first_call",
+    "warmup",
+    "timed",
+    "profiled",
+)  # the model's own iterations (first_call: a GPU's lazy init)
 CASE_LIMIT_S = 150.0  # one case at most (a hung run must not take the whole budget)
 MIN_START_S = 20.0  # a case starts only with this much of the budget left
 

@@ -82,15 +82,51 @@ def main() -> int:
         result["cache_bytes"] = {
             name: [
                 {k: o.get(k) for k in ("op", "dram_bytes", "l2_bytes", "l1_bytes", "l2_resident", "l1_dominant")}
-                for o in (doc or {}).get("ops", [])
+                for o in _ops(doc)
             ]
             for name, doc in docs.items()
         }
         a, b = docs.get("ncu_rep"), docs.get("csv")
-        result["agree"] = a is not None and a == b
-        if a is not None and b is not None and a != b:
-            result["differences"] = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        result["differences"] = differences(a, b)
+        result["agree"] = a is not None and b is not None and not result["differences"]
     return finish(args.out, result, 0 if result.get("agree") else 1)
+
+
+def _ops(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return list(((doc or {}).get("counters") or {}).get("ops") or [])
+
+
+def same(a: Any, b: Any, key: str = "") -> bool:
+    """Two imported values alike: kernel names as both tools agree on them (roofline.findings.counters.normalized:
+    the report file spells casts and namespaces the CSV drops), numbers within the CSV's rounding (6 decimals of a
+    percentage: a relative 1e-6, or 1e-6 absolute), the rest equal."""
+    from roofline.findings.counters import normalized
+
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k], k) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y, key) for x, y in zip(a, b, strict=True))
+    if key == "kernels" and isinstance(a, str) and isinstance(b, str):
+        return normalized(a) == normalized(b)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return abs(a - b) <= max(1e-6 * max(abs(a), abs(b)), 1e-6)
+    return a == b
+
+
+def differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[str]:
+    """Where the two documents differ (:func:`same`): 'missing' when either is absent, else the counters'
+    top-level keys and 'op N KEY' per op."""
+    if a is None or b is None:
+        return ["missing"]
+    ca, cb = a.get("counters") or {}, b.get("counters") or {}
+    found = [k for k in sorted(set(ca) | set(cb)) if k != "ops" and not same(ca.get(k), cb.get(k), k)]
+    found += [k for k in sorted(set(a) | set(b)) if k != "counters" and not same(a.get(k), b.get(k), k)]
+    ops_a, ops_b = _ops(a), _ops(b)
+    if len(ops_a) != len(ops_b):
+        return [*found, f"ops: {len(ops_a)} vs {len(ops_b)}"]
+    for x, y in zip(ops_a, ops_b, strict=True):
+        found += [f"op {x.get('index')} {k}" for k in sorted(set(x) | set(y)) if not same(x.get(k), y.get(k), k)]
+    return found
 
 
 def finish(out: Path, result: dict[str, Any], code: int) -> int:

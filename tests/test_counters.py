@@ -791,3 +791,26 @@ def test_an_ncu_rep_gives_the_l1_bytes(tmp_path, monkeypatch, with_units):
     rep = tmp_path / "run.ncu-rep"
     rep.write_bytes(b"\x00")
     assert [k.l1_bytes for k in ncu.read_counters(rep)] == [k.l1_bytes for k in kernels]
+
+
+def test_the_ncu_rep_benchmark_compares_the_h100_documents_as_both_tools_spell_them():
+    """benchmarks/ncu_rep_gpu.py's comparison on its committed H100 result: the .ncu-rep import and the CSV import
+    of one report file agree (names with casts and namespaces vs without, percentages to the CSV's 6 decimals);
+    a changed byte count or kernel is a difference."""
+    import copy
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("ncu_rep_gpu", root / "benchmarks" / "ncu_rep_gpu.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    stored = json.loads((root / "benchmarks" / "results" / "ncu-rep-h100.json").read_text())
+    rep, csv = stored["documents"]["ncu_rep"], stored["documents"]["csv"]
+    assert rep["counters"]["ops"][0]["kernels"] != csv["counters"]["ops"][0]["kernels"]  # spelled differently
+    assert bench.differences(rep, csv) == []
+    changed = copy.deepcopy(csv)
+    changed["counters"]["ops"][1]["dram_bytes"] += 1024
+    changed["counters"]["ops"][2]["kernels"] = ["void other_kernel<4>(int)"]
+    assert bench.differences(rep, changed) == ["op 1 dram_bytes", "op 2 kernels"]
+    assert bench.differences(rep, None) == ["missing"]

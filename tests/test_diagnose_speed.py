@@ -361,3 +361,33 @@ def test_the_status_line_shows_only_where_stderr_may_be_a_terminal(monkeypatch):
     monkeypatch.setattr(verbosity, "quiet", lambda: level == verbosity.QUIET)
     with output.diagnose_status() as update:
         assert update is None  # --quiet: none
+
+
+def test_the_first_call_runs_on_a_gpu_only_and_in_training_only_for_a_module():
+    """Profiler.first_call (the model's lazy initialisation, before the counting pass): on CUDA devices, with a
+    timer that has it, and in training only where the gradients can be set back to None."""
+    from types import SimpleNamespace
+
+    from roofline.diagnose.pipeline import Profiler, _first_call_applies
+
+    module = SimpleNamespace(model=torch.nn.Linear(2, 2))
+    function = SimpleNamespace(model=lambda x: x)
+    assert _first_call_applies(Profiler(), module, "cuda:0", "inference")
+    assert _first_call_applies(Profiler(), function, "cuda", "inference")
+    assert _first_call_applies(Profiler(), module, "cuda:0", "training")
+    assert not _first_call_applies(Profiler(), function, "cuda:0", "training")  # no zero_grad: counts would change
+    assert not _first_call_applies(Profiler(), module, "cpu", "inference")
+    assert not _first_call_applies(FakeTimer(lambda *a, **k: None), module, "cuda:0", "inference")  # no first_call
+
+
+@pytest.mark.gpu
+def test_on_cuda_the_first_call_is_its_own_stage_before_the_count():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    import roofline
+
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU())
+    result = roofline.diagnose(model, (torch.randn(64, 256),), device="cuda", warmup=1, iters=2).result
+    order = list(result.stages)
+    assert order.index("roofs") < order.index("first_call") < order.index("count")
+    assert sum(1 for r in result.records if r.op == "aten::addmm") == 1  # counted once, after the first call

@@ -152,6 +152,22 @@ class Profiler:
 
         return count_ops(model, inputs, kwargs, mode=mode)
 
+    def first_call(self, model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], *, mode: str) -> None:
+        """One plain call of the model on a GPU before the counting pass: its lazy initialisation (cuBLAS and
+        cuDNN handles, the kernels loaded on first use: 0.2-0.4 s of the first GEMM on an H100) is the model's
+        first iteration, not the counting pass's. Training: forward and backward, then the gradients set to None
+        (the counting pass must not see them accumulated)."""
+        import torch
+
+        from roofline.diagnose.execute import run_once
+        from roofline.diagnose.loader import uncompiled
+
+        with uncompiled(model) as original:
+            run_once(original, tuple(inputs), dict(kwargs or {}), mode)  # type: ignore[arg-type]
+            if mode == "training":
+                original.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+
     def time(
         self, model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], records: Sequence[OpRecord], **options: Any
     ) -> Timing:
@@ -327,14 +343,16 @@ def findings_of(placed: Placed, timing: Timing, dev: Device, rules: Sequence[Pro
     return [f for f in findings if isinstance(f, ModelFinding)]
 
 
-def with_counters(placed: Placed, counters: Any, *, l2_bandwidth: float | None = None) -> Placed:
-    """``placed`` with the classes the counters overrule and the L2 roof for L2-resident ops
-    (roofline.findings.counters.relabel; ``l2_bandwidth`` the device's L2, byte/s) and its aggregates again; the same
-    object when they change none."""
+def with_counters(
+    placed: Placed, counters: Any, *, l2_bandwidth: float | None = None, l1_bandwidth: float | None = None
+) -> Placed:
+    """``placed`` with the classes the counters overrule, the L2 roof for L2-resident ops and the L1 for ops whose
+    L1 traffic dominates (roofline.findings.counters.relabel; ``l2_bandwidth``, ``l1_bandwidth`` the device's L2
+    and L1/shared memory, byte/s, None: unknown) and its aggregates again; the same object when they change none."""
     from roofline.findings.counters import relabel
     from roofline.report.aggregate import aggregate_points
 
-    points = relabel(placed.points, counters, l2_bandwidth=l2_bandwidth)
+    points = relabel(placed.points, counters, l2_bandwidth=l2_bandwidth, l1_bandwidth=l1_bandwidth)
     if all(a is b for a, b in zip(points, placed.points, strict=True)):
         return placed
     aggregates = aggregate_points(points, placed.summary.op_time_s)
@@ -552,7 +570,13 @@ def _diagnosis(
     watch.start(f"reading the roofs of {torch_device}", done="load")
     dev, notes = facts.roofs(torch_device, options)
     notes = list(notes)
-    watch.start("counting the model's ops", "counting ops (FLOPs and bytes of every aten op)", done="roofs")
+    if _first_call_applies(machine.timer, loaded, torch_device, options.mode):
+        watch.start("the model's first call", "running the model once (its lazy initialisation)", done="roofs")
+        _first_call(machine.timer, loaded, torch_device, options.mode)
+        watch.took("first_call")
+    else:
+        watch.took("roofs")
+    watch.start("counting the model's ops", "counting ops (FLOPs and bytes of every aten op)")
     records = _count(machine.timer, loaded, path, torch_device, options.mode)
     watch.took("count")
     timed = _time(machine.timer, loaded, records, dev, torch_device, options, watch)
@@ -570,9 +594,9 @@ def _diagnosis(
         where = Path(getattr(loaded, "path", None) or path)
         measured, counters_error = _with_counters(where, placed, torch_device, later)
         if measured is not None:
-            relabeled = with_counters(
-                placed, measured, l2_bandwidth=dev.bandwidth.get("l2")
-            )  # NB: the measured SM throughput decides instruction issue
+            relabeled = with_counters(  # NB: the measured SM throughput decides instruction issue
+                placed, measured, l2_bandwidth=dev.bandwidth.get("l2"), l1_bandwidth=dev.bandwidth.get("smem")
+            )
             if relabeled is not placed:
                 placed, findings = relabeled, findings_of(relabeled, timing, dev)
             counted = FindingContext(
@@ -620,6 +644,28 @@ def _later_counts(options: DiagnoseOptions) -> DiagnoseOptions:
         warmup=DEFAULT_WARMUP if options.warmup is None else options.warmup,
         iters=DEFAULT_ITERS if options.iters is None else options.iters,
     )
+
+
+def _first_call_applies(timer: Any, loaded: Any, torch_device: str, mode: str) -> bool:
+    """A first call before the counting pass: on a GPU, with a timer that has one (tests inject timers without),
+    and in training only for an nn.Module (its gradients can be set back to None)."""
+    if not torch_device.startswith("cuda") or not callable(getattr(timer, "first_call", None)):
+        return False
+    return mode != "training" or callable(getattr(loaded.model, "zero_grad", None))
+
+
+def _first_call(timer: Any, loaded: Any, torch_device: str, mode: str) -> None:
+    """:meth:`Profiler.first_call` inside the user-code boundary; out of memory said as such."""
+    try:
+        with user_code(errors=False):
+            timer.first_call(loaded.model, loaded.inputs, loaded.kwargs, mode=mode)
+    except RooflineError:
+        raise
+    except Exception as exc:
+        error = _out_of_memory(exc, f"running the model on {torch_device}")
+        if error is None:
+            raise
+        raise error from None
 
 
 def _count(timer: Timer, loaded: Any, path: Path, torch_device: str, mode: str) -> list[OpRecord]:

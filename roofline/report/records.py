@@ -135,7 +135,8 @@ class Timing:
 #: name -> seconds). python: process start to the command (Python, our CLI's imports); setup: the command's
 #: own start (the diagnosis's modules imported, the options and output files checked); torch_import; cuda_init:
 #: the device resolved and CUDA initialised (a context on the GPU); load: the model file run, the model and its
-#: inputs on the device; roofs; count: the counting pass; warmup, timed (the uninstrumented iterations), profiled
+#: inputs on the device; roofs; first_call: the model's first plain call on a GPU (its lazy initialisation: cuBLAS,
+#: kernels loaded), a model iteration; count: the counting pass; warmup, timed (the uninstrumented iterations), profiled
 #: (the iterations under torch.profiler), events (the profile read, parsed and joined); place: placement and
 #: findings; counters (--counters), verify (--verify); render (the report built, the console tables or the JSON)
 #: and write (the report file, the plot and the --export-trace file; the console only: the report is written
@@ -147,6 +148,7 @@ STAGES: dict[str, str] = {
     "cuda_init": "CUDA init",
     "load": "load",
     "roofs": "roofs",
+    "first_call": "first call",
     "count": "count",
     "warmup": "warm-up",
     "timed": "timed",
