@@ -150,3 +150,19 @@ def test_the_normal_exit_without_torch_or_with_a_message(tmp_path):
     assert without_torch.returncode == 0 and "NOT ENDED" in without_torch.stdout
     message = run_end("'a message'", tmp_path / "b.txt")
     assert message.returncode == 1 and "NOT ENDED" in message.stdout and "a message" in message.stderr
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="os._exit and C's printf through ctypes: Linux")
+def test_a_process_under_a_profiler_ends_normally_so_the_profile_is_written(tmp_path):
+    """`python -m cProfile -o FILE -m roofline ...`: cProfile writes FILE after the command returns; end_process
+    leaves such a process to Python's exit (sys.getprofile before 3.12, sys.monitoring from 3.12)."""
+    stats = tmp_path / "run.prof"
+    script = tmp_path / "end.py"
+    script.write_text(END)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    result = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), str(script), "0", "torch",
+                             str(tmp_path / "log.txt")], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                            env=env)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "NOT ENDED" in result.stdout  # end_process returned: the normal exit followed
+    assert stats.is_file() and stats.stat().st_size > 0

@@ -94,6 +94,8 @@ def end_process(code: object) -> None:
     for an in-process caller, nothing: the caller's ``sys.exit`` exits as before."""
     if not (code is None or isinstance(code, int)) or os.name != "posix" or "torch" not in sys.modules:
         return
+    if watched():  # a profiler writes its file after the command returns (python -m cProfile -m roofline ...)
+        return
     import atexit
 
     run_handlers = getattr(atexit, "_run_exitfuncs", None)
@@ -103,6 +105,19 @@ def end_process(code: object) -> None:
     run_handlers()
     _flush()
     os._exit(code or 0)
+
+
+def watched() -> bool:
+    """Whether a tool watches this process: a profiler or tracer (``sys.setprofile``/``sys.settrace``: cProfile
+    before Python 3.12, pdb, coverage's tracer) or a ``sys.monitoring`` tool (3.12+: cProfile, coverage,
+    debuggers). Such a tool may write its results after the command returns (``python -m cProfile -o FILE -m
+    roofline ...`` dumps its stats then): the process then ends as Python ends it."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is None:
+        return False
+    return any(monitoring.get_tool(tool) is not None for tool in range(6))
 
 
 def _flush() -> None:
@@ -137,4 +152,4 @@ def _open_files() -> list[object]:
     return found
 
 
-__all__ = ["collector_paused", "end_process", "freeze_heap", "frozen_after", "is_entry", "set_entry"]
+__all__ = ["collector_paused", "end_process", "freeze_heap", "frozen_after", "is_entry", "set_entry", "watched"]
