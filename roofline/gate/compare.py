@@ -31,7 +31,7 @@ The gate's verdict: regression if any check regressed, else inconclusive if any 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -40,7 +40,7 @@ from roofline import ironlaw
 from roofline.gate.thresholds import COUNT_METRICS, Limit, Rules
 from roofline.report.baseline import Baseline, Identity, Point
 from roofline.report.machine import MachineInfo, differences
-from roofline.samples import median, shift
+from roofline.samples import Shift, median, shift, shifts
 from roofline.yamlio import dumps_json
 
 Verdict = Literal["pass", "improvement", "inconclusive", "regression", "new", "vanished"]
@@ -228,7 +228,8 @@ def _samples(point: Point, metric: str, relative: bool) -> list[float] | None:
     roof = point.roof_time_s
     if not roof or roof <= 0:
         return None
-    efficiencies = [ironlaw.efficiency(roof, s) for s in samples]  # each sample's roofline time / time
+    # each sample's roofline time / time (ironlaw.efficiency, whose 0-time case _positive has ruled out)
+    efficiencies = [roof / s for s in samples]
     return [math.log(e) for e in efficiencies] if relative else efficiencies
 
 
@@ -292,7 +293,39 @@ def _in_units(log_ratio: float, metric: str, relative: bool, base_value: float) 
     return base_value * -math.expm1(-log_ratio)  # efficiency = roof / time: it falls by 1 - 1/ratio
 
 
-def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Check | None:
+#: a matched pair's shifts, computed for every pair at once (:func:`_pair_shifts`): (metric, relative) -> the shift,
+#: or None where either side has no samples to shift
+Shifts = Mapping[tuple[str, bool], Shift | None]
+
+
+def _pair_shifts(pairs: Sequence[tuple[Point, Point]], rules: Rules) -> list[dict[tuple[str, bool], Shift | None]]:
+    """The shift of every timed limit's samples of every matched (baseline, current) pair, as _timed_check would
+    compute it one by one, computed together (roofline.samples.shifts: numpy where importable, the same values)."""
+    found: list[dict[tuple[str, bool], Shift | None]] = [{} for _ in pairs]
+    if not rules.stats:
+        return found
+    limits = [limit for metric in ("time", "efficiency") for limit in rules.for_metric(metric)]
+    kinds = dict.fromkeys((limit.metric, limit.relative) for limit in limits)
+    for metric, relative in kinds:
+        todo: list[tuple[list[float], list[float]]] = []
+        where: list[int] = []
+        for index, (before, after) in enumerate(pairs):
+            if _value(before, metric) is None or _value(after, metric) is None:
+                continue  # _timed_check compares nothing
+            x, y = _samples(before, metric, relative), _samples(after, metric, relative)
+            if x and y:
+                todo.append((x, y))
+                where.append(index)
+            else:
+                found[index][metric, relative] = None
+        for index, result in zip(where, shifts(todo, rules.confidence), strict=True):
+            found[index][metric, relative] = result
+    return found
+
+
+def _timed_check(
+    limit: Limit, before: Point, after: Point, rules: Rules, computed: Shifts | None = None
+) -> Check | None:
     metric = limit.metric
     base_value, cur_value = _value(before, metric), _value(after, metric)
     if base_value is None or cur_value is None:
@@ -317,8 +350,13 @@ def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Che
     mirror = -bound
     limit_text, _ = _limit_texts(limit, bound, drift, noise, runs)
     _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
-    x = _samples(before, metric, limit.relative) if rules.stats else None
-    y = _samples(after, metric, limit.relative) if rules.stats else None
+    result: Shift | None = None
+    if rules.stats:
+        if computed is not None and (metric, limit.relative) in computed:
+            result = computed[metric, limit.relative]
+        else:
+            x, y = _samples(before, metric, limit.relative), _samples(after, metric, limit.relative)
+            result = shift(x, y, rules.confidence) if x and y else None
     common = {
         "metric": metric,
         "rule": limit.text,
@@ -328,8 +366,7 @@ def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Che
         "drift": shown(drift) if drift else None,
         "noise": shown(noise) if noise else None,
     }
-    if x and y:
-        result = shift(x, y, rules.confidence)
+    if result is not None:
         est, low, high = result.estimate, result.low, result.high
         level = f"{100 * rules.confidence:g}% CI"
         interval = _range(shown(low), shown(high), limit)
@@ -425,14 +462,14 @@ def _limit_value(limit: Limit) -> str:
 # ------------------------------------------------------------------------------------------ points
 
 
-def compare_points(before: Point, after: Point, rules: Rules) -> PointResult:
-    """Every limit in force applied to one matched point."""
+def compare_points(before: Point, after: Point, rules: Rules, computed: Shifts | None = None) -> PointResult:
+    """Every limit in force applied to one matched point (``computed``: its shifts, computed beforehand)."""
     checks: list[Check] = []
     for metric in COUNT_METRICS:
         checks += _count_check(metric, rules.for_metric(metric), getattr(before, metric), getattr(after, metric))
     for metric in ("time", "efficiency"):
         for limit in rules.for_metric(metric):
-            check = _timed_check(limit, before, after, rules)
+            check = _timed_check(limit, before, after, rules, computed)
             if check is not None:
                 checks.append(check)
     verdict = max((c.verdict for c in checks), key=SEVERITY.__getitem__, default="pass")
@@ -528,14 +565,16 @@ def compare(
     """The gate's result for report ``points`` against ``baseline`` (identity already checked by the caller)."""
     base_by_key = {p.key: p for p in baseline.points}
     keys = {p.key for p in points}
-    matched: list[PointResult] = []
+    pairs: list[tuple[Point, Point]] = []
     new: list[PointResult] = []
     for point in points:
         before = base_by_key.get(point.key)
         if before is None:
             new.append(PointResult(key=point.key, label=point.label, verdict="new", current=point))
         else:
-            matched.append(compare_points(before, point, rules))
+            pairs.append((before, point))
+    computed = _pair_shifts(pairs, rules)  # NB: all at once (numpy): one by one, 10 s of a 100,000-point gate
+    matched = [compare_points(b, a, rules, c) for (b, a), c in zip(pairs, computed, strict=True)]
     vanished = [
         PointResult(key=p.key, label=p.label, verdict="vanished", baseline=p)
         for p in baseline.points
