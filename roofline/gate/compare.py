@@ -172,13 +172,14 @@ def interval_text(check: Check) -> str:
 def _count_check(metric: str, limits: Sequence[Limit], before: float | None, after: float | None) -> list[Check]:
     if before is None or after is None:
         return []
-    checks = []
+    # (verdict, reason, limit) of each limit, merged before any Check is made: an unsigned count limit is two
+    # limits (rise, fall) of one rule, shown once with the worse verdict (the first of equals)
+    merged: dict[str, tuple[Verdict, str, Limit]] = {}
+    diff = after - before
+    rel_change = diff / before if before else (0.0 if diff == 0 else math.inf)
     for limit in limits:
-        diff = after - before
-        rel_change = diff / before if before else (0.0 if diff == 0 else math.inf)
         amount_ = rel_change if limit.relative else diff
         toward = amount_ if limit.direction == "+" else -amount_
-        change = rel_change if limit.relative else diff
         if toward > limit.value:
             verdict: Verdict = "regression"
             what = percent(rel_change) if math.isfinite(rel_change) else "from 0"
@@ -189,6 +190,12 @@ def _count_check(metric: str, limits: Sequence[Limit], before: float | None, aft
         else:
             verdict = "improvement" if diff < 0 and limit.direction == "+" and len(limits) == 1 else "pass"
             reason = f"{metric} {amount(metric, before)} -> {amount(metric, after)}" if diff else ""
+        kept = merged.get(limit.text)
+        if kept is None or SEVERITY[verdict] > SEVERITY[kept[0]]:
+            merged[limit.text] = (verdict, reason, limit)
+    checks = []
+    for verdict, reason, limit in merged.values():
+        change = rel_change if limit.relative else diff
         checks.append(
             Check(
                 metric=metric,
@@ -202,17 +209,7 @@ def _count_check(metric: str, limits: Sequence[Limit], before: float | None, aft
                 reason=reason,
             )
         )
-    return _merge_directions(checks)
-
-
-def _merge_directions(checks: list[Check]) -> list[Check]:
-    """An unsigned count limit is two limits (rise, fall) of one rule: show it once, with the worse verdict."""
-    merged: dict[str, Check] = {}
-    for check in checks:
-        kept = merged.get(check.rule)
-        if kept is None or SEVERITY[check.verdict] > SEVERITY[kept.verdict]:
-            merged[check.rule] = check
-    return list(merged.values())
+    return checks
 
 
 # ------------------------------------------------------------------------------------------ timed
