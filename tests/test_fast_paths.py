@@ -287,9 +287,21 @@ ODD_ROWS = [
 ]
 
 
+#: every value a plain number or text: read column by column (points._plain_columns)
+PLAIN_ROWS = [
+    *ODD_ROWS[:5],
+    *ODD_ROWS[6:8],
+    _row(9, flops=math.inf, bytes=None, efficiency=-math.inf, attainable_flops_per_s=None, kernels=None),
+    _row(10, flops=2**70, intensity=3, median_s=2, timed=True, roof_time_s=None),
+]
+
+
+@pytest.mark.parametrize("rows", [ODD_ROWS, PLAIN_ROWS, PLAIN_ROWS[-1:]], ids=["odd", "plain", "one"])
 @pytest.mark.parametrize("source", ["bench", "analytic", "diagnose"])
-def test_the_one_loop_points_are_those_of_point(source):
-    report = _report(ODD_ROWS, source)
+def test_the_one_loop_points_are_those_of_point(source, rows):
+    key = "median_s" if source == "bench" else "time_s"
+    assert (points._plain_columns(rows, key) is None) == (rows is ODD_ROWS)
+    report = _report(rows, source)
     rows = report.rows
     labels = [points._op_label(r) for r in rows] if source == "diagnose" else points._workload_labels(rows)
     key = "median_s" if source == "bench" else "time_s"
