@@ -363,3 +363,32 @@ def shifts(
                 low, high = (values[2], values[3]) if c >= 1 else (-math.inf, math.inf)
                 out[i] = Shift(estimate, low, high, n, m, confidence)
     return out  # type: ignore[return-value]
+
+
+def quantile_rows(
+    sets: Sequence[Sequence[float]], qs: Sequence[float], *, vectorised: bool = True
+) -> list[list[float]]:
+    """:func:`quantile` of each set at each of ``qs`` (each set non-empty, no NaN), the same values: with numpy
+    (where importable and ``vectorised``), the sets of one length sorted as rows of one array and each quantile
+    interpolated for all of them at once (the same IEEE operations in the same order); else one by one."""
+    numpy = _numpy() if vectorised else None
+    if numpy is None:
+        return [[quantile_sorted(ordered, q) for q in qs] for ordered in map(sorted, sets)]
+    out: list[list[float]] = [[] for _ in sets]
+    by_size: dict[int, list[int]] = {}
+    for index, values in enumerate(sets):
+        by_size.setdefault(len(values), []).append(index)
+    for n, indices in by_size.items():
+        if n == 0:
+            raise ValueError("no samples")
+        ordered = numpy.array([sets[i] for i in indices], dtype=float)
+        ordered.sort(axis=1)
+        columns = []
+        for q in qs:  # NB: quantile_sorted's arithmetic, a column at a time
+            position = q * (n - 1)
+            low = math.floor(position)
+            high = min(low + 1, n - 1)
+            columns.append((ordered[:, low] + (ordered[:, high] - ordered[:, low]) * (position - low)).tolist())
+        for i, values in zip(indices, zip(*columns, strict=True), strict=True):
+            out[i] = list(values)
+    return out

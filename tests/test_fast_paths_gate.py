@@ -53,8 +53,9 @@ def _reports(seed: int) -> tuple[object, object]:
         median = 10 ** rng.uniform(-5, -3)
         change = rng.choice([0.0, 0.0, 0.03, 0.2, -0.2])
         n, m = rng.choice([(20, 20), (20, 20), (3, 4), (12, 40), (1, 20)])
-        before.append(bench_row(f"m={i}", noisy(rng, median, n, 0.04, 0.02)))
-        after.append(bench_row(f"m={i}", noisy(rng, median * (1 + change), m, 0.04, 0.02)))
+        sigma = rng.choice([0.04, 0.3])  # 0.3: a spread wider than the one-run noise's floor
+        before.append(bench_row(f"m={i}", noisy(rng, median, n, sigma, 0.02)))
+        after.append(bench_row(f"m={i}", noisy(rng, median * (1 + change), m, sigma, 0.02)))
     after.append(bench_row("m=new", [1e-4] * 20))
     return bench_report(before), bench_report(after)
 
@@ -71,3 +72,25 @@ def test_the_gate_is_the_same_with_and_without_numpy(monkeypatch, runs, rules):
     assert fast.to_json() == plain.to_json()
     verdicts = {p.verdict for p in fast.points}
     assert {"pass", "regression"} <= verdicts and "samples" in {c.method for p in fast.points for c in p.checks}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.floats(1e-9, 1e3), min_size=1, max_size=12), min_size=1, max_size=10))
+def test_quantile_rows_are_the_quantiles_one_set_at_a_time(sets):
+    expected = [[samples.quantile(s, q) for q in (0.8, 0.2, 0.5)] for s in sets]
+    assert samples.quantile_rows(sets, (0.8, 0.2, 0.5)) == expected
+    assert samples.quantile_rows(sets, (0.8, 0.2, 0.5), vectorised=False) == expected
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_the_gate_computed_at_once_is_each_point_compared_alone(runs):
+    from roofline.gate.compare import compare_points
+    from roofline.gate.thresholds import build_rules
+
+    old, new = _reports(runs + 10)
+    baseline = from_report(old, commit="c0ffee") if runs == 1 else from_reports([old, old], commit="c0ffee")
+    result = check(new, baseline)
+    before = {p.key: p for p in baseline.points}
+    alone = [compare_points(before[p.key], p.current, build_rules()) for p in result.points]  # type: ignore[index]
+    assert result.points == alone and len(alone) == 60
+    assert any(c.noise for p in alone for c in p.checks) == (runs == 1)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -40,7 +40,7 @@ from roofline import ironlaw
 from roofline.gate.thresholds import COUNT_METRICS, Limit, Rules
 from roofline.report.baseline import Baseline, Identity, Point
 from roofline.report.machine import MachineInfo, differences
-from roofline.samples import Shift, median, shift, shifts
+from roofline.samples import Shift, median, quantile_rows, shift, shifts
 from roofline.yamlio import dumps_json
 
 Verdict = Literal["pass", "improvement", "inconclusive", "regression", "new", "vanished"]
@@ -268,6 +268,15 @@ def _log_spread(samples: Sequence[float]) -> float:
     return math.log(quantile(samples, 0.8) / quantile(samples, 0.2)) / 2
 
 
+def _log_spreads(sets: Sequence[Sequence[float]]) -> list[float]:
+    """:func:`_log_spread` of each set, their quantiles computed together (roofline.samples.quantile_rows)."""
+    counted = [i for i, samples in enumerate(sets) if len(samples) >= 5 and _positive(samples)]
+    found = [0.0] * len(sets)
+    for i, (high, low) in zip(counted, quantile_rows([sets[i] for i in counted], (0.8, 0.2)), strict=True):
+        found[i] = math.log(high / low) / 2
+    return found
+
+
 def one_run_noise(before: Point, after: Point) -> float:
     """The run-to-run noise assumed for a point of a one-run baseline, as a log time ratio: ONE_RUN_NOISE, or the
     spread of either run's samples (half their p20-p80 range) where wider: a point whose samples spread ±20%
@@ -290,17 +299,25 @@ def _in_units(log_ratio: float, metric: str, relative: bool, base_value: float) 
     return base_value * -math.expm1(-log_ratio)  # efficiency = roof / time: it falls by 1 - 1/ratio
 
 
-#: a matched pair's shifts, computed for every pair at once (:func:`_pair_shifts`): (metric, relative) -> the shift,
-#: or None where either side has no samples to shift
-Shifts = Mapping[tuple[str, bool], Shift | None]
+#: what is computed for every matched pair at once (:func:`_pair_shifts`): (metric, relative) -> the shift, or None
+#: where either side has no samples to shift; _NOISE -> the one-run noise of a pair whose baseline has one run
+Shifts = Mapping[tuple[str, bool], Any]
+#: the key under which a pair's one-run noise (:func:`one_run_noise`) is computed beforehand
+_NOISE = ("noise", False)
 
 
-def _pair_shifts(pairs: Sequence[tuple[Point, Point]], rules: Rules) -> list[dict[tuple[str, bool], Shift | None]]:
-    """The shift of every timed limit's samples of every matched (baseline, current) pair, as _timed_check would
-    compute it one by one, computed together (roofline.samples.shifts: numpy where importable, the same values)."""
-    found: list[dict[tuple[str, bool], Shift | None]] = [{} for _ in pairs]
+def _pair_shifts(pairs: Sequence[tuple[Point, Point]], rules: Rules) -> list[dict[tuple[str, bool], Any]]:
+    """The shift of every timed limit's samples of every matched (baseline, current) pair, and the one-run noise of
+    each pair of a one-run baseline, as _timed_check would compute them one by one, computed together
+    (roofline.samples.shifts and quantile_rows: numpy where importable, the same values)."""
+    found: list[dict[tuple[str, bool], Any]] = [{} for _ in pairs]
     if not rules.stats:
         return found
+    one = [index for index, (before, _) in enumerate(pairs) if one_run(before)]
+    spreads = iter(_log_spreads([side.samples_s for i in one for side in pairs[i]]))
+    floor = math.log1p(ONE_RUN_NOISE)
+    for index in one:  # NB: one_run_noise, the samples' spreads computed together
+        found[index][_NOISE] = max(floor, next(spreads), next(spreads))
     limits = [limit for metric in ("time", "efficiency") for limit in rules.for_metric(metric)]
     kinds = dict.fromkeys((limit.metric, limit.relative) for limit in limits)
     for metric, relative in kinds:
@@ -340,7 +357,9 @@ def _timed_check(
     # compares single numbers on machines known to be quiet).
     noise = 0.0
     if rules.stats and one_run(before):
-        noise = _in_units(one_run_noise(before, after), metric, limit.relative, base_value)
+        known_noise = computed.get(_NOISE) if computed is not None else None
+        log_noise = one_run_noise(before, after) if known_noise is None else known_noise
+        noise = _in_units(log_noise, metric, limit.relative, base_value)
     runs = len(before.run_medians_s)
     known = (limit.log_bound if limit.relative else bad * limit.value) + bad * drift  # the limit, drift included
     bound = known + bad * noise  # and the one-run noise: what a regression must pass
