@@ -478,13 +478,22 @@ def _limit_value(limit: Limit) -> str:
 # ------------------------------------------------------------------------------------------ points
 
 
-def compare_points(before: Point, after: Point, rules: Rules, computed: Shifts | None = None) -> PointResult:
-    """Every limit in force applied to one matched point (``computed``: its shifts, computed beforehand)."""
+def compare_points(
+    before: Point,
+    after: Point,
+    rules: Rules,
+    computed: Shifts | None = None,
+    limits: Mapping[str, Sequence[Limit]] | None = None,
+) -> PointResult:
+    """Every limit in force applied to one matched point (``computed``: its shifts, computed beforehand;
+    ``limits``: ``rules.for_metric`` of each metric, read beforehand)."""
+    if limits is None:
+        limits = {metric: rules.for_metric(metric) for metric in (*COUNT_METRICS, "time", "efficiency")}
     checks: list[Check] = []
     for metric in COUNT_METRICS:
-        checks += _count_check(metric, rules.for_metric(metric), getattr(before, metric), getattr(after, metric))
+        checks += _count_check(metric, limits[metric], getattr(before, metric), getattr(after, metric))
     for metric in ("time", "efficiency"):
-        for limit in rules.for_metric(metric):
+        for limit in limits[metric]:
             check = _timed_check(limit, before, after, rules, computed)
             if check is not None:
                 checks.append(check)
@@ -590,7 +599,8 @@ def compare(
         else:
             pairs.append((before, point))
     computed = _pair_shifts(pairs, rules)  # NB: all at once (numpy): one by one, 10 s of a 100,000-point gate
-    matched = [compare_points(b, a, rules, c) for (b, a), c in zip(pairs, computed, strict=True)]
+    limits = {metric: rules.for_metric(metric) for metric in (*COUNT_METRICS, "time", "efficiency")}
+    matched = [compare_points(b, a, rules, c, limits) for (b, a), c in zip(pairs, computed, strict=True)]
     vanished = [
         PointResult(key=p.key, label=p.label, verdict="vanished", baseline=p)
         for p in baseline.points
