@@ -16,7 +16,9 @@ When ``C < 1`` (too few samples for the confidence asked), the interval is unbou
 The order statistics of the n*m differences: numpy's partition over all of them when numpy is importable and
 n*m is moderate (the same IEEE differences, so the same values), else pure Python: a sort for small n*m, and
 for large n*m a selection over the sorted-matrix structure (rows = current samples ascending, columns =
-baseline samples descending, so every row and column is sorted), O((n+m) log(nm)) per rank.
+baseline samples descending, so every row and column is sorted), O((n+m) log(nm)) per rank. :func:`shifts` gives
+the shifts of many pairs at once (numpy: the pairs of the same sizes stacked, their differences sorted row by row)
+and :func:`quantile_rows` the quantiles of many sets: the same values as one at a time, with or without numpy.
 """
 
 from __future__ import annotations
@@ -319,3 +321,76 @@ def _select(x: list[float], y: list[float], k: int) -> float:
             lo = [max(low, a) for low, a in zip(lo, above, strict=True)]
         else:
             return pivot
+
+
+#: pairs of sets shifted at once by :func:`shifts` (numpy): at most this many differences in one array (32 MB)
+BATCH_DIFFERENCES = 4_000_000
+
+
+def shifts(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]], confidence: float = 0.99, *, vectorised: bool = True
+) -> list[Shift]:
+    """:func:`shift` of each (baseline, current) pair, the same values: with numpy (where importable and
+    ``vectorised``), the pairs of the same sizes are stacked and all their differences partitioned in one call per
+    batch (sorted: numpy's SIMD sort of each row is faster than its partition here; the gate of 100,000 points:
+    200,000 shifts of 20 x 20 samples in about a second, not ten); else one
+    :func:`shift` per pair. The differences are the same IEEE subtractions (``current_j - baseline_i``) and their
+    order statistics the same values, in whatever order they are partitioned, so both paths agree exactly."""
+    numpy = _numpy() if vectorised else None
+    if numpy is None:
+        return [shift(x, y, confidence) for x, y in pairs]
+    out: list[Shift | None] = [None] * len(pairs)
+    by_size: dict[tuple[int, int], list[int]] = {}
+    for index, (x, y) in enumerate(pairs):
+        n, m = len(x), len(y)
+        if n == 0 or m == 0:
+            raise ValueError("shift needs samples on both sides")
+        by_size.setdefault((n, m), []).append(index)
+    for (n, m), indices in by_size.items():
+        c = rank_bound(n, m, confidence)
+        total = n * m
+        ranks = [(total + 1) // 2, (total + 2) // 2]
+        if c >= 1:
+            ranks += [c, total + 1 - c]
+        step = max(1, BATCH_DIFFERENCES // total)
+        for start in range(0, len(indices), step):
+            chunk = indices[start : start + step]
+            x = numpy.array([pairs[i][0] for i in chunk], dtype=float)  # (P, n)
+            y = numpy.array([pairs[i][1] for i in chunk], dtype=float)  # (P, m)
+            differences = (y[:, :, None] - x[:, None, :]).reshape(len(chunk), total)
+            differences.sort(axis=1)  # NB: numpy's SIMD sort of each row: faster than a partition at these sizes
+            picked = differences[:, [k - 1 for k in ranks]].tolist()
+            for i, values in zip(chunk, picked, strict=True):
+                estimate = (values[0] + values[1]) / 2
+                low, high = (values[2], values[3]) if c >= 1 else (-math.inf, math.inf)
+                out[i] = Shift(estimate, low, high, n, m, confidence)
+    return out  # type: ignore[return-value]
+
+
+def quantile_rows(
+    sets: Sequence[Sequence[float]], qs: Sequence[float], *, vectorised: bool = True
+) -> list[list[float]]:
+    """:func:`quantile` of each set at each of ``qs`` (each set non-empty, no NaN), the same values: with numpy
+    (where importable and ``vectorised``), the sets of one length sorted as rows of one array and each quantile
+    interpolated for all of them at once (the same IEEE operations in the same order); else one by one."""
+    numpy = _numpy() if vectorised else None
+    if numpy is None:
+        return [[quantile_sorted(ordered, q) for q in qs] for ordered in map(sorted, sets)]
+    out: list[list[float]] = [[] for _ in sets]
+    by_size: dict[int, list[int]] = {}
+    for index, values in enumerate(sets):
+        by_size.setdefault(len(values), []).append(index)
+    for n, indices in by_size.items():
+        if n == 0:
+            raise ValueError("no samples")
+        ordered = numpy.array([sets[i] for i in indices], dtype=float)
+        ordered.sort(axis=1)
+        columns = []
+        for q in qs:  # NB: quantile_sorted's arithmetic, a column at a time
+            position = q * (n - 1)
+            low = math.floor(position)
+            high = min(low + 1, n - 1)
+            columns.append((ordered[:, low] + (ordered[:, high] - ordered[:, low]) * (position - low)).tolist())
+        for i, values in zip(indices, zip(*columns, strict=True), strict=True):
+            out[i] = list(values)
+    return out

@@ -667,9 +667,13 @@ def _indent(value: Any, step: str, newline: str, parts: list[str], encode: Any, 
             parts.append("[" + inner + ("," + inner).join(flat) + newline + "]")
             return
         parts.append("[")
+        heads = _same_keys_heads(value, step, inner, encode)
         for index, item in enumerate(value):
             parts.append("," + inner if index else inner)
-            _indent(item, step, inner, parts, encode, default)
+            if heads is None:
+                _indent(item, step, inner, parts, encode, default)
+            else:
+                _indent_dict(item, step, inner, parts, encode, default, heads)
         parts.append(newline + "]")
         return
     if isinstance(value, dict):
@@ -680,32 +684,54 @@ def _indent(value: Any, step: str, newline: str, parts: list[str], encode: Any, 
     _indent(default(value), step, newline, parts, encode, default)
 
 
-def _indent_dict(value: dict[Any, Any], step: str, newline: str, parts: list[str], encode: Any, default: Any) -> None:
+def _same_keys_heads(items: list[Any] | tuple[Any, ...], step: str, newline: str, encode: Any) -> list[str] | None:
+    """For a list of two or more non-empty dicts of the same text keys in the same order (a baseline's points):
+    what _indent_dict writes before each value (the brace or comma, the indent, the key and ': '), made once for
+    all of them; else None."""
+    if len(items) < 2 or not all(type(item) is dict and item for item in items):
+        return None
+    keys = list(map(tuple, items))
+    if keys.count(keys[0]) != len(keys) or not all(type(key) is str for key in keys[0]):
+        return None
+    inner = newline + step
+    return [("," if index else "{") + inner + encode(key) + ": " for index, key in enumerate(keys[0])]
+
+
+def _indent_dict(
+    value: dict[Any, Any],
+    step: str,
+    newline: str,
+    parts: list[str],
+    encode: Any,
+    default: Any,
+    heads: list[str] | None = None,
+) -> None:
+    """json's indented encoding of a dict (``heads``: what goes before each value, from _same_keys_heads)."""
     if not value:
         parts.append("{}")
         return
     inner = newline + step
-    between = "," + inner
-    lead = "{" + inner
     append = parts.append
-    for key, item in value.items():
-        if type(key) is not str:
-            raise _Unsupported
+    if heads is None:
+        for key in value:
+            if type(key) is not str:
+                raise _Unsupported
+        heads = [("," if index else "{") + inner + encode(key) + ": " for index, key in enumerate(value)]
+    for head, item in zip(heads, value.values(), strict=True):
         kind = type(item)
         if kind is float and -math.inf < item < math.inf:
-            append(lead + encode(key) + ": " + float.__repr__(item))
+            append(head + float.__repr__(item))
         elif kind is str:
-            append(lead + encode(key) + ": " + encode(item))
+            append(head + encode(item))
         elif kind is int:
-            append(lead + encode(key) + ": " + int.__repr__(item))
+            append(head + int.__repr__(item))
         else:
-            append(lead + encode(key) + ": ")
+            append(head)
             text = _scalar(item, encode)
             if text is None:
                 _indent(item, step, inner, parts, encode, default)
             else:
                 append(text)
-        lead = between
     append(newline + "}")
 
 

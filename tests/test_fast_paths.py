@@ -148,6 +148,23 @@ def test_fast_decoder_and_indented_encoder_round_trip_any_document(value, indent
     assert dumps_json(value, default=str) == json.dumps(value, default=str)
 
 
+_SAME_KEYS = st.dictionaries(st.sampled_from(["a", "b:c", "é", ""]), st.none(), min_size=1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_SAME_KEYS, st.lists(st.lists(JSON_VALUES, min_size=4, max_size=4), min_size=2, max_size=5), st.integers(0, 3))
+def test_indented_lists_of_objects_of_the_same_keys_are_jsons(shape, values, indent):
+    # a baseline's points: objects of the same keys in the same order (their heads made once), any values
+    items = [dict(zip(shape, row, strict=False)) for row in values]
+    assert indented_json(items, indent) == json.dumps(items, indent=indent)
+    assert indented_json({"points": items, "n": [items[0]]}, indent) == json.dumps(
+        {"points": items, "n": [items[0]]}, indent=indent
+    )
+    mixed = [*items, {**items[0], "z": 1}, {}]
+    assert indented_json(mixed, indent) == json.dumps(mixed, indent=indent)
+    assert dumps_json([{1: 2.5}, {1: 3.5}], indent=indent) == json.dumps([{1: 2.5}, {1: 3.5}], indent=indent)
+
+
 def test_dumps_json_writes_non_finite_numbers_as_null_on_every_path():
     value = {"a": [1.0, math.nan], "b": {"c": math.inf}, "d": (1, 2)}
     for kwargs in (
@@ -287,9 +304,21 @@ ODD_ROWS = [
 ]
 
 
+#: every value a plain number or text: read column by column (points._plain_columns)
+PLAIN_ROWS = [
+    *ODD_ROWS[:5],
+    *ODD_ROWS[6:8],
+    _row(9, flops=math.inf, bytes=None, efficiency=-math.inf, attainable_flops_per_s=None, kernels=None),
+    _row(10, flops=2**70, intensity=3, median_s=2, timed=True, roof_time_s=None),
+]
+
+
+@pytest.mark.parametrize("rows", [ODD_ROWS, PLAIN_ROWS, PLAIN_ROWS[-1:]], ids=["odd", "plain", "one"])
 @pytest.mark.parametrize("source", ["bench", "analytic", "diagnose"])
-def test_the_one_loop_points_are_those_of_point(source):
-    report = _report(ODD_ROWS, source)
+def test_the_one_loop_points_are_those_of_point(source, rows):
+    key = "median_s" if source == "bench" else "time_s"
+    assert (points._plain_columns(rows, key) is None) == (rows is ODD_ROWS)
+    report = _report(rows, source)
     rows = report.rows
     labels = [points._op_label(r) for r in rows] if source == "diagnose" else points._workload_labels(rows)
     key = "median_s" if source == "bench" else "time_s"

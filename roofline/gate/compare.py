@@ -31,8 +31,8 @@ The gate's verdict: regression if any check regressed, else inconclusive if any 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -40,7 +40,7 @@ from roofline import ironlaw
 from roofline.gate.thresholds import COUNT_METRICS, Limit, Rules
 from roofline.report.baseline import Baseline, Identity, Point
 from roofline.report.machine import MachineInfo, differences
-from roofline.samples import median, shift
+from roofline.samples import Shift, median, quantile_rows, shift, shifts
 from roofline.yamlio import dumps_json
 
 Verdict = Literal["pass", "improvement", "inconclusive", "regression", "new", "vanished"]
@@ -172,13 +172,14 @@ def interval_text(check: Check) -> str:
 def _count_check(metric: str, limits: Sequence[Limit], before: float | None, after: float | None) -> list[Check]:
     if before is None or after is None:
         return []
-    checks = []
+    # (verdict, reason, limit) of each limit, merged before any Check is made: an unsigned count limit is two
+    # limits (rise, fall) of one rule, shown once with the worse verdict (the first of equals)
+    merged: dict[str, tuple[Verdict, str, Limit]] = {}
+    diff = after - before
+    rel_change = diff / before if before else (0.0 if diff == 0 else math.inf)
     for limit in limits:
-        diff = after - before
-        rel_change = diff / before if before else (0.0 if diff == 0 else math.inf)
         amount_ = rel_change if limit.relative else diff
         toward = amount_ if limit.direction == "+" else -amount_
-        change = rel_change if limit.relative else diff
         if toward > limit.value:
             verdict: Verdict = "regression"
             what = percent(rel_change) if math.isfinite(rel_change) else "from 0"
@@ -189,6 +190,12 @@ def _count_check(metric: str, limits: Sequence[Limit], before: float | None, aft
         else:
             verdict = "improvement" if diff < 0 and limit.direction == "+" and len(limits) == 1 else "pass"
             reason = f"{metric} {amount(metric, before)} -> {amount(metric, after)}" if diff else ""
+        kept = merged.get(limit.text)
+        if kept is None or SEVERITY[verdict] > SEVERITY[kept[0]]:
+            merged[limit.text] = (verdict, reason, limit)
+    checks = []
+    for verdict, reason, limit in merged.values():
+        change = rel_change if limit.relative else diff
         checks.append(
             Check(
                 metric=metric,
@@ -202,17 +209,7 @@ def _count_check(metric: str, limits: Sequence[Limit], before: float | None, aft
                 reason=reason,
             )
         )
-    return _merge_directions(checks)
-
-
-def _merge_directions(checks: list[Check]) -> list[Check]:
-    """An unsigned count limit is two limits (rise, fall) of one rule: show it once, with the worse verdict."""
-    merged: dict[str, Check] = {}
-    for check in checks:
-        kept = merged.get(check.rule)
-        if kept is None or SEVERITY[check.verdict] > SEVERITY[kept.verdict]:
-            merged[check.rule] = check
-    return list(merged.values())
+    return checks
 
 
 # ------------------------------------------------------------------------------------------ timed
@@ -228,7 +225,8 @@ def _samples(point: Point, metric: str, relative: bool) -> list[float] | None:
     roof = point.roof_time_s
     if not roof or roof <= 0:
         return None
-    efficiencies = [ironlaw.efficiency(roof, s) for s in samples]  # each sample's roofline time / time
+    # each sample's roofline time / time (ironlaw.efficiency, whose 0-time case _positive has ruled out)
+    efficiencies = [roof / s for s in samples]
     return [math.log(e) for e in efficiencies] if relative else efficiencies
 
 
@@ -270,6 +268,15 @@ def _log_spread(samples: Sequence[float]) -> float:
     return math.log(quantile(samples, 0.8) / quantile(samples, 0.2)) / 2
 
 
+def _log_spreads(sets: Sequence[Sequence[float]]) -> list[float]:
+    """:func:`_log_spread` of each set, their quantiles computed together (roofline.samples.quantile_rows)."""
+    counted = [i for i, samples in enumerate(sets) if len(samples) >= 5 and _positive(samples)]
+    found = [0.0] * len(sets)
+    for i, (high, low) in zip(counted, quantile_rows([sets[i] for i in counted], (0.8, 0.2)), strict=True):
+        found[i] = math.log(high / low) / 2
+    return found
+
+
 def one_run_noise(before: Point, after: Point) -> float:
     """The run-to-run noise assumed for a point of a one-run baseline, as a log time ratio: ONE_RUN_NOISE, or the
     spread of either run's samples (half their p20-p80 range) where wider: a point whose samples spread ±20%
@@ -292,7 +299,47 @@ def _in_units(log_ratio: float, metric: str, relative: bool, base_value: float) 
     return base_value * -math.expm1(-log_ratio)  # efficiency = roof / time: it falls by 1 - 1/ratio
 
 
-def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Check | None:
+#: what is computed for every matched pair at once (:func:`_pair_shifts`): (metric, relative) -> the shift, or None
+#: where either side has no samples to shift; _NOISE -> the one-run noise of a pair whose baseline has one run
+Shifts = Mapping[tuple[str, bool], Any]
+#: the key under which a pair's one-run noise (:func:`one_run_noise`) is computed beforehand
+_NOISE = ("noise", False)
+
+
+def _pair_shifts(pairs: Sequence[tuple[Point, Point]], rules: Rules) -> list[dict[tuple[str, bool], Any]]:
+    """The shift of every timed limit's samples of every matched (baseline, current) pair, and the one-run noise of
+    each pair of a one-run baseline, as _timed_check would compute them one by one, computed together
+    (roofline.samples.shifts and quantile_rows: numpy where importable, the same values)."""
+    found: list[dict[tuple[str, bool], Any]] = [{} for _ in pairs]
+    if not rules.stats:
+        return found
+    one = [index for index, (before, _) in enumerate(pairs) if one_run(before)]
+    spreads = iter(_log_spreads([side.samples_s for i in one for side in pairs[i]]))
+    floor = math.log1p(ONE_RUN_NOISE)
+    for index in one:  # NB: one_run_noise, the samples' spreads computed together
+        found[index][_NOISE] = max(floor, next(spreads), next(spreads))
+    limits = [limit for metric in ("time", "efficiency") for limit in rules.for_metric(metric)]
+    kinds = dict.fromkeys((limit.metric, limit.relative) for limit in limits)
+    for metric, relative in kinds:
+        todo: list[tuple[list[float], list[float]]] = []
+        where: list[int] = []
+        for index, (before, after) in enumerate(pairs):
+            if _value(before, metric) is None or _value(after, metric) is None:
+                continue  # _timed_check compares nothing
+            x, y = _samples(before, metric, relative), _samples(after, metric, relative)
+            if x and y:
+                todo.append((x, y))
+                where.append(index)
+            else:
+                found[index][metric, relative] = None
+        for index, result in zip(where, shifts(todo, rules.confidence), strict=True):
+            found[index][metric, relative] = result
+    return found
+
+
+def _timed_check(
+    limit: Limit, before: Point, after: Point, rules: Rules, computed: Shifts | None = None
+) -> Check | None:
     metric = limit.metric
     base_value, cur_value = _value(before, metric), _value(after, metric)
     if base_value is None or cur_value is None:
@@ -310,15 +357,22 @@ def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Che
     # compares single numbers on machines known to be quiet).
     noise = 0.0
     if rules.stats and one_run(before):
-        noise = _in_units(one_run_noise(before, after), metric, limit.relative, base_value)
+        known_noise = computed.get(_NOISE) if computed is not None else None
+        log_noise = one_run_noise(before, after) if known_noise is None else known_noise
+        noise = _in_units(log_noise, metric, limit.relative, base_value)
     runs = len(before.run_medians_s)
     known = (limit.log_bound if limit.relative else bad * limit.value) + bad * drift  # the limit, drift included
     bound = known + bad * noise  # and the one-run noise: what a regression must pass
     mirror = -bound
     limit_text, _ = _limit_texts(limit, bound, drift, noise, runs)
     _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
-    x = _samples(before, metric, limit.relative) if rules.stats else None
-    y = _samples(after, metric, limit.relative) if rules.stats else None
+    result: Shift | None = None
+    if rules.stats:
+        if computed is not None and (metric, limit.relative) in computed:
+            result = computed[metric, limit.relative]
+        else:
+            x, y = _samples(before, metric, limit.relative), _samples(after, metric, limit.relative)
+            result = shift(x, y, rules.confidence) if x and y else None
     common = {
         "metric": metric,
         "rule": limit.text,
@@ -328,8 +382,7 @@ def _timed_check(limit: Limit, before: Point, after: Point, rules: Rules) -> Che
         "drift": shown(drift) if drift else None,
         "noise": shown(noise) if noise else None,
     }
-    if x and y:
-        result = shift(x, y, rules.confidence)
+    if result is not None:
         est, low, high = result.estimate, result.low, result.high
         level = f"{100 * rules.confidence:g}% CI"
         interval = _range(shown(low), shown(high), limit)
@@ -425,14 +478,23 @@ def _limit_value(limit: Limit) -> str:
 # ------------------------------------------------------------------------------------------ points
 
 
-def compare_points(before: Point, after: Point, rules: Rules) -> PointResult:
-    """Every limit in force applied to one matched point."""
+def compare_points(
+    before: Point,
+    after: Point,
+    rules: Rules,
+    computed: Shifts | None = None,
+    limits: Mapping[str, Sequence[Limit]] | None = None,
+) -> PointResult:
+    """Every limit in force applied to one matched point (``computed``: its shifts, computed beforehand;
+    ``limits``: ``rules.for_metric`` of each metric, read beforehand)."""
+    if limits is None:
+        limits = {metric: rules.for_metric(metric) for metric in (*COUNT_METRICS, "time", "efficiency")}
     checks: list[Check] = []
     for metric in COUNT_METRICS:
-        checks += _count_check(metric, rules.for_metric(metric), getattr(before, metric), getattr(after, metric))
+        checks += _count_check(metric, limits[metric], getattr(before, metric), getattr(after, metric))
     for metric in ("time", "efficiency"):
-        for limit in rules.for_metric(metric):
-            check = _timed_check(limit, before, after, rules)
+        for limit in limits[metric]:
+            check = _timed_check(limit, before, after, rules, computed)
             if check is not None:
                 checks.append(check)
     verdict = max((c.verdict for c in checks), key=SEVERITY.__getitem__, default="pass")
@@ -528,14 +590,17 @@ def compare(
     """The gate's result for report ``points`` against ``baseline`` (identity already checked by the caller)."""
     base_by_key = {p.key: p for p in baseline.points}
     keys = {p.key for p in points}
-    matched: list[PointResult] = []
+    pairs: list[tuple[Point, Point]] = []
     new: list[PointResult] = []
     for point in points:
         before = base_by_key.get(point.key)
         if before is None:
             new.append(PointResult(key=point.key, label=point.label, verdict="new", current=point))
         else:
-            matched.append(compare_points(before, point, rules))
+            pairs.append((before, point))
+    computed = _pair_shifts(pairs, rules)  # NB: all at once (numpy): one by one, 10 s of a 100,000-point gate
+    limits = {metric: rules.for_metric(metric) for metric in (*COUNT_METRICS, "time", "efficiency")}
+    matched = [compare_points(b, a, rules, c, limits) for (b, a), c in zip(pairs, computed, strict=True)]
     vanished = [
         PointResult(key=p.key, label=p.label, verdict="vanished", baseline=p)
         for p in baseline.points

@@ -171,7 +171,7 @@ def require_measured(report: Any, where: str) -> None:
 def _shape_text(shapes: Any) -> str:
     if not isinstance(shapes, list):
         return ""
-    return ", ".join("×".join(str(d) for d in s) if isinstance(s, list) else str(s) for s in shapes)
+    return ", ".join(["×".join(map(str, s)) if isinstance(s, list) else str(s) for s in shapes])
 
 
 def _positive(value: Any) -> float | None:
@@ -191,7 +191,9 @@ _FLOAT = {float}
 
 
 def _bench_point(row: dict[str, Any]) -> Point:
-    kind, label, dtype, op = (str(row.get(k) or "") for k in ("kind", "label", "dtype", "op"))
+    get = row.get
+    kind, label = str(get("kind") or ""), str(get("label") or "")
+    dtype, op = str(get("dtype") or ""), str(get("op") or "")
     return Point(
         key=" | ".join((kind, label, dtype, op)),
         label=" ".join(part for part in (kind, label, dtype) if part),
@@ -206,6 +208,9 @@ def _bench_point(row: dict[str, Any]) -> Point:
     )
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def _diagnose_points(rows: list[dict[str, Any]]) -> list[Point]:
     seen: Counter[str] = Counter()
     points = []
@@ -216,7 +221,7 @@ def _diagnose_points(rows: list[dict[str, Any]]) -> list[Point]:
                 str(row.get("phase") or "forward"),
                 str(row.get("module") or ""),
                 str(row.get("op") or ""),
-                json.dumps(shapes, separators=(",", ":")),
+                _COMPACT.encode(shapes),  # NB: json.dumps(shapes, separators=(",", ":")), its encoder made once
             )
         )
         rank = row.get("rank")

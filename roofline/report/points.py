@@ -17,6 +17,7 @@ summed measured time, the bound holding most of the time). Efficiency is achieve
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -443,7 +444,11 @@ def _row_points(
 ) -> list[Point]:
     """One point per row: what _point makes of each, in one loop (100,000 rows: a call with keywords, a dozen
     look-ups and a dataclass per row were a second). A row whose values are not all plain numbers and texts (not
-    one a roofline wrote) goes through _point itself."""
+    one a roofline wrote) goes through _point itself. Rows that are all dicts of plain values (every report a
+    roofline wrote): their values read column by column in C first (:func:`_plain_columns`)."""
+    columns = _plain_columns(rows, time_key)
+    if columns is not None:
+        return _column_points(columns, labels, name, source, default_device)
     points = []
     inf = _INF
     plain = _PLAIN_NUMBERS
@@ -516,6 +521,98 @@ def _row_points(
             calls=1,
             limiter=limiter or "",
             launches=max(int(float(kernels)) if kernels is not None and -inf < kernels < inf else 0, 1),
+            flags=flags,
+            rows=(index,),
+        )
+        points.append(point)
+    return points
+
+
+#: the fields a point reads of a row, as _row_points reads them (the time under its key: TIME below)
+_NUMBER_FIELDS = ("flops", "bytes", "TIME", "intensity", "attainable_flops_per_s", "efficiency", "kernels")
+_TEXT_FIELDS = ("kind", "op", "roof", "limiter", "device", "bound")
+
+
+def _column(rows: Sequence[dict[str, Any]], key: str) -> list[Any]:
+    """``row.get(key)`` of every row, in C."""
+    return list(map(dict.get, rows, itertools.repeat(key)))
+
+
+def _numbers(values: list[Any]) -> list[float | None] | None:
+    """A column of plain numbers (float, int, None) as _row_points converts each (a float, None for null or a NaN
+    or infinity): in C where all are finite floats; None where any is not a plain number."""
+    kinds = set(map(type, values))
+    if not kinds <= _PLAIN_NUMBERS:
+        return None
+    if kinds == _FLOAT and all(map(math.isfinite, values)):
+        return values
+    inf = _INF
+    return [None if v is None or not -inf < v < inf else float(v) for v in values]
+
+
+_FLOAT = frozenset((float,))
+
+
+def _plain_columns(rows: Sequence[Any], time_key: str) -> dict[str, list[Any]] | None:
+    """The columns _row_points reads, converted as it converts each value (numbers: :func:`_numbers`; ``kind``:
+    the kind or else the op), when every row is a dict and every value a plain number or text (and the roof
+    time a plain number, which _stored checks); else None (rows read one by one)."""
+    if not rows or not all(type(row) is dict for row in rows):
+        return None
+    columns: dict[str, list[Any]] = {}
+    for key in _NUMBER_FIELDS:
+        found = _numbers(_column(rows, time_key if key == "TIME" else key))
+        if found is None:
+            return None
+        columns[key] = found
+    if not set(map(type, _column(rows, "roof_time_s"))) <= _PLAIN_NUMBERS:
+        return None
+    for key in _TEXT_FIELDS:
+        columns[key] = _column(rows, key)
+    kinds, ops = columns.pop("kind"), columns.pop("op")
+    columns["kind"] = [kind or op for kind, op in zip(kinds, ops, strict=True)]
+    for key in ("kind", "roof", "limiter", "device", "bound"):
+        if not set(map(type, columns[key])) <= _TEXT:
+            return None
+    columns["timed"] = _column(rows, "timed")
+    return columns
+
+
+def _column_points(
+    columns: dict[str, list[Any]], labels: Sequence[tuple[str, str]], name: str, source: str, default_device: str
+) -> list[Point]:
+    """_row_points' points of rows read as columns (:func:`_plain_columns`): the same fields, the same values."""
+    points = []
+    new = object.__new__
+    get = columns.__getitem__
+    keys = ("flops", "bytes", "TIME", "intensity", "attainable_flops_per_s", "efficiency", "kernels", "roof")
+    values = zip(*map(get, keys), *map(get, ("limiter", "device", "bound", "kind", "timed")), labels, strict=True)
+    for index, row in enumerate(values):
+        flops, nbytes, time_s, intensity, attainable, efficiency, kernels, roof = row[:8]
+        limiter, device, bound, kind, timed, (label, short) = row[8:]
+        flags, time_s = _flags(source, flops, nbytes, time_s, timed, intensity, efficiency)
+        point = new(Point)  # NB: as _new_point
+        point.__dict__.update(
+            label=label,
+            short_label=short,
+            report=name,
+            source=source,
+            device=device or default_device,
+            index=index,
+            kind=kind or "",
+            roof=roof or "",
+            flops=flops,
+            bytes=nbytes,
+            intensity=intensity,
+            throughput=flops / time_s if flops and time_s else None,
+            attainable=attainable,
+            time_s=time_s,
+            share=None,
+            efficiency=efficiency,
+            bound=bound or "",
+            calls=1,
+            limiter=limiter or "",
+            launches=max(int(kernels) if kernels is not None else 0, 1),
             flags=flags,
             rows=(index,),
         )

@@ -569,7 +569,7 @@ def _clean(rows: list[Any]) -> bool:
     if not all(type(row) is dict and row for row in rows):
         return False
     for name in TIME_FIELDS:
-        values = [row.get(name) for row in rows]
+        values = list(map(dict.get, rows, itertools.repeat(name)))  # NB: row.get(name) of every row, in C
         kinds = set(map(type, values))
         if not kinds <= _TIME_TYPES:
             return False
@@ -577,7 +577,7 @@ def _clean(rows: list[Any]) -> bool:
             numbers = values if type(None) not in kinds else [value for value in values if value is not None]
             if min(numbers) < 0:
                 return False
-    lists = [row.get("samples_s") for row in rows]
+    lists = list(map(dict.get, rows, itertools.repeat("samples_s")))
     if not set(map(type, lists)) <= _LIST_TYPES:
         return False
     samples = list(itertools.chain.from_iterable(value for value in lists if value))
