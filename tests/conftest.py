@@ -18,7 +18,7 @@ os.environ.pop("ROOFLINE_SPECS_DIR", None)
 # Hermetic: nothing the tests run reads or writes the user's home. Every cache and config directory a library of
 # ours writes by default (~/.cache/roofline's calibrations, matplotlib's font cache and config, torch.compile's
 # inductor cache, Triton's kernels, the CUDA JIT cache, torch hub) goes under one temporary directory for the whole
-# session, children included (they inherit the environment); it is removed at exit. tests/test_hermetic.py runs a
+# session, children included (they inherit the environment); it is removed at exit. tests/test_first_hour.py runs a
 # slice of the suite under a fake HOME and checks that nothing appears there.
 SESSION_TMP = tempfile.mkdtemp(prefix="roofline-test-")
 REDIRECTED = {
