@@ -384,6 +384,8 @@ def test_a_resumed_run_stopped_by_the_limit_keeps_what_it_did_not_reach(injected
     capsys.readouterr()
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("inductor")  # the first inductor compile of a process costs seconds: paid once
 def test_the_real_compile_on_one_tiny_problem(fake_cpu, tmp_path):
     from test_verify import _compile_works
 

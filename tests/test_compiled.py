@@ -196,6 +196,7 @@ def test_no_torch_compile_advice_to_a_compiled_model():
 
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None, reason="torch.compile on the CPU "
                     "needs a C++ compiler (none found)")  # fmt: skip
+@pytest.mark.xdist_group("inductor")  # the first inductor compile of a process costs seconds: paid once
 def test_time_model_times_the_compiled_callable():
     from roofline.diagnose.count import count_ops
     from roofline.diagnose.profile import time_model

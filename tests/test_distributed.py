@@ -66,6 +66,7 @@ def cache(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("gloo-calibration")  # share the module's `cache` (a gloo launch) on one worker
 def test_ddp_mlp_all_reduce_per_rank_merged_report_and_charts(cache, tmp_path):
     out, plot = tmp_path / "ddp.json", tmp_path / "ddp.png"
     done = roofline(
@@ -106,6 +107,7 @@ def test_ddp_mlp_all_reduce_per_rank_merged_report_and_charts(cache, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("gloo-calibration")  # share the module's `cache` (a gloo launch) on one worker
 def test_tp_linear_all_gather_bytes(cache, tmp_path):
     out = tmp_path / "tp.json"
     done = roofline("diagnose", str(MODELS / "tp_linear.py"), "--nproc", "2", *FAST, "--json", "-o", str(out),

@@ -47,8 +47,9 @@ def test_every_cache_of_the_session_is_redirected_under_one_temporary_directory(
         assert Path(where).resolve().is_relative_to(Path(SESSION_TMP).resolve()), where
 
 
-#: a slice of the suite that touches every cache: a CPU bench (torch), a diagnosis in a child process (the CPU's
-#: measured roofs, a calibration written), a chart (matplotlib's font cache)
+#: a slice of the suite that touches every cache: a CPU bench (torch; the CPU's calibration, written into the
+#: session's cache by conftest's seeded_cpu_calibration through cache_dir()), a diagnosis in a child process, a chart
+#: (matplotlib's font cache)
 SLICE = (
     "tests/test_bench.py::test_cli_gemm_on_cpu_writes_a_report_with_samples",
     "tests/test_diagnose_exit.py::test_piped_output_is_complete_and_atexit_handlers_run",

@@ -58,7 +58,7 @@ def test_wheel_ships_data_and_runs_outside_the_repo(tmp_path: Path) -> None:
     # test needs no network), named in a .pth file: system_site_packages would give the base interpreter's,
     # which are not this one's when pytest itself runs in a venv.
     env_dir = tmp_path / "venv"
-    venv.create(env_dir, with_pip=True)
+    venv.create(env_dir, with_pip=False)  # this interpreter's pip installs into it (--python): no ensurepip (seconds)
     bindir = env_dir / ("Scripts" if os.name == "nt" else "bin")
     python = bindir / "python"
     purelib = subprocess.run(
@@ -70,7 +70,7 @@ def test_wheel_ships_data_and_runs_outside_the_repo(tmp_path: Path) -> None:
     outer = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
     (Path(purelib) / "outer-site-packages.pth").write_text("".join(f"{path}\n" for path in outer))
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(wheel)],
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-index", "--no-deps", str(wheel)],
         check=True,
         capture_output=True,
     )

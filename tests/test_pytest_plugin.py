@@ -1,7 +1,7 @@
 """The roofline_gate fixture (roofline/pytest_plugin.py) in pytester runs (subprocesses: torch registers its ops once
-per process): a modelled CPU (op time = twice its
-roofline time, so efficiency is 50% whatever the host), min_efficiency passing and failing, a baseline missing,
-saved with --roofline-save-baselines, then gated."""
+per process, so the cases share runs: three in all): a modelled CPU (op time = twice its roofline time, so efficiency
+is 50% whatever the host), min_efficiency passing and failing, a baseline missing, saved with
+--roofline-save-baselines, then gated."""
 
 from __future__ import annotations
 
@@ -77,26 +77,24 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_min_efficiency_passes_and_fails(project):
-    result = project.runpytest_subprocess(*_plugin_args(), "-k", "efficient", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=1)
+def test_min_efficiency_passes_and_fails_a_missing_baseline_and_no_threshold_fail(project):
+    # one pytest run for the four cases (each run is a process that imports torch: seconds)
+    project.makepyfile(test_bad="def test_bad(roofline_gate):\n    roofline_gate(lambda: None)\n")
+    result = project.runpytest_subprocess(*_plugin_args(), "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=3)
     result.stdout.fnmatch_lines(["*test_not_efficient_enough: 50.0% of the roofline, below min_efficiency=90%*"])
+    result.stdout.fnmatch_lines(["*no baseline at baselines/mm.json: run `pytest --roofline-save-baselines`*"])
+    result.stdout.fnmatch_lines(["*give min_efficiency=, baseline= or both*"])
+    assert not (project.path / "baselines").exists()  # a missing baseline is not written without the option
+    for failed in ("test_kernels.py::test_not_efficient_enough", "test_kernels.py::test_against_a_baseline",
+                   "test_bad.py::test_bad"):  # fmt: skip
+        result.stdout.fnmatch_lines([f"FAILED {failed}*"])  # so the one that passed is test_efficient_enough
 
 
-def test_baseline_missing_then_saved_then_gated(project):
+def test_baseline_saved_then_gated(project):
     args = [*_plugin_args(), "-k", "baseline", "-p", "no:cacheprovider"]
-    missing = project.runpytest_subprocess(*args)
-    missing.assert_outcomes(failed=1)
-    missing.stdout.fnmatch_lines(["*no baseline at baselines/mm.json: run `pytest --roofline-save-baselines`*"])
     saved = project.runpytest_subprocess(*args, "--roofline-save-baselines")
     saved.assert_outcomes(passed=1)
     assert (project.path / "baselines" / "mm.json").is_file()
     gated = project.runpytest_subprocess(*args)
     gated.assert_outcomes(passed=1)
-
-
-def test_the_fixture_needs_a_threshold_or_a_baseline(project):
-    project.makepyfile(test_bad="def test_bad(roofline_gate):\n    roofline_gate(lambda: None)\n")
-    result = project.runpytest_subprocess(*_plugin_args(), "test_bad.py", "-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["*give min_efficiency=, baseline= or both*"])
-    assert result.ret != 0

@@ -6,6 +6,7 @@ where torch.compile cannot compile here). No assertion depends on the host's spe
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -249,8 +250,9 @@ def test_channels_last_is_applied_to_the_model_and_its_4d_inputs():
 # ------------------------------------------------------------------------------------------- end to end
 
 
+@functools.cache
 def _compile_works() -> str:
-    """'' when torch.compile compiles here, else why not (one line)."""
+    """'' when torch.compile compiles here, else why not (one line); asked once per process."""
     try:
         torch._dynamo.reset()
         torch.compile(lambda x: x * 2 + 1)(torch.ones(4))
@@ -261,6 +263,7 @@ def _compile_works() -> str:
     return ""
 
 
+@pytest.mark.xdist_group("inductor")  # the first inductor compile of a process costs seconds: paid once
 def test_verify_end_to_end_on_the_gelu_chain(cli, tmp_path, monkeypatch):
     why = _compile_works()
     if why:
