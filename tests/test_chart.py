@@ -314,16 +314,17 @@ def test_counters_l2_bytes_give_l2_points_against_the_l2_roof_linked_to_their_dr
     assert "measured L2 bytes" in svg  # the legend says which point is which
 
 
-def test_no_l2_points_without_counters_or_without_an_l2_roof():
+def test_no_l2_points_without_counters_and_without_an_l2_roof_points_and_a_note():
     (panel,) = build_chart([NamedReport("d", diagnosed({}))], known=KNOWN).panels
     assert panel.cache_marks == ()
-    # spec roofs: the sheet has no L2 bandwidth: no L2 roof, no L2 points, a note
+    # spec roofs: the sheet has no L2 bandwidth: no L2 roof; the L2 points drawn all the same (measured), a note
     spec = build_chart([NamedReport("d", diagnosed({0: 4e8, 1: 2e7}, roof_source="spec"))], known=KNOWN)
     (panel,) = spec.panels
-    assert panel.cache_marks == () and not any(r.name == "L2" and r.primary for r in panel.roofs)
+    assert not any(r.name == "L2" and r.primary for r in panel.roofs)
+    assert [(m.level, m.x, m.level_bytes) for m in panel.cache_marks] == [("L2", 2.5, 4e8), ("L2", 0.05, 2e7)]
     assert (
         "gpu-x: Nsight Compute measured L2 bytes for 2 op(s), but no L2 bandwidth is known for it (spec sheet or "
-        "calibration): no L2 roof, no L2 points"
+        "calibration): the L2 points are drawn without a L2 roof"
     ) in spec.notes
 
 
@@ -355,17 +356,22 @@ def test_counters_l1_bytes_give_l1_points_against_the_shared_memory_roof(roof_so
     assert not any("L1" in n for n in spec.notes)
     svg = figure_bytes(figure(spec), "svg").decode()
     assert "L1 point: FLOPs" in svg  # the legend names the L1 point
-    # the L2 point beside it where the panel has an L2 roof (the measured one)
-    assert [m.level for m in panel.cache_marks] == (["L2", "L1", "L1"] if roof_source == "measured" else ["L1", "L1"])
+    # the L2 point beside it: against the L2 roof where the panel has one (the measured), else with a note
+    assert [m.level for m in panel.cache_marks] == ["L2", "L1", "L1"]
+    assert any("drawn without a L2 roof" in n for n in spec.notes) == (roof_source == "spec")
 
 
-def test_no_l1_points_without_a_shared_memory_bandwidth():
+def test_l1_points_without_a_shared_memory_bandwidth_are_drawn_with_a_note():
     spec = build_chart([NamedReport("d", diagnosed_l1({0: 2e9, 1: 1e8}))], known=KNOWN)
     (panel,) = spec.panels
-    assert not any(m.level == "L1" for m in panel.cache_marks)
+    assert not any(r.name == "shared memory" for r in panel.roofs)
+    assert [(m.point.kind, m.x) for m in panel.cache_marks if m.level == "L1"] == [
+        ("aten::mm", 0.5),
+        ("aten::add", 0.01),
+    ]
     assert (
         "gpu-x: Nsight Compute measured L1 bytes for 2 op(s), but no shared memory bandwidth is known for it (spec "
-        "sheet: memory.smem.bandwidth_gb_per_s): no shared memory roof, no L1 points"
+        "sheet: memory.smem.bandwidth_gb_per_s): the L1 points are drawn without a shared memory roof"
     ) in spec.notes
     svg = figure_bytes(figure(spec), "svg").decode()
-    assert "L1 point: FLOPs" not in svg
+    assert "L1 point: FLOPs" in svg

@@ -24,12 +24,14 @@ Definitions (docs/plot.md):
   measured gain cover it). Only ops of findings whose outputs matched. On the report's own panels only.
 - Cache points (diagnose ``--counters``, the hierarchical roofline): where Nsight Compute measured an op's L2
   bytes (every call of the point), a second point at its L2 intensity (its FLOPs / its measured L2 bytes per
-  iteration) and the same throughput, linked to its DRAM point, placed against the panel's primary L2 roof. A
-  device with no L2 bandwidth (spec sheet or calibration) gets no L2 points, and a note. Likewise an L1 point
+  iteration) and the same throughput, linked to its DRAM point, placed against the panel's primary L2 roof. On a
+  device with no L2 bandwidth (spec sheet or calibration) the L2 points are drawn without the roof (their
+  intensity and rate are measured), and a note says so. Likewise an L1 point
   where it measured the op's L1 bytes (``l1tex__t_bytes.sum``), at FLOPs / its L1 bytes, placed against the
   panel's shared-memory roof (L1 and shared memory are one on-chip memory per SM, with one data path; the sheet's
-  where the panel's roofs are measured: no calibration measures it): a device with no such bandwidth (spec sheet
-  ``memory.smem.bandwidth_gb_per_s``) gets no L1 points, and a note. On the report's own panels only.
+  where the panel's roofs are measured: no calibration measures it): on a device with no such bandwidth (spec sheet
+  ``memory.smem.bandwidth_gb_per_s``: no shipped sheet gives one) the L1 points are drawn without it, and a note
+  says so. On the report's own panels only.
 """
 
 from __future__ import annotations
@@ -600,13 +602,13 @@ def _cache_marks(
     roof = MEMORY_NAMES[CACHE_ROOFS[level]]
     # NB: no calibration measures shared memory: on a panel of measured roofs the sheet's L1 roof is the one there
     placed = [r for r in roofs if r.kind == "memory" and r.name == roof and (r.primary or level == "L1")]
-    if not placed:
-        where = "spec sheet or calibration" if level == "L2" else "spec sheet: memory.smem.bandwidth_gb_per_s"
-        return (), (
-            f"{device}: Nsight Compute measured {level} bytes for {len(found)} op(s), but no {roof} bandwidth is known "
-            f"for it ({where}): no {roof} roof, no {level} points"
-        )
     marks = tuple(CacheMark(level, x, y, x_dram, series[p.report], moved, p) for p, x, y, x_dram, moved in found)
+    if not placed:  # NB: the point needs no roof (its intensity and rate are measured): drawn, and the gap said
+        where = "spec sheet or calibration" if level == "L2" else "spec sheet: memory.smem.bandwidth_gb_per_s"
+        return marks, (
+            f"{device}: Nsight Compute measured {level} bytes for {len(found)} op(s), but no {roof} bandwidth is known "
+            f"for it ({where}): the {level} points are drawn without a {roof} roof"
+        )
     return marks, ""
 
 
