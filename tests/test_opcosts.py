@@ -88,6 +88,29 @@ def test_bmm():
     assert r.bytes == batch * (m * k + k * n + m * n) * FP32
 
 
+def test_baddbmm_and_the_gemms_match_torchs_flop_formulas():
+    """The GEMM family's FLOPs (roofline.costs.aten.matmul.gemm_flops, computed from the shapes) against the
+    formulas torch.utils.flop_counter registers, on shapes no two dims of which are equal."""
+    from torch.utils.flop_counter import flop_registry
+
+    batch, m, k, n = 2, 3, 4, 5
+    cases = [
+        (torch.mm, (torch.randn(m, k), torch.randn(k, n)), "aten::mm", torch.ops.aten.mm),
+        (torch.addmm, (torch.randn(n), torch.randn(m, k), torch.randn(k, n)), "aten::addmm", torch.ops.aten.addmm),
+        (torch.bmm, (torch.randn(batch, m, k), torch.randn(batch, k, n)), "aten::bmm", torch.ops.aten.bmm),
+        (
+            torch.baddbmm,
+            (torch.randn(batch, m, n), torch.randn(batch, m, k), torch.randn(batch, k, n)),
+            "aten::baddbmm",
+            torch.ops.aten.baddbmm,
+        ),
+    ]
+    for fn, args, name, packet in cases:
+        r = one(fn, *args, op=name)
+        assert r.flops == flop_registry[packet](*args, out_val=fn(*args)), name
+    assert one(torch.baddbmm, *cases[3][1], op="aten::baddbmm").flops == 2 * batch * m * n * k == 240
+
+
 def test_conv2d():
     conv = nn.Conv2d(3, 8, kernel_size=3, padding=1)
     n, h, w = 2, 10, 12
