@@ -111,6 +111,25 @@ def test_baddbmm_and_the_gemms_match_torchs_flop_formulas():
     assert one(torch.baddbmm, *cases[3][1], op="aten::baddbmm").flops == 2 * batch * m * n * k == 240
 
 
+def test_the_forward_convolutions_match_torchs_flop_formula():
+    """aten::convolution's FLOPs (roofline.costs.aten.conv.conv_flops, from the shapes) against the formula
+    torch.utils.flop_counter registers: 1-, 2- and 3-D, grouped, strided and transposed."""
+    from torch.utils.flop_counter import flop_registry
+
+    cases = [
+        (nn.Conv1d(3, 8, 5, padding=2), torch.randn(2, 3, 17)),
+        (nn.Conv2d(4, 6, 3, stride=2, groups=2), torch.randn(2, 4, 11, 13)),
+        (nn.Conv3d(2, 4, (1, 3, 3)), torch.randn(1, 2, 3, 7, 9)),
+        (nn.ConvTranspose2d(4, 6, 3, stride=2, groups=2), torch.randn(2, 4, 5, 7)),
+    ]
+    for conv, x in cases:
+        r = one(conv, x, op="aten::convolution")
+        transposed = isinstance(conv, nn.ConvTranspose2d)
+        args = (x, conv.weight, conv.bias, conv.stride, conv.padding, conv.dilation, transposed,
+                conv.output_padding, conv.groups)  # fmt: skip
+        assert r.flops == flop_registry[torch.ops.aten.convolution](*args, out_val=conv(x)), conv
+
+
 def test_conv2d():
     conv = nn.Conv2d(3, 8, kernel_size=3, padding=1)
     n, h, w = 2, 10, 12
