@@ -415,20 +415,18 @@ def _demangler() -> Callable[[str], str]:
 def _profiled_events(prof: Any) -> tuple[list[dict[str, Any]], bool]:
     """The profile's event dicts, from the raw kineto events in one pass where this torch has them, else from its
     FunctionEvent list; and whether the kernels carried their launch facts."""
-    results = getattr(prof, "kineto_results", None)
-    if results is not None and hasattr(results, "trace_start_ns"):
-        try:
-            return events_from_kineto(results.events(), int(results.trace_start_ns()), demangle=_demangler())
-        except Exception:  # an older or newer torch whose raw events differ: torch's own list below
-            pass
-    return events_from_profiler(prof.events()), False
+    return _events_of(prof, getattr(prof, "kineto_results", None))
 
 
 def profiled_events(prof: Any) -> tuple[list[dict[str, Any]], bool]:
     """A stopped ``torch.profiler.profile``'s event dicts and whether its kernels carried launch facts: from the
     raw kineto events of the profiler it wraps (``prof.profiler``) in one pass, as :func:`_profiled_events` reads a
     session's, else from its FunctionEvent list (``prof.events()``)."""
-    results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    return _events_of(prof, getattr(getattr(prof, "profiler", None), "kineto_results", None))
+
+
+def _events_of(prof: Any, results: Any) -> tuple[list[dict[str, Any]], bool]:
+    """``results`` (raw kineto results) in one pass where this torch has them, else ``prof.events()``."""
     if results is not None and hasattr(results, "trace_start_ns"):
         try:
             return events_from_kineto(results.events(), int(results.trace_start_ns()), demangle=_demangler())
