@@ -166,3 +166,15 @@ def test_a_process_under_a_profiler_ends_normally_so_the_profile_is_written(tmp_
     assert result.returncode == 0, result.stderr
     assert "NOT ENDED" in result.stdout  # end_process returned: the normal exit followed
     assert stats.is_file() and stats.stat().st_size > 0
+
+
+def test_quiet_lasts_for_the_command_only(cli):
+    """main(argv) from a caller's process (tests, a notebook): --quiet/--verbose are the command's, not the
+    process's (a later in-process diagnose's status line and notes are not silenced by an earlier -q)."""
+    from roofline.cli import verbosity
+
+    assert verbosity.level() == verbosity.NORMAL
+    assert cli("--quiet", "specs", "list").code == 0
+    assert verbosity.level() == verbosity.NORMAL
+    assert cli("--verbose", "specs", "list").code == 0
+    assert verbosity.level() == verbosity.NORMAL

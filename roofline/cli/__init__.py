@@ -189,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
 
     entry = argv is None
     installed = stdout.install(entry)
+    before = verbosity.level()  # an in-process caller's: --quiet/--verbose last for the command only
     code: Any = 0
     try:
         _main(argv)
@@ -197,6 +198,8 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         failure = stdout.settle()
         stdout.uninstall(installed)
+        if not entry:
+            verbosity.set_level(before)
     if failure is not None and not isinstance(failure, BrokenPipeError):  # a closed pipe (`| head`): nothing to say
         typer.echo(f"Error: standard output: cannot write it: {failure.strerror or failure}", err=True)
         if code in (0, None):
