@@ -442,93 +442,20 @@ def _row_points(
     default_device: str,
     time_key: str,
 ) -> list[Point]:
-    """One point per row: what _point makes of each, in one loop (100,000 rows: a call with keywords, a dozen
-    look-ups and a dataclass per row were a second). A row whose values are not all plain numbers and texts (not
-    one a roofline wrote) goes through _point itself. Rows that are all dicts of plain values (every report a
-    roofline wrote): their values read column by column in C first (:func:`_plain_columns`)."""
+    """One point per row, as _point makes each: rows that are all dicts of plain values (every report a roofline
+    wrote) read column by column in C and made in one loop (:func:`_column_points`: 100,000 rows through _point
+    took a second); any other report row by row through _point."""
     columns = _plain_columns(rows, time_key)
     if columns is not None:
         return _column_points(columns, labels, name, source, default_device)
-    points = []
-    inf = _INF
-    plain = _PLAIN_NUMBERS
-    text = _TEXT
-    for index, row in enumerate(rows):
-        get = row.get
-        flops, nbytes, time_s = get("flops"), get("bytes"), get(time_key)
-        intensity, attainable, efficiency = get("intensity"), get("attainable_flops_per_s"), get("efficiency")
-        kind, roof, limiter, device, bound = (
-            get("kind") or get("op"),
-            get("roof"),
-            get("limiter"),
-            get("device"),
-            get("bound"),
-        )
-        kernels = get("kernels")
-        if not (
-            type(flops) in plain
-            and type(nbytes) in plain
-            and type(time_s) in plain
-            and type(intensity) in plain
-            and type(attainable) in plain
-            and type(efficiency) in plain
-            and type(get("roof_time_s")) in plain
-            and type(kernels) in plain
-            and type(kind) in text
-            and type(roof) in text
-            and type(limiter) in text
-            and type(device) in text
-            and type(bound) in text
-        ):
-            points.append(
-                _point(
-                    row,
-                    index=index,
-                    labels=labels[index],
-                    report_name=name,
-                    source=source,
-                    device=str(device or default_device),
-                    time_key=time_key,
-                )
-            )
-            continue
-        flops = None if flops is None or not -inf < flops < inf else float(flops)
-        nbytes = None if nbytes is None or not -inf < nbytes < inf else float(nbytes)
-        time_s = None if time_s is None or not -inf < time_s < inf else float(time_s)
-        intensity = None if intensity is None or not -inf < intensity < inf else float(intensity)
-        efficiency = None if efficiency is None or not -inf < efficiency < inf else float(efficiency)
-        flags, time_s = _flags(source, flops, nbytes, time_s, get("timed"), intensity, efficiency)
-        label, short = labels[index]
-        point = object.__new__(Point)  # NB: as _new_point
-        point.__dict__.update(
-            label=label,
-            short_label=short,
-            report=name,
-            source=source,
-            device=device or default_device,
-            index=index,
-            kind=kind or "",
-            roof=roof or "",
-            flops=flops,
-            bytes=nbytes,
-            intensity=intensity,
-            throughput=flops / time_s if flops and time_s else None,
-            attainable=None if attainable is None or not -inf < attainable < inf else float(attainable),
-            time_s=time_s,
-            share=None,
-            efficiency=efficiency,
-            bound=bound or "",
-            calls=1,
-            limiter=limiter or "",
-            launches=max(int(float(kernels)) if kernels is not None and -inf < kernels < inf else 0, 1),
-            flags=flags,
-            rows=(index,),
-        )
-        points.append(point)
-    return points
+    return [
+        _point(row, index=index, labels=labels[index], report_name=name, source=source,
+               device=str(row.get("device") or default_device), time_key=time_key)
+        for index, row in enumerate(rows)
+    ]  # fmt: skip
 
 
-#: the fields a point reads of a row, as _row_points reads them (the time under its key: TIME below)
+#: the fields a point reads of a row, as _point reads them (the time under its key: TIME below)
 _NUMBER_FIELDS = ("flops", "bytes", "TIME", "intensity", "attainable_flops_per_s", "efficiency", "kernels")
 _TEXT_FIELDS = ("kind", "op", "roof", "limiter", "device", "bound")
 
@@ -539,7 +466,7 @@ def _column(rows: Sequence[dict[str, Any]], key: str) -> list[Any]:
 
 
 def _numbers(values: list[Any]) -> list[float | None] | None:
-    """A column of plain numbers (float, int, None) as _row_points converts each (a float, None for null or a NaN
+    """A column of plain numbers (float, int, None) as _point converts each (a float, None for null or a NaN
     or infinity): in C where all are finite floats; None where any is not a plain number."""
     kinds = set(map(type, values))
     if not kinds <= _PLAIN_NUMBERS:
@@ -554,7 +481,7 @@ _FLOAT = frozenset((float,))
 
 
 def _plain_columns(rows: Sequence[Any], time_key: str) -> dict[str, list[Any]] | None:
-    """The columns _row_points reads, converted as it converts each value (numbers: :func:`_numbers`; ``kind``:
+    """The columns _point reads, converted as it converts each value (numbers: :func:`_numbers`; ``kind``:
     the kind or else the op), when every row is a dict and every value a plain number or text (and the roof
     time a plain number, which _stored checks); else None (rows read one by one)."""
     if not rows or not all(type(row) is dict for row in rows):
@@ -581,7 +508,7 @@ def _plain_columns(rows: Sequence[Any], time_key: str) -> dict[str, list[Any]] |
 def _column_points(
     columns: dict[str, list[Any]], labels: Sequence[tuple[str, str]], name: str, source: str, default_device: str
 ) -> list[Point]:
-    """_row_points' points of rows read as columns (:func:`_plain_columns`): the same fields, the same values."""
+    """_point's points of rows read as columns (:func:`_plain_columns`): the same fields, the same values."""
     points = []
     new = object.__new__
     get = columns.__getitem__
