@@ -17,7 +17,7 @@ measured roofs (roofline calibrate).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
@@ -323,6 +323,22 @@ def _out_of_memory(exc: BaseException, where: str) -> RooflineError | None:
     from roofline.errors import is_out_of_memory
 
     return out_of_memory_error(where) if is_out_of_memory(exc) else None
+
+
+@contextlib.contextmanager
+def _model_pass(where: str) -> Iterator[None]:
+    """A pass that runs the user's model: inside the user-code boundary, out of memory said as such (``where``:
+    what the pass was doing, for the error's line)."""
+    try:
+        with user_code(errors=False):
+            yield
+    except RooflineError:
+        raise
+    except Exception as exc:
+        error = _out_of_memory(exc, where)
+        if error is None:
+            raise
+        raise error from None
 
 
 def conclude(
@@ -656,30 +672,14 @@ def _first_call_applies(timer: Any, loaded: Any, torch_device: str, mode: str) -
 
 def _first_call(timer: Any, loaded: Any, torch_device: str, mode: str) -> None:
     """:meth:`Profiler.first_call` inside the user-code boundary; out of memory said as such."""
-    try:
-        with user_code(errors=False):
-            timer.first_call(loaded.model, loaded.inputs, loaded.kwargs, mode=mode)
-    except RooflineError:
-        raise
-    except Exception as exc:
-        error = _out_of_memory(exc, f"running the model on {torch_device}")
-        if error is None:
-            raise
-        raise error from None
+    with _model_pass(f"running the model on {torch_device}"):
+        timer.first_call(loaded.model, loaded.inputs, loaded.kwargs, mode=mode)
 
 
 def _count(timer: Timer, loaded: Any, path: Path, torch_device: str, mode: str) -> list[OpRecord]:
     """The counting pass, inside the user-code boundary; out of memory said as such; no ops: a WorkloadError."""
-    try:
-        with user_code(errors=False):
-            records = list(timer.count(loaded.model, loaded.inputs, loaded.kwargs, mode=mode))
-    except RooflineError:
-        raise
-    except Exception as exc:
-        error = _out_of_memory(exc, f"counting the model's ops on {torch_device}")
-        if error is None:
-            raise
-        raise error from None
+    with _model_pass(f"counting the model's ops on {torch_device}"):
+        records = list(timer.count(loaded.model, loaded.inputs, loaded.kwargs, mode=mode))
     if not records:
         raise WorkloadError(
             f"{path.name}: the model ran no tensor operations: nothing to diagnose (does forward() use torch?)"
