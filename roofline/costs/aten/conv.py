@@ -3,6 +3,8 @@ the roof's dtype as for matmuls (cuDNN's TF32 setting)."""
 
 from __future__ import annotations
 
+import math
+
 from roofline.costs.aten.call import Call, OpCost
 from roofline.costs.aten.matmul import matmul_cost, torch_flops
 from roofline.costs.aten.registry import Example, register
@@ -28,10 +30,7 @@ def conv_flops(call: Call) -> int:
     x, weight = call.tensor("input"), call.tensor("weight")
     transposed = bool(call.args.get("transposed"))
     spatial = (x.shape if transposed else call.out0.shape)[2:]
-    count = 2 * int(x.shape[0])
-    for size in (*spatial, *weight.shape):
-        count *= int(size)
-    return count
+    return 2 * int(x.shape[0]) * math.prod(int(size) for size in (*spatial, *weight.shape))
 
 
 @register("conv", "_slow_conv2d_forward")

@@ -1,10 +1,10 @@
 """Matmuls (mm, bmm, addmm, baddbmm, _scaled_mm, _int_mm, mv, dot, linear, grouped GEMMs) on the tensor units:
 2 FLOPs per multiply-add (torch.utils.flop_counter's formulas: the GEMMs' computed here from the shapes, the
-others read from its registry); the roof's dtype ('tf32' for an
-fp32 matmul on CUDA with TF32 on)."""
+others read from its registry); the roof's dtype ('tf32' for an fp32 matmul on CUDA with TF32 on)."""
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from roofline.costs.aten.call import Call, OpCost, dtype_name, io_bytes
@@ -81,11 +81,7 @@ def gemm_flops(call: Call) -> int:
     in the counting pass of a one-GEMM model on an H100 (torch 2.11)."""
     left, right = (call.tensor(name) for name in GEMM_OPERANDS[call.base])
     *batch, m, k = left.shape
-    n = right.shape[-1]
-    count = 1
-    for size in batch:
-        count *= int(size)
-    return 2 * count * int(m) * int(n) * int(k)
+    return 2 * math.prod(int(size) for size in batch) * int(m) * int(right.shape[-1]) * int(k)
 
 
 @register("matmul", "mm", "bmm", "addmm", "baddbmm", "_scaled_mm")
