@@ -389,6 +389,21 @@ def example_models(directory: Path = MODELS) -> list[Problem]:
     return [Problem(f"model-{p.stem}", p.stem, "model", path=p) for p in sorted(directory.glob("*.py"))]
 
 
+def free_device(device: str) -> None:
+    """What one problem left behind, freed before the next: dynamo's compiled graphs, Python's garbage, and on
+    CUDA the caching allocator's unused blocks."""
+    import contextlib
+    import gc
+
+    import torch
+
+    with contextlib.suppress(Exception):
+        torch._dynamo.reset()
+    gc.collect()
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+
+
 def corpus(*, models: bool = True) -> list[Problem]:
     problems = generated() + (example_models() if models else [])
     ids = [p.id for p in problems]

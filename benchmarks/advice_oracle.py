@@ -80,7 +80,7 @@ for _path in (str(ROOT), str(ROOT / "benchmarks")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from advice_corpus import Problem, corpus  # noqa: E402
+from advice_corpus import Problem, corpus, free_device  # noqa: E402
 from diagnose_fixes_gpu import agrees, kernel_base_name, ours_class, parse_sol_launches, sol_class  # noqa: E402
 
 SCHEMA = "roofline-advice-oracle/1"
@@ -367,18 +367,6 @@ def four_dimensional(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any]
     return any(t.dim() == 4 for t in _leaves((inputs, kwargs)) + params)
 
 
-def _free(device: str) -> None:
-    import gc
-
-    import torch
-
-    with contextlib.suppress(Exception):
-        torch._dynamo.reset()
-    gc.collect()
-    if device.startswith("cuda"):
-        torch.cuda.empty_cache()
-
-
 def measure_technique(
     name: str, model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], eager: tuple[Any, Step], options: Options
 ) -> dict[str, Any]:
@@ -409,7 +397,7 @@ def measure_technique(
     except Exception as exc:  # a technique that fails is a result, not the end of the run
         result["note"] = failure_note(exc)
     finally:
-        _free(options.device)
+        free_device(options.device)
     return result
 
 
@@ -458,7 +446,7 @@ def run_problem(problem: Problem, options: Options, tell: Progress = lambda line
     except Exception as exc:
         entry["error"] = failure_note(exc) if not isinstance(exc, TechniqueTimeout) else f"stopped: {exc}"
         entry["seconds"] = round(time.monotonic() - start, 2)
-        _free(options.device)
+        free_device(options.device)
         return entry
     entry["eager_s"] = eager_s
     four_d = four_dimensional(model, inputs, kwargs)
@@ -481,7 +469,7 @@ def run_problem(problem: Problem, options: Options, tell: Progress = lambda line
     entry.update(score(entry))
     entry["seconds"] = round(time.monotonic() - start, 2)
     del model, inputs, kwargs, eager_out, eager_step
-    _free(options.device)
+    free_device(options.device)
     return entry
 
 
@@ -498,7 +486,7 @@ def rediagnose(entry: dict[str, Any], problem: Problem, options: Options, tag: s
     except Exception as exc:
         return {**entry, "rediagnose_error": failure_note(exc)}
     finally:
-        _free(options.device)
+        free_device(options.device)
     fresh = {**entry, **facts, "rediagnosed": tag}
     fresh.pop("rediagnose_error", None)
     if (entry.get("dominant") or {}).get("kernel") != (facts.get("dominant") or {}).get("kernel"):
@@ -542,7 +530,7 @@ def warm_caches(problems: Sequence[Problem], options: Options, tell: Progress = 
             except Exception as exc:  # NB: TechniqueTimeout too: the timed run says what failed
                 tell(f"{problem.id}: {name}: {failure_note(exc) if not isinstance(exc, TechniqueTimeout) else exc}")
             finally:
-                _free(options.device)
+                free_device(options.device)
         del model, inputs, kwargs
     return done
 

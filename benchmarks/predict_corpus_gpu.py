@@ -31,7 +31,7 @@ for _path in (str(ROOT), str(ROOT / "benchmarks")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from advice_corpus import Problem, corpus  # noqa: E402
+from advice_corpus import Problem, corpus, free_device  # noqa: E402
 
 from roofline.fileio import atomic_write_text  # noqa: E402
 
@@ -54,17 +54,7 @@ def diagnose_one(problem: Problem, device: str, quick: bool) -> Any:
         return roofline.diagnose(model, inputs, kwargs, device=device, warmup=3, name=problem.id).report()
     finally:
         del model, inputs, kwargs
-        _free(device)
-
-
-def _free(device: str) -> None:
-    import gc
-
-    gc.collect()
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.empty_cache()
+        free_device(device)
 
 
 def main(argv: list[str] | None = None) -> int:
