@@ -233,6 +233,8 @@ def unpacked(path: Path, into: Path) -> Path:
 
     if path.is_dir():
         return path
+    if not path.is_file():
+        raise SystemExit(f"Error: {path}: no such folder or .tar.gz (what benchmarks/predict_collect_gpu.py wrote)")
     with tarfile.open(path, "r:gz") as archive:
         if hasattr(tarfile, "data_filter"):  # Python 3.10.12+, 3.11.4+
             archive.extractall(into, filter="data")
