@@ -130,6 +130,37 @@ def test_the_forward_convolutions_match_torchs_flop_formula():
         assert r.flops == flop_registry[torch.ops.aten.convolution](*args, out_val=conv(x)), conv
 
 
+def test_the_backward_convolutions_match_torchs_flop_formula():
+    """aten::convolution_backward's FLOPs (conv_backward_flops, from the shapes) against torch.utils.flop_counter's
+    registered formula: 1-, 2- and 3-D, grouped, strided, dilated and transposed, every output_mask that asks
+    for grad_input or grad_weight; and the other forward spellings (_convolution, convolution_overrideable) against
+    it too."""
+    from torch.utils.flop_counter import flop_registry
+
+    aten = torch.ops.aten
+    cases = [  # (input, weight, stride, padding, dilation, transposed, groups)
+        (torch.randn(2, 3, 17), torch.randn(8, 3, 5), [1], [2], [1], False, 1),
+        (torch.randn(2, 4, 11, 13), torch.randn(6, 2, 3, 3), [2, 2], [0, 0], [1, 1], False, 2),
+        (torch.randn(1, 2, 3, 7, 9), torch.randn(4, 2, 1, 3, 3), [1, 1, 1], [0, 1, 1], [1, 1, 2], False, 1),
+        (torch.randn(2, 4, 5, 7), torch.randn(4, 3, 3, 3), [2, 2], [1, 0], [1, 1], True, 2),
+    ]
+    masks = ([True, True, True], [True, False, False], [False, True, False], [True, True, False])
+    for x, w, stride, padding, dilation, transposed, groups in cases:
+        geometry = (stride, padding, dilation, transposed, [0] * len(stride), groups)
+        y = aten.convolution(x, w, None, *geometry)
+        for name in ("convolution", "_convolution", "convolution_overrideable"):
+            func = getattr(aten, name).default
+            args = (x, w, None, *geometry) + ((False, False, True, True) if name == "_convolution" else ())
+            assert op_cost(func, args, {}, y).flops == flop_registry[func._overloadpacket](*args, out_val=y), name
+        grad = torch.randn_like(y)
+        for mask in masks:
+            args = (grad, x, w, None, *geometry, mask)
+            out = aten.convolution_backward(*args)
+            expected = flop_registry[aten.convolution_backward](*args, out_val=out)
+            got = op_cost(aten.convolution_backward.default, args, {}, out).flops
+            assert got == expected > 0, (x.shape, w.shape, transposed, mask)
+
+
 def test_conv2d():
     conv = nn.Conv2d(3, 8, kernel_size=3, padding=1)
     n, h, w = 2, 10, 12

@@ -1,6 +1,6 @@
 """Matmuls (mm, bmm, addmm, baddbmm, _scaled_mm, _int_mm, mv, dot, linear, grouped GEMMs) on the tensor units:
-2 FLOPs per multiply-add (torch.utils.flop_counter's formulas: the GEMMs' computed here from the shapes, the
-others read from its registry); the roof's dtype ('tf32' for an fp32 matmul on CUDA with TF32 on)."""
+2 FLOPs per multiply-add (torch.utils.flop_counter's formulas where it has one, computed here from the shapes);
+the roof's dtype ('tf32' for an fp32 matmul on CUDA with TF32 on)."""
 
 from __future__ import annotations
 
@@ -55,14 +55,6 @@ def matmul_cost(call: Call, flops: int, note: str, kind: Literal["matmul", "conv
     dtype, dtype_note = _matmul_dtype(call, kind)
     notes = [note, "inputs read once, output written once", dtype_note]
     return OpCost(int(flops), io_bytes(call), dtype, "tensor", "; ".join(n for n in notes if n))
-
-
-def torch_flops(call: Call) -> int:
-    """FLOPs from torch.utils.flop_counter's registered formula for this op."""
-    from torch.utils.flop_counter import flop_registry
-
-    formula = flop_registry[call.func._overloadpacket]
-    return int(formula(*call.raw_args, **call.raw_kwargs, out_val=call.out))
 
 
 #: the two matrix operands of each GEMM op, by argument name
