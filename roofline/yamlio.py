@@ -6,8 +6,9 @@ import gc
 import math
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -666,8 +667,13 @@ def _indent(value: Any, step: str, newline: str, parts: list[str], encode: Any, 
         if flat is not None:
             parts.append("[" + inner + ("," + inner).join(flat) + newline + "]")
             return
-        parts.append("[")
         heads = _same_keys_heads(value, step, inner, encode)
+        if heads is not None:
+            rows = _rows(value, step, inner, encode)
+            if rows is not None:  # NB: a baseline's points, a gate's: written column by column
+                parts.append("[" + inner + ("," + inner).join(rows) + newline + "]")
+                return
+        parts.append("[")
         for index, item in enumerate(value):
             parts.append("," + inner if index else inner)
             if heads is None:
@@ -695,6 +701,87 @@ def _same_keys_heads(items: list[Any] | tuple[Any, ...], step: str, newline: str
         return None
     inner = newline + step
     return [("," if index else "{") + inner + encode(key) + ": " for index, key in enumerate(keys[0])]
+
+
+_SCALAR_TEXT: dict[type, Any] = {
+    float: float.__repr__,
+    int: int.__repr__,
+    type(None): lambda value: "null",
+    bool: lambda value: "true" if value else "false",
+}
+
+
+def _rows(items: list[Any] | tuple[Any, ...], step: str, newline: str, encode: Any) -> list[str] | None:
+    """Each of ``items`` (non-empty dicts of the same text keys in the same order) as :func:`_indent_dict` writes it
+    at ``newline``, the same text, made column by column: each column's values written by one call mapped in C
+    (:func:`_column`), then each item by one %-format of them. None when a column holds a value this does not write
+    (a NaN, a type json is not given): the items are then written one by one, as before."""
+    keys = list(items[0])
+    inner = newline + step
+    if len(keys) == 1:
+        columns: Any = [list(map(itemgetter(keys[0]), items))]
+    else:
+        columns = list(zip(*map(itemgetter(*keys), items), strict=True))
+    texts = []
+    for column in columns:
+        text = _column(column, step, inner, encode)
+        if text is None:
+            return None
+        texts.append(text)
+    heads = [("," if index else "{") + inner + encode(key) + ": " for index, key in enumerate(keys)]
+    template = "".join(head.replace("%", "%%") + "%s" for head in heads) + newline + "}"
+    return list(map(template.__mod__, zip(*texts, strict=True)))
+
+
+def _column(values: Sequence[Any], step: str, newline: str, encode: Any) -> list[str] | None:
+    """The text of each value of one column of :func:`_rows` (each value written at ``newline``), or None."""
+    kinds = set(map(type, values))
+    if kinds == {str}:
+        return list(map(encode, values))
+    if kinds == {float}:
+        return list(map(float.__repr__, values)) if all(map(math.isfinite, values)) else None
+    if kinds <= _SCALAR_TEXT.keys():
+        if float in kinds and not all(math.isfinite(value) for value in values if type(value) is float):
+            return None
+        return [_SCALAR_TEXT[type(value)](value) for value in values]
+    if kinds <= {list, tuple}:
+        return _list_column(values, step, newline, encode)
+    if kinds == {dict} and all(values):
+        first = list(values[0])
+        if all(type(key) is str for key in first) and all(list(value) == first for value in values):
+            return _rows(values, step, newline, encode)
+    return None
+
+
+def _list_column(values: Sequence[Any], step: str, newline: str, encode: Any) -> list[str] | None:
+    """:func:`_column` of lists: lists of numbers or text each joined in C; lists of dicts of the same keys (a gate's
+    checks) written together by :func:`_rows`; else None."""
+    inner = newline + step
+    separator = "," + inner
+    items = [item for value in values for item in value]
+    if items and all(type(item) is dict for item in items):
+        first = list(items[0])
+        if not first or not all(type(key) is str for key in first) or any(list(item) != first for item in items):
+            return None
+        rows = _rows(items, step, inner, encode)
+        if rows is None:
+            return None
+        texts, start = [], 0
+        for value in values:
+            end = start + len(value)
+            texts.append("[" + inner + separator.join(rows[start:end]) + newline + "]" if value else "[]")
+            start = end
+        return texts
+    texts = []
+    for value in values:
+        if not value:
+            texts.append("[]")
+            continue
+        flat = _flat_list(value, encode)
+        if flat is None:
+            return None
+        texts.append("[" + inner + separator.join(flat) + newline + "]")
+    return texts
 
 
 def _indent_dict(

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import repeat
+from operator import truediv
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -119,6 +121,56 @@ class GateResult(BaseModel):
         return sum(1 for p in self.points if p.verdict == verdict)
 
 
+# ------------------------------------------------------------------------------------------ making results
+
+#: False: every Check and PointResult validated by pydantic and every count compared in full (the tests compare
+#: both ways); True: the gate's own values, of the fields' types, set without validation (:func:`_trusted`)
+_TRUSTED = True
+_CHECK_FIELDS = tuple(Check.model_fields)
+_COUNT_FIELDS = {
+    **dict.fromkeys(_CHECK_FIELDS),
+    "method": "exact",
+    "verdict": "pass",
+    "reason": "",
+}
+_SETTER = object.__setattr__
+
+
+def _trusted(cls: type[BaseModel], fields: dict[str, Any]) -> Any:
+    """An instance of the pydantic model ``cls`` holding ``fields`` (every field, each of its type), made without
+    validating them: what ``cls(**fields)`` makes (the same ``__dict__``; the fields set: all), for values the gate
+    computed itself. pydantic's validation (2-3 us a model) and ``model_construct`` (more) were most of a
+    100,000-point gate's time after its statistics: 500,000 checks and points."""
+    model = cls.__new__(cls)
+    _SETTER(model, "__dict__", fields)
+    _SETTER(model, "__pydantic_fields_set__", set(fields))
+    _SETTER(model, "__pydantic_extra__", None)
+    _SETTER(model, "__pydantic_private__", None)
+    return model
+
+
+def _check(**fields: Any) -> Check:
+    """A Check of these fields: validated (``_TRUSTED`` off), else made as :func:`_trusted` (float fields given as
+    ints made floats, as pydantic does)."""
+    if not _TRUSTED:
+        return Check(**fields)
+    values = dict.fromkeys(_CHECK_FIELDS)
+    values["reason"] = ""
+    values.update(fields)
+    for name in ("baseline", "current", "change", "low", "high", "drift", "noise"):
+        value = values[name]
+        if value is not None and type(value) is not float:
+            values[name] = float(value)
+    return _trusted(Check, values)
+
+
+def _point_result(key: str, label: str, verdict: Verdict, checks: list[Check], before: Point, after: Point) -> Any:
+    if not _TRUSTED:
+        return PointResult(key=key, label=label, verdict=verdict, checks=checks, baseline=before, current=after)
+    fields = {"key": key, "label": label, "verdict": verdict, "checks": checks, "baseline": before, "current": after}
+    return _trusted(PointResult, fields)
+
+
 # ------------------------------------------------------------------------------------------ formatting
 
 
@@ -172,6 +224,8 @@ def interval_text(check: Check) -> str:
 def _count_check(metric: str, limits: Sequence[Limit], before: float | None, after: float | None) -> list[Check]:
     if before is None or after is None:
         return []
+    if _TRUSTED and type(before) in _NUMBERS and type(after) in _NUMBERS and before == after and math.isfinite(before):
+        return _unchanged_count(metric, limits, before, after)  # NB: nearly every count of a gate
     # (verdict, reason, limit) of each limit, merged before any Check is made: an unsigned count limit is two
     # limits (rise, fall) of one rule, shown once with the worse verdict (the first of equals)
     merged: dict[str, tuple[Verdict, str, Limit]] = {}
@@ -197,7 +251,7 @@ def _count_check(metric: str, limits: Sequence[Limit], before: float | None, aft
     for verdict, reason, limit in merged.values():
         change = rel_change if limit.relative else diff
         checks.append(
-            Check(
+            _check(
                 metric=metric,
                 rule=limit.text,
                 relative=limit.relative,
@@ -209,6 +263,34 @@ def _count_check(metric: str, limits: Sequence[Limit], before: float | None, aft
                 reason=reason,
             )
         )
+    return checks
+
+
+_NUMBERS = (int, float)
+
+
+def _unchanged_count(metric: str, limits: Sequence[Limit], before: float, after: float) -> list[Check]:
+    """:func:`_count_check` of a count that did not change (finite numbers, ``before == after``): every limit
+    passes (a limit is never negative) with no reason, one check per rule text, made without validation."""
+    diff = after - before
+    rel_change = diff / before if before else 0.0
+    checks: list[Check] = []
+    texts: set[str] = set()
+    for limit in limits:
+        if limit.text in texts:  # an unsigned rule's two directions: one check, the first (both pass)
+            continue
+        texts.add(limit.text)
+        change = rel_change if limit.relative else diff
+        fields = dict(_COUNT_FIELDS)
+        fields.update(
+            metric=metric,
+            rule=limit.text,
+            relative=limit.relative,
+            baseline=float(before),
+            current=float(after),
+            change=float(change) if math.isfinite(change) else None,
+        )
+        checks.append(_trusted(Check, fields))
     return checks
 
 
@@ -225,9 +307,9 @@ def _samples(point: Point, metric: str, relative: bool) -> list[float] | None:
     roof = point.roof_time_s
     if not roof or roof <= 0:
         return None
-    # each sample's roofline time / time (ironlaw.efficiency, whose 0-time case _positive has ruled out)
-    efficiencies = [roof / s for s in samples]
-    return [math.log(e) for e in efficiencies] if relative else efficiencies
+    # each sample's roofline time / time (ironlaw.efficiency, whose 0-time case _positive has ruled out), in C
+    efficiencies = map(truediv, repeat(roof), samples)
+    return list(map(math.log, efficiencies)) if relative else list(efficiencies)
 
 
 def _positive(samples: Sequence[float]) -> bool:
@@ -344,14 +426,13 @@ def _timed_check(
     base_value, cur_value = _value(before, metric), _value(after, metric)
     if base_value is None or cur_value is None:
         return None  # not timed, or no roof time: nothing to compare
+    relative = limit.relative
     bad = 1.0 if limit.direction == "+" else -1.0
-
-    def shown(value: float) -> float:
-        return math.expm1(value) if limit.relative else value
+    shown = math.expm1 if relative else _same
 
     # Everything is decided in "shift" units: log ratio (relative) or difference (absolute). A baseline of several
     # runs widens the limit by how far this point drifted between them: a run can land that far off unchanged.
-    drift = _drift(before, metric, limit.relative)
+    drift = _drift(before, metric, relative)
     # A one-run baseline cannot know the drift: an assumed noise widens the limit for a regression, and a change
     # beyond the limit itself but within that noise is inconclusive (judged with the samples only: --no-stats
     # compares single numbers on machines known to be quiet).
@@ -359,61 +440,62 @@ def _timed_check(
     if rules.stats and one_run(before):
         known_noise = computed.get(_NOISE) if computed is not None else None
         log_noise = one_run_noise(before, after) if known_noise is None else known_noise
-        noise = _in_units(log_noise, metric, limit.relative, base_value)
+        noise = _in_units(log_noise, metric, relative, base_value)
     runs = len(before.run_medians_s)
-    known = (limit.log_bound if limit.relative else bad * limit.value) + bad * drift  # the limit, drift included
+    known = (limit.log_bound if relative else bad * limit.value) + bad * drift  # the limit, drift included
     bound = known + bad * noise  # and the one-run noise: what a regression must pass
     mirror = -bound
-    limit_text, _ = _limit_texts(limit, bound, drift, noise, runs)
-    _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
     result: Shift | None = None
     if rules.stats:
-        if computed is not None and (metric, limit.relative) in computed:
-            result = computed[metric, limit.relative]
+        if computed is not None and (metric, relative) in computed:
+            result = computed[metric, relative]
         else:
-            x, y = _samples(before, metric, limit.relative), _samples(after, metric, limit.relative)
+            x, y = _samples(before, metric, relative), _samples(after, metric, relative)
             result = shift(x, y, rules.confidence) if x and y else None
-    common = {
+    fields = {
         "metric": metric,
         "rule": limit.text,
-        "relative": limit.relative,
+        "relative": relative,
         "baseline": base_value,
         "current": cur_value,
         "drift": shown(drift) if drift else None,
         "noise": shown(noise) if noise else None,
     }
+    # NB: the reasons' text is made for the checks that do not pass (most pass: no text to make)
     if result is not None:
         est, low, high = result.estimate, result.low, result.high
-        level = f"{100 * rules.confidence:g}% CI"
-        interval = _range(shown(low), shown(high), limit)
         if min(bad * low, bad * high) > bad * bound:  # the whole interval beyond the limit
             verdict: Verdict = "regression"
-            reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval}), beyond {limit_text}"
+            limit_text, _ = _limit_texts(limit, bound, drift, noise, runs)
+            reason = f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {_range(shown(low), shown(high), limit)})"
+            reason += f", beyond {limit_text}"
         elif min(bad * low, bad * high) > bad * known:  # beyond the limit, within the noise one run cannot know
             verdict = "inconclusive"
+            _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
             reason = (
-                f"{metric} {_signed(shown(est), limit)} ({level} {interval}), beyond {known_value} but within "
-                f"the run-to-run noise of a one-run baseline ({_noise_text(noise, metric, limit.relative)}): too "
-                f"noisy to decide; {ONE_RUN_ADVICE}"
+                f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {_range(shown(low), shown(high), limit)}), "
+                f"beyond {known_value} but within the run-to-run noise of a one-run baseline "
+                f"({_noise_text(noise, metric, relative)}): too noisy to decide; {ONE_RUN_ADVICE}"
             )
         elif bad * est > bad * known:
             verdict = "inconclusive"
+            _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
             if result.bounded:
-                reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval}) straddles {known_value}"
+                interval = _range(shown(low), shown(high), limit)
+                reason = f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {interval}) straddles {known_value}"
             else:
                 reason = (
                     f"{metric} {_signed(shown(est), limit)} beyond {known_value}, but too few samples "
-                    f"({result.n_baseline} and {result.n_current}) for a {level}"
+                    f"({result.n_baseline} and {result.n_current}) for a {_level(rules)}"
                 )
             reason += ": too noisy to decide"
         elif max(bad * low, bad * high) < bad * mirror:  # the whole interval beyond the mirrored limit
             verdict = "improvement"
-            reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval})"
+            reason = f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {_range(shown(low), shown(high), limit)})"
         else:
             verdict = "pass"
             reason = ""
-        return Check(
-            **common,
+        fields.update(
             change=shown(est),
             low=shown(low) if math.isfinite(low) else -math.inf,
             high=shown(high) if math.isfinite(high) else math.inf,
@@ -421,24 +503,34 @@ def _timed_check(
             verdict=verdict,
             reason=reason,
         )
+        return _check(**fields)
     # Single numbers: the medians (bench) or means (diagnose) themselves (never a regression with stats on, so the
     # one-run noise does not apply: a change beyond the limit is inconclusive).
-    est = math.log(cur_value / base_value) if limit.relative else cur_value - base_value
+    est = math.log(cur_value / base_value) if relative else cur_value - base_value
     method: Method = "single numbers" if not rules.stats else "no samples"
     bound, mirror = known, -known
-    common["noise"] = None
-    limit_text, _ = _limit_texts(limit, bound, drift, 0.0, runs)
+    fields["noise"] = None
     if bad * est > bad * bound:
         if rules.stats:
             verdict = "inconclusive"
+            _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
             reason = f"{metric} {_signed(shown(est), limit)} beyond {known_value}, but no samples to tell it from noise"
         else:
+            limit_text, _ = _limit_texts(limit, bound, drift, 0.0, runs)
             verdict, reason = "regression", f"{metric} {_signed(shown(est), limit)} beyond {limit_text} (--no-stats)"
     elif bad * est < bad * mirror:
         verdict, reason = "improvement", f"{metric} {_signed(shown(est), limit)}"
     else:
         verdict, reason = "pass", ""
-    return Check(**common, change=shown(est), method=method, verdict=verdict, reason=reason)
+    return _check(**fields, change=shown(est), method=method, verdict=verdict, reason=reason)
+
+
+def _same(value: float) -> float:
+    return value
+
+
+def _level(rules: Rules) -> str:
+    return f"{100 * rules.confidence:g}% CI"
 
 
 def _limit_texts(limit: Limit, bound: float, drift: float, noise: float, runs: int) -> tuple[str, str]:
@@ -498,7 +590,7 @@ def compare_points(
             if check is not None:
                 checks.append(check)
     verdict = max((c.verdict for c in checks), key=SEVERITY.__getitem__, default="pass")
-    return PointResult(key=after.key, label=after.label, verdict=verdict, checks=checks, baseline=before, current=after)
+    return _point_result(after.key, after.label, verdict, checks, before, after)
 
 
 def _total(points: Sequence[Point], per_iteration: bool) -> Point:
