@@ -709,6 +709,7 @@ _SCALAR_TEXT: dict[type, Any] = {
     type(None): lambda value: "null",
     bool: lambda value: "true" if value else "false",
 }
+_SCALAR_KINDS = {*_SCALAR_TEXT, str}
 
 
 def _rows(items: list[Any] | tuple[Any, ...], step: str, newline: str, encode: Any) -> list[str] | None:
@@ -740,10 +741,10 @@ def _column(values: Sequence[Any], step: str, newline: str, encode: Any) -> list
         return list(map(encode, values))
     if kinds == {float}:
         return list(map(float.__repr__, values)) if all(map(math.isfinite, values)) else None
-    if kinds <= _SCALAR_TEXT.keys():
+    if kinds <= _SCALAR_KINDS:
         if float in kinds and not all(math.isfinite(value) for value in values if type(value) is float):
             return None
-        return [_SCALAR_TEXT[type(value)](value) for value in values]
+        return [encode(value) if type(value) is str else _SCALAR_TEXT[type(value)](value) for value in values]
     if kinds <= {list, tuple}:
         return _list_column(values, step, newline, encode)
     if kinds == {dict} and all(values):

@@ -31,8 +31,8 @@ The gate's verdict: regression if any check regressed, else inconclusive if any 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from itertools import repeat
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain, repeat
 from operator import truediv
 from typing import Any, Literal
 
@@ -42,7 +42,16 @@ from roofline import ironlaw
 from roofline.gate.thresholds import COUNT_METRICS, Limit, Rules
 from roofline.report.baseline import Baseline, Identity, Point
 from roofline.report.machine import MachineInfo, differences
-from roofline.samples import Shift, median, quantile_rows, shift, shifts
+from roofline.samples import (
+    Shift,
+    median,
+    numpy_or_none,
+    quantile_columns,
+    quantile_rows,
+    shift,
+    shift_rows,
+    shifts,
+)
 from roofline.yamlio import dumps_json
 
 Verdict = Literal["pass", "improvement", "inconclusive", "regression", "new", "vanished"]
@@ -127,23 +136,19 @@ class GateResult(BaseModel):
 #: both ways); True: the gate's own values, of the fields' types, set without validation (:func:`_trusted`)
 _TRUSTED = True
 _CHECK_FIELDS = tuple(Check.model_fields)
-_COUNT_FIELDS = {
-    **dict.fromkeys(_CHECK_FIELDS),
-    "method": "exact",
-    "verdict": "pass",
-    "reason": "",
-}
+#: (metric, rule, relative) -> the fields of an unchanged count's check but its values (:func:`_unchanged_count`)
+_COUNT_FIELDS: dict[tuple[str, str, bool], dict[str, Any]] = {}
 _SETTER = object.__setattr__
 
 
-def _trusted(cls: type[BaseModel], fields: dict[str, Any]) -> Any:
+def _trusted(cls: type[BaseModel], fields: dict[str, Any], given: Iterable[str]) -> Any:
     """An instance of the pydantic model ``cls`` holding ``fields`` (every field, each of its type), made without
-    validating them: what ``cls(**fields)`` makes (the same ``__dict__``; the fields set: all), for values the gate
-    computed itself. pydantic's validation (2-3 us a model) and ``model_construct`` (more) were most of a
-    100,000-point gate's time after its statistics: 500,000 checks and points."""
+    validating them: what ``cls(**{name: fields[name] for name in given})`` makes (the same ``__dict__`` and fields
+    set), for values the gate computed itself. pydantic's validation (2-3 us a model) and ``model_construct`` (more)
+    were most of a 100,000-point gate's time after its statistics: 500,000 checks and points."""
     model = cls.__new__(cls)
     _SETTER(model, "__dict__", fields)
-    _SETTER(model, "__pydantic_fields_set__", set(fields))
+    _SETTER(model, "__pydantic_fields_set__", set(given))
     _SETTER(model, "__pydantic_extra__", None)
     _SETTER(model, "__pydantic_private__", None)
     return model
@@ -161,14 +166,14 @@ def _check(**fields: Any) -> Check:
         value = values[name]
         if value is not None and type(value) is not float:
             values[name] = float(value)
-    return _trusted(Check, values)
+    return _trusted(Check, values, fields)
 
 
 def _point_result(key: str, label: str, verdict: Verdict, checks: list[Check], before: Point, after: Point) -> Any:
     if not _TRUSTED:
         return PointResult(key=key, label=label, verdict=verdict, checks=checks, baseline=before, current=after)
     fields = {"key": key, "label": label, "verdict": verdict, "checks": checks, "baseline": before, "current": after}
-    return _trusted(PointResult, fields)
+    return _trusted(PointResult, fields, fields)
 
 
 # ------------------------------------------------------------------------------------------ formatting
@@ -281,17 +286,21 @@ def _unchanged_count(metric: str, limits: Sequence[Limit], before: float, after:
             continue
         texts.add(limit.text)
         change = rel_change if limit.relative else diff
-        fields = dict(_COUNT_FIELDS)
-        fields.update(
-            metric=metric,
-            rule=limit.text,
-            relative=limit.relative,
-            baseline=float(before),
-            current=float(after),
-            change=float(change) if math.isfinite(change) else None,
-        )
-        checks.append(_trusted(Check, fields))
+        fields = _COUNT_FIELDS.get((metric, limit.text, limit.relative))
+        if fields is None:
+            fields = {**dict.fromkeys(_CHECK_FIELDS), "method": "exact", "verdict": "pass", "reason": ""}
+            fields.update(metric=metric, rule=limit.text, relative=limit.relative)
+            _COUNT_FIELDS[metric, limit.text, limit.relative] = fields
+        fields = fields.copy()
+        fields["baseline"] = float(before)
+        fields["current"] = float(after)
+        fields["change"] = float(change) if math.isfinite(change) else None
+        checks.append(_trusted(Check, fields, _COUNT_GIVEN))
     return checks
+
+
+#: the fields :func:`_count_check` gives a Check
+_COUNT_GIVEN = ("metric", "rule", "relative", "baseline", "current", "change", "method", "verdict", "reason")
 
 
 # ------------------------------------------------------------------------------------------ timed
@@ -391,17 +400,22 @@ _NOISE = ("noise", False)
 def _pair_shifts(pairs: Sequence[tuple[Point, Point]], rules: Rules) -> list[dict[tuple[str, bool], Any]]:
     """The shift of every timed limit's samples of every matched (baseline, current) pair, and the one-run noise of
     each pair of a one-run baseline, as _timed_check would compute them one by one, computed together
-    (roofline.samples.shifts and quantile_rows: numpy where importable, the same values)."""
+    (with numpy where importable: :func:`_array_statistics`; else roofline.samples.shifts and quantile_rows one
+    set at a time: the same values)."""
     found: list[dict[tuple[str, bool], Any]] = [{} for _ in pairs]
     if not rules.stats:
+        return found
+    limits = [limit for metric in ("time", "efficiency") for limit in rules.for_metric(metric)]
+    kinds = list(dict.fromkeys((limit.metric, limit.relative) for limit in limits))
+    numpy = numpy_or_none()
+    if numpy is not None:
+        _array_statistics(numpy, pairs, kinds, rules.confidence, found)
         return found
     one = [index for index, (before, _) in enumerate(pairs) if one_run(before)]
     spreads = iter(_log_spreads([side.samples_s for i in one for side in pairs[i]]))
     floor = math.log1p(ONE_RUN_NOISE)
     for index in one:  # NB: one_run_noise, the samples' spreads computed together
         found[index][_NOISE] = max(floor, next(spreads), next(spreads))
-    limits = [limit for metric in ("time", "efficiency") for limit in rules.for_metric(metric)]
-    kinds = dict.fromkeys((limit.metric, limit.relative) for limit in limits)
     for metric, relative in kinds:
         todo: list[tuple[list[float], list[float]]] = []
         where: list[int] = []
@@ -416,6 +430,96 @@ def _pair_shifts(pairs: Sequence[tuple[Point, Point]], rules: Rules) -> list[dic
                 found[index][metric, relative] = None
         for index, result in zip(where, shifts(todo, rules.confidence), strict=True):
             found[index][metric, relative] = result
+    return found
+
+
+def _array_statistics(
+    numpy: Any,
+    pairs: Sequence[tuple[Point, Point]],
+    kinds: Sequence[tuple[str, bool]],
+    confidence: float,
+    found: list[dict[tuple[str, bool], Any]],
+) -> None:
+    """:func:`_pair_shifts` with numpy, set in ``found``: the pairs of the same sample counts as two arrays (made
+    once), each row checked as :func:`_positive` checks a set, the one-run noise's quantiles interpolated as
+    roofline.samples.quantile_rows does, efficiencies (roof / sample) by the same IEEE divisions, logs by math.log
+    mapped in C (numpy's own log may differ in the last bit), the shifts by roofline.samples.shift_rows."""
+    floor = math.log1p(ONE_RUN_NOISE)
+    by_size: dict[tuple[int, int], list[int]] = {}
+    for index, (before, after) in enumerate(pairs):
+        by_size.setdefault((len(before.samples_s), len(after.samples_s)), []).append(index)
+    for (n, m), indices in by_size.items():
+        befores = [pairs[i][0] for i in indices]
+        afters = [pairs[i][1] for i in indices]
+        x, x_ok = _sample_array(numpy, befores, n)
+        y, y_ok = _sample_array(numpy, afters, m)
+        one = [row for row, before in enumerate(befores) if one_run(before)]
+        if one:
+            noises = zip(_array_spreads(numpy, x, x_ok, one), _array_spreads(numpy, y, y_ok, one), strict=True)
+            for row, (low, high) in zip(one, noises, strict=True):
+                found[indices[row]][_NOISE] = max(floor, low, high)
+        for metric, relative in kinds:
+            key = (metric, relative)
+            timed = [row for row in range(len(indices)) if _value(befores[row], metric) and _value(afters[row], metric)]
+            if not timed:
+                continue
+            ok = x_ok & y_ok
+            if metric == "efficiency":
+                x_roof, x_roof_ok = _roofs(numpy, befores)
+                y_roof, y_roof_ok = _roofs(numpy, afters)
+                ok = ok & x_roof_ok & y_roof_ok
+            flags = ok.tolist()
+            rows = [row for row in timed if flags[row]]
+            for row in timed:
+                if not flags[row]:
+                    found[indices[row]][key] = None
+            if not rows:
+                continue
+            xs, ys = x[rows], y[rows]
+            if metric == "efficiency":
+                xs, ys = x_roof[rows, None] / xs, y_roof[rows, None] / ys  # NB: every sample above 0 here
+            if relative:
+                xs, ys = _logs(numpy, xs), _logs(numpy, ys)
+            for row, result in zip(rows, shift_rows(xs, ys, confidence), strict=True):
+                found[indices[row]][key] = result
+
+
+def _sample_array(numpy: Any, points: Sequence[Point], n: int) -> tuple[Any, Any]:
+    """The samples of ``points`` (n each) as the rows of an array, and whether each row is :func:`_positive`."""
+    raw = numpy.fromiter(chain.from_iterable(p.samples_s for p in points), dtype=float, count=n * len(points))
+    raw = raw.reshape(len(points), n)
+    ok = numpy.isfinite(raw).all(axis=1) & (raw > 0).all(axis=1) if n else numpy.zeros(len(points), dtype=bool)
+    return raw, ok
+
+
+def _roofs(numpy: Any, points: Sequence[Point]) -> tuple[Any, Any]:
+    """The points' roof times (1 where none) and where :func:`_samples` takes them (set, not 0 or below)."""
+    roofs = [point.roof_time_s for point in points]
+    ok = numpy.array([not (not roof or roof <= 0) for roof in roofs], dtype=bool)  # type: ignore[operator]
+    return numpy.array([roof if roof else 1.0 for roof in roofs], dtype=float), ok
+
+
+def _logs(numpy: Any, values: Any) -> Any:
+    """math.log of each value (an array's), as an array of the same shape."""
+    flat = values.ravel().tolist()
+    return numpy.fromiter(map(math.log, flat), dtype=float, count=len(flat)).reshape(values.shape)
+
+
+def _array_spreads(numpy: Any, raw: Any, ok: Any, rows: Sequence[int]) -> list[float]:
+    """:func:`_log_spread` of the given rows of ``raw`` (``ok``: each row :func:`_positive`)."""
+    n = raw.shape[1]
+    found = [0.0] * len(rows)
+    if n < 5:
+        return found
+    flags = ok.tolist()
+    counted = [k for k, row in enumerate(rows) if flags[row]]
+    if not counted:
+        return found
+    ordered = raw[[rows[k] for k in counted]]
+    ordered.sort(axis=1)
+    high, low = quantile_columns(ordered, (0.8, 0.2))
+    for k, ratio in zip(counted, (high / low).tolist(), strict=True):
+        found[k] = math.log(ratio) / 2
     return found
 
 
