@@ -8,6 +8,7 @@ import re
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
@@ -671,7 +672,7 @@ def _indent(value: Any, step: str, newline: str, parts: list[str], encode: Any, 
         if heads is not None:
             rows = _rows(value, step, inner, encode)
             if rows is not None:  # NB: a baseline's points, a gate's: written column by column
-                parts.append("[" + inner + ("," + inner).join(rows) + newline + "]")
+                parts += ["[" + inner, ("," + inner).join(rows), newline + "]"]  # (not copied again)
                 return
         parts.append("[")
         for index, item in enumerate(value):
@@ -710,6 +711,7 @@ _SCALAR_TEXT: dict[type, Any] = {
     bool: lambda value: "true" if value else "false",
 }
 _SCALAR_KINDS = {*_SCALAR_TEXT, str}
+_NUMBERS_OR_NULL = {float, int, bool, type(None)}
 
 
 def _rows(items: list[Any] | tuple[Any, ...], step: str, newline: str, encode: Any) -> list[str] | None:
@@ -719,19 +721,17 @@ def _rows(items: list[Any] | tuple[Any, ...], step: str, newline: str, encode: A
     (a NaN, a type json is not given): the items are then written one by one, as before."""
     keys = list(items[0])
     inner = newline + step
-    if len(keys) == 1:
-        columns: Any = [list(map(itemgetter(keys[0]), items))]
-    else:
-        columns = list(zip(*map(itemgetter(*keys), items), strict=True))
     texts = []
-    for column in columns:
-        text = _column(column, step, inner, encode)
+    for key in keys:
+        text = _column(list(map(itemgetter(key), items)), step, inner, encode)
         if text is None:
             return None
         texts.append(text)
-    heads = [("," if index else "{") + inner + encode(key) + ": " for index, key in enumerate(keys)]
-    template = "".join(head.replace("%", "%%") + "%s" for head in heads) + newline + "}"
-    return list(map(template.__mod__, zip(*texts, strict=True)))
+    pieces: list[Any] = []  # each item: its heads and its values' texts, joined (in C)
+    for index, (key, text) in enumerate(zip(keys, texts, strict=True)):
+        pieces += [repeat(("," if index else "{") + inner + encode(key) + ": "), text]
+    pieces.append(repeat(newline + "}"))
+    return list(map("".join, zip(*pieces, strict=False)))  # NB: the repeats are endless
 
 
 def _column(values: Sequence[Any], step: str, newline: str, encode: Any) -> list[str] | None:
@@ -741,17 +741,26 @@ def _column(values: Sequence[Any], step: str, newline: str, encode: Any) -> list
         return list(map(encode, values))
     if kinds == {float}:
         return list(map(float.__repr__, values)) if all(map(math.isfinite, values)) else None
+    if kinds <= _NUMBERS_OR_NULL:  # NB: a gate's checks' bounds: null or a number, written in C
+        joined = "\0".join(map(repr, values))  # a float's or an int's repr never holds None, True or False
+        if "inf" in joined or "nan" in joined:
+            return None  # NB: the item-by-item path raises json's error
+        return joined.replace("None", "null").replace("True", "true").replace("False", "false").split("\0")
     if kinds <= _SCALAR_KINDS:
         if float in kinds and not all(math.isfinite(value) for value in values if type(value) is float):
             return None
         return [encode(value) if type(value) is str else _SCALAR_TEXT[type(value)](value) for value in values]
     if kinds <= {list, tuple}:
         return _list_column(values, step, newline, encode)
-    if kinds == {dict} and all(values):
-        first = list(values[0])
-        if all(type(key) is str for key in first) and all(list(value) == first for value in values):
-            return _rows(values, step, newline, encode)
+    if kinds == {dict} and all(values) and _same_keys(values):
+        return _rows(values, step, newline, encode)
     return None
+
+
+def _same_keys(items: Sequence[dict[Any, Any]]) -> bool:
+    """Whether the dicts ``items`` have the same text keys in the same order (compared in C)."""
+    shapes = list(map(tuple, items))
+    return shapes.count(shapes[0]) == len(shapes) and all(type(key) is str for key in shapes[0])
 
 
 def _list_column(values: Sequence[Any], step: str, newline: str, encode: Any) -> list[str] | None:
@@ -761,8 +770,7 @@ def _list_column(values: Sequence[Any], step: str, newline: str, encode: Any) ->
     separator = "," + inner
     items = [item for value in values for item in value]
     if items and all(type(item) is dict for item in items):
-        first = list(items[0])
-        if not first or not all(type(key) is str for key in first) or any(list(item) != first for item in items):
+        if not items[0] or not _same_keys(items):
             return None
         rows = _rows(items, step, inner, encode)
         if rows is None:
