@@ -17,8 +17,10 @@ The order statistics of the n*m differences: numpy's partition over all of them 
 n*m is moderate (the same IEEE differences, so the same values), else pure Python: a sort for small n*m, and
 for large n*m a selection over the sorted-matrix structure (rows = current samples ascending, columns =
 baseline samples descending, so every row and column is sorted), O((n+m) log(nm)) per rank. :func:`shifts` gives
-the shifts of many pairs at once (numpy: the pairs of the same sizes stacked, their differences sorted row by row)
-and :func:`quantile_rows` the quantiles of many sets: the same values as one at a time, with or without numpy.
+the shifts of many pairs at once (numpy: the pairs of the same sizes stacked, their differences sorted row by row;
+:func:`shift_rows` the same for pairs already stacked as two arrays) and :func:`quantile_rows` the quantiles of many
+sets (:func:`quantile_columns`: of the sorted rows of an array): the same values as one at a time, with or without
+numpy.
 """
 
 from __future__ import annotations
