@@ -17,8 +17,10 @@ The order statistics of the n*m differences: numpy's partition over all of them 
 n*m is moderate (the same IEEE differences, so the same values), else pure Python: a sort for small n*m, and
 for large n*m a selection over the sorted-matrix structure (rows = current samples ascending, columns =
 baseline samples descending, so every row and column is sorted), O((n+m) log(nm)) per rank. :func:`shifts` gives
-the shifts of many pairs at once (numpy: the pairs of the same sizes stacked, their differences sorted row by row)
-and :func:`quantile_rows` the quantiles of many sets: the same values as one at a time, with or without numpy.
+the shifts of many pairs at once (numpy: the pairs of the same sizes stacked, their differences sorted row by row;
+:func:`shift_rows` the same for pairs already stacked as two arrays) and :func:`quantile_rows` the quantiles of many
+sets (:func:`quantile_columns`: of the sorted rows of an array): the same values as one at a time, with or without
+numpy.
 """
 
 from __future__ import annotations
@@ -284,6 +286,11 @@ def _numpy() -> Any:
     return numpy
 
 
+def numpy_or_none() -> Any:
+    """numpy where importable, else None (the callers' pure-Python paths give the same values)."""
+    return _numpy()
+
+
 def _select(x: list[float], y: list[float], k: int) -> float:
     """The k-th smallest (1-based) of y_j - x_i; x descending, y ascending (rows and columns ascend).
 
@@ -346,25 +353,38 @@ def shifts(
         if n == 0 or m == 0:
             raise ValueError("shift needs samples on both sides")
         by_size.setdefault((n, m), []).append(index)
-    for (n, m), indices in by_size.items():
-        c = rank_bound(n, m, confidence)
-        total = n * m
-        ranks = [(total + 1) // 2, (total + 2) // 2]
-        if c >= 1:
-            ranks += [c, total + 1 - c]
-        step = max(1, BATCH_DIFFERENCES // total)
-        for start in range(0, len(indices), step):
-            chunk = indices[start : start + step]
-            x = numpy.array([pairs[i][0] for i in chunk], dtype=float)  # (P, n)
-            y = numpy.array([pairs[i][1] for i in chunk], dtype=float)  # (P, m)
-            differences = (y[:, :, None] - x[:, None, :]).reshape(len(chunk), total)
-            differences.sort(axis=1)  # NB: numpy's SIMD sort of each row: faster than a partition at these sizes
-            picked = differences[:, [k - 1 for k in ranks]].tolist()
-            for i, values in zip(chunk, picked, strict=True):
-                estimate = (values[0] + values[1]) / 2
-                low, high = (values[2], values[3]) if c >= 1 else (-math.inf, math.inf)
-                out[i] = Shift(estimate, low, high, n, m, confidence)
+    for indices in by_size.values():
+        x = numpy.array([pairs[i][0] for i in indices], dtype=float)  # (P, n)
+        y = numpy.array([pairs[i][1] for i in indices], dtype=float)  # (P, m)
+        for i, found in zip(indices, shift_rows(x, y, confidence), strict=True):
+            out[i] = found
     return out  # type: ignore[return-value]
+
+
+def shift_rows(x: Any, y: Any, confidence: float = 0.99) -> list[Shift]:
+    """:func:`shift` of each row of the numpy arrays ``x`` (P, n: the baselines) and ``y`` (P, m: the currents),
+    the same values (:func:`shifts` with numpy): the n x m differences of as many rows as BATCH_DIFFERENCES allows
+    sorted at once."""
+    rows, n = x.shape
+    m = y.shape[1]
+    if n == 0 or m == 0:
+        raise ValueError("shift needs samples on both sides")
+    c = rank_bound(n, m, confidence)
+    total = n * m
+    ranks = [(total + 1) // 2, (total + 2) // 2]
+    if c >= 1:
+        ranks += [c, total + 1 - c]
+    step = max(1, BATCH_DIFFERENCES // total)
+    out: list[Shift] = []
+    for start in range(0, rows, step):
+        xs, ys = x[start : start + step], y[start : start + step]
+        differences = (ys[:, :, None] - xs[:, None, :]).reshape(len(xs), total)
+        differences.sort(axis=1)  # NB: numpy's SIMD sort of each row: faster than a partition at these sizes
+        for values in differences[:, [k - 1 for k in ranks]].tolist():
+            estimate = (values[0] + values[1]) / 2
+            low, high = (values[2], values[3]) if c >= 1 else (-math.inf, math.inf)
+            out.append(Shift(estimate, low, high, n, m, confidence))
+    return out
 
 
 def quantile_rows(
@@ -385,12 +405,20 @@ def quantile_rows(
             raise ValueError("no samples")
         ordered = numpy.array([sets[i] for i in indices], dtype=float)
         ordered.sort(axis=1)
-        columns = []
-        for q in qs:  # NB: quantile_sorted's arithmetic, a column at a time
-            position = q * (n - 1)
-            low = math.floor(position)
-            high = min(low + 1, n - 1)
-            columns.append((ordered[:, low] + (ordered[:, high] - ordered[:, low]) * (position - low)).tolist())
+        columns = [column.tolist() for column in quantile_columns(ordered, qs)]
         for i, values in zip(indices, zip(*columns, strict=True), strict=True):
             out[i] = list(values)
     return out
+
+
+def quantile_columns(ordered: Any, qs: Sequence[float]) -> list[Any]:
+    """Each quantile ``qs`` of each row of ``ordered`` (a numpy array, each row sorted), as one array per quantile:
+    :func:`quantile_sorted`'s arithmetic, a column at a time (the same IEEE operations in the same order)."""
+    n = ordered.shape[1]
+    columns = []
+    for q in qs:
+        position = q * (n - 1)
+        low = math.floor(position)
+        high = min(low + 1, n - 1)
+        columns.append(ordered[:, low] + (ordered[:, high] - ordered[:, low]) * (position - low))
+    return columns

@@ -6,8 +6,10 @@ import gc
 import math
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -666,8 +668,13 @@ def _indent(value: Any, step: str, newline: str, parts: list[str], encode: Any, 
         if flat is not None:
             parts.append("[" + inner + ("," + inner).join(flat) + newline + "]")
             return
-        parts.append("[")
         heads = _same_keys_heads(value, step, inner, encode)
+        if heads is not None:
+            rows = _rows(value, step, inner, encode)
+            if rows is not None:  # NB: a baseline's points, a gate's: written column by column
+                parts += ["[" + inner, ("," + inner).join(rows), newline + "]"]  # (not copied again)
+                return
+        parts.append("[")
         for index, item in enumerate(value):
             parts.append("," + inner if index else inner)
             if heads is None:
@@ -695,6 +702,95 @@ def _same_keys_heads(items: list[Any] | tuple[Any, ...], step: str, newline: str
         return None
     inner = newline + step
     return [("," if index else "{") + inner + encode(key) + ": " for index, key in enumerate(keys[0])]
+
+
+_SCALAR_TEXT: dict[type, Any] = {
+    float: float.__repr__,
+    int: int.__repr__,
+    type(None): lambda value: "null",
+    bool: lambda value: "true" if value else "false",
+}
+_SCALAR_KINDS = {*_SCALAR_TEXT, str}
+_NUMBERS_OR_NULL = {float, int, bool, type(None)}
+
+
+def _rows(items: list[Any] | tuple[Any, ...], step: str, newline: str, encode: Any) -> list[str] | None:
+    """Each of ``items`` (non-empty dicts of the same text keys in the same order) as :func:`_indent_dict` writes it
+    at ``newline``, the same text, made column by column: each column's values written by one call mapped in C
+    (:func:`_column`), then each item by one %-format of them. None when a column holds a value this does not write
+    (a NaN, a type json is not given): the items are then written one by one, as before."""
+    keys = list(items[0])
+    inner = newline + step
+    texts = []
+    for key in keys:
+        text = _column(list(map(itemgetter(key), items)), step, inner, encode)
+        if text is None:
+            return None
+        texts.append(text)
+    pieces: list[Any] = []  # each item: its heads and its values' texts, joined (in C)
+    for index, (key, text) in enumerate(zip(keys, texts, strict=True)):
+        pieces += [repeat(("," if index else "{") + inner + encode(key) + ": "), text]
+    pieces.append(repeat(newline + "}"))
+    return list(map("".join, zip(*pieces, strict=False)))  # NB: the repeats are endless
+
+
+def _column(values: Sequence[Any], step: str, newline: str, encode: Any) -> list[str] | None:
+    """The text of each value of one column of :func:`_rows` (each value written at ``newline``), or None."""
+    kinds = set(map(type, values))
+    if kinds == {str}:
+        return list(map(encode, values))
+    if kinds == {float}:
+        return list(map(float.__repr__, values)) if all(map(math.isfinite, values)) else None
+    if kinds <= _NUMBERS_OR_NULL:  # NB: a gate's checks' bounds: null or a number, written in C
+        joined = "\0".join(map(repr, values))  # a float's or an int's repr never holds None, True or False
+        if "inf" in joined or "nan" in joined:
+            return None  # NB: the item-by-item path raises json's error
+        return joined.replace("None", "null").replace("True", "true").replace("False", "false").split("\0")
+    if kinds <= _SCALAR_KINDS:
+        if float in kinds and not all(math.isfinite(value) for value in values if type(value) is float):
+            return None
+        return [encode(value) if type(value) is str else _SCALAR_TEXT[type(value)](value) for value in values]
+    if kinds <= {list, tuple}:
+        return _list_column(values, step, newline, encode)
+    if kinds == {dict} and all(values) and _same_keys(values):
+        return _rows(values, step, newline, encode)
+    return None
+
+
+def _same_keys(items: Sequence[dict[Any, Any]]) -> bool:
+    """Whether the dicts ``items`` have the same text keys in the same order (compared in C)."""
+    shapes = list(map(tuple, items))
+    return shapes.count(shapes[0]) == len(shapes) and all(type(key) is str for key in shapes[0])
+
+
+def _list_column(values: Sequence[Any], step: str, newline: str, encode: Any) -> list[str] | None:
+    """:func:`_column` of lists: lists of numbers or text each joined in C; lists of dicts of the same keys (a gate's
+    checks) written together by :func:`_rows`; else None."""
+    inner = newline + step
+    separator = "," + inner
+    items = [item for value in values for item in value]
+    if items and all(type(item) is dict for item in items):
+        if not items[0] or not _same_keys(items):
+            return None
+        rows = _rows(items, step, inner, encode)
+        if rows is None:
+            return None
+        texts, start = [], 0
+        for value in values:
+            end = start + len(value)
+            texts.append("[" + inner + separator.join(rows[start:end]) + newline + "]" if value else "[]")
+            start = end
+        return texts
+    texts = []
+    for value in values:
+        if not value:
+            texts.append("[]")
+            continue
+        flat = _flat_list(value, encode)
+        if flat is None:
+            return None
+        texts.append("[" + inner + separator.join(flat) + newline + "]")
+    return texts
 
 
 def _indent_dict(

@@ -4,6 +4,7 @@ roofline.samples.shift one pair at a time, and the gate's result is the same tex
 from __future__ import annotations
 
 import importlib.util
+import math
 import random
 
 import pytest
@@ -94,3 +95,127 @@ def test_the_gate_computed_at_once_is_each_point_compared_alone(runs):
     alone = [compare_points(before[p.key], p.current, build_rules()) for p in result.points]  # type: ignore[index]
     assert result.points == alone and len(alone) == 60
     assert any(c.noise for p in alone for c in p.checks) == (runs == 1)
+
+
+# ------------------------------------------------------------------------------------------ checks made unvalidated
+
+
+def _odd_pairs() -> tuple[object, list[object]]:
+    """A baseline and report points with what the gate's fast paths set apart: counts changed, missing, huge or
+    signed zeros; samples empty, of a zero or a negative, non-finite; roof times missing or 0; 1 to 3 runs."""
+    from roofline.report.baseline import Baseline, Identity, Point
+    from roofline.report.machine import MachineInfo
+
+    rng = random.Random(5)
+    before, after = [], []
+    for i in range(48):
+        median = 10 ** rng.uniform(-5, -3)
+        n, m = rng.choice([(20, 20), (20, 20), (5, 7), (3, 4), (0, 20), (20, 0)])
+        x, y = noisy(rng, median, n, 0.05), noisy(rng, median * rng.choice([1.0, 1.3, 0.7]), m, 0.05)
+        odd = i % 8
+        if odd == 1 and x:
+            x[0] = 0.0
+        if odd == 2 and y:
+            y[-1] = -1e-6
+        if odd == 3 and x:
+            x[1] = math.inf
+        flops = [2**60 + 1, 10**20, 0, 7, None][i % 5]
+        after_flops = flops + 1 if i % 7 == 0 and flops is not None else flops
+        roof = [1e-5, None, 0.0, 2.5e-6][i % 4]
+        runs = [[], [median], [median, median * 1.1], [median * 0.9, median, 0.0]][i % 4]
+        common = {"key": f"k{i}", "label": f"p {i}", "bytes": float(i) if i % 3 else -0.0, "roof_time_s": roof}
+        before.append(
+            Point(**common, flops=flops, kernels=i % 3 or None, time_s=median, samples_s=x, run_medians_s=runs)
+        )
+        after.append(Point(**common, flops=after_flops, kernels=i % 3 or None, time_s=median * 1.2, samples_s=y))
+        for point in (before[-1], after[-1]):
+            point.efficiency = roof / point.time_s if roof else None  # type: ignore[operator]
+    machine = MachineInfo.model_validate({"kind": "cuda", "name": "NVIDIA H100 80GB HBM3"})
+    baseline = Baseline(identity=Identity(source="bench"), machine=machine, points=before)
+    return baseline, after
+
+
+_RULES = [
+    None,
+    ["time:+5%", "efficiency:-3%", "flops:0"],
+    ["time:+8us", "efficiency:-0.01", "bytes:+0", "kernels:-10%", "flops:+1"],
+]
+
+
+@pytest.mark.parametrize("stats", [True, False])
+@pytest.mark.parametrize("rules", _RULES)
+def test_checks_made_unvalidated_are_those_pydantic_makes(monkeypatch, rules, stats):
+    from roofline.gate import compare as gate_compare
+    from roofline.gate.thresholds import build_rules
+    from roofline.report.baseline import Identity
+    from roofline.report.machine import MachineInfo
+
+    baseline, points = _odd_pairs()
+    built = build_rules(("rules", list(rules or [])), stats=stats)
+    machine = MachineInfo.model_validate({"kind": "cuda", "name": "NVIDIA H100 80GB HBM3"})
+    fast = gate_compare.compare(baseline, points, Identity(source="bench"), machine, built)  # type: ignore[arg-type]
+    monkeypatch.setattr(gate_compare, "_TRUSTED", False)
+    slow = gate_compare.compare(baseline, points, Identity(source="bench"), machine, built)  # type: ignore[arg-type]
+    assert fast.to_json() == slow.to_json()
+    assert fast == slow
+    pairs = [
+        (f, s) for a, b in zip(fast.points, slow.points, strict=True) for f, s in zip(a.checks, b.checks, strict=True)
+    ]
+    pairs += list(zip(fast.points, slow.points, strict=True))
+    assert len(pairs) > 100
+    for made, validated in pairs:
+        assert made.model_fields_set == validated.model_fields_set
+        assert {k: (type(v), v) for k, v in made.__dict__.items()} == {
+            k: (type(v), v) for k, v in validated.__dict__.items()
+        }
+        assert type(made).model_validate(made.model_dump()) == made
+    verdicts = {c.verdict for p in fast.points for c in p.checks}
+    assert "pass" in verdicts and "regression" in verdicts
+
+
+@NEEDS_NUMPY
+@pytest.mark.parametrize("rules", _RULES)
+def test_the_gate_of_odd_points_is_the_same_with_and_without_numpy(monkeypatch, rules):
+    from roofline.gate import compare as gate_compare
+    from roofline.gate.thresholds import build_rules
+
+    baseline, points = _odd_pairs()
+    pairs = [(b, a) for b, a in zip(baseline.points, points, strict=True)]  # type: ignore[attr-defined]
+    built = build_rules(("rules", list(rules or [])))
+    fast = gate_compare._pair_shifts(pairs, built)
+    monkeypatch.setattr(samples, "_numpy", lambda: None)
+    plain = gate_compare._pair_shifts(pairs, built)
+    assert fast == plain
+    found = [value for point in fast for value in point.values()]
+    assert any(v is None for v in found) and sum(v is not None for v in found) > 20
+    alone = [gate_compare.compare_points(b, a, built) for b, a in pairs]
+    together = [gate_compare.compare_points(b, a, built, c) for (b, a), c in zip(pairs, fast, strict=True)]
+    assert alone == together
+
+
+def test_indented_json_writes_columns_as_json_does():
+    import json
+
+    from roofline import yamlio
+
+    check = {"metric": "time", "low": None, "rule": "time:+5%", "ok": True, "change": 0.5}
+    points = [
+        {
+            "key": "a | 50% | é\n",
+            "n": i,
+            "x": [1.5, -0.0, 1e-05][i % 3],
+            "maybe": [None, 2, 2.5, False, "s"][i % 5],
+            "samples": [[], [1.0, 2.0], [3, 4], ["u", "v"]][i % 4],
+            "checks": [[], [check], [check, {**check, "low": -1.25}]][i % 3],
+            "side": {"k": i, "t": [0.25] * (i % 2)},
+        }
+        for i in range(12)
+    ]
+    document = {"points": points, "n": 12}
+    assert yamlio._rows(points, "  ", "\n  ", json.encoder.encode_basestring_ascii) is not None  # the column path
+    for indent in (0, 2, 4):
+        assert yamlio.indented_json(document, indent) == json.dumps(document, indent=indent)
+    for odd in ({**points[0], "x": math.nan}, {**points[0], "samples": [[1]]}, {**points[0], "side": None}):
+        rows = [*points, odd]
+        assert yamlio._rows(rows, "  ", "\n  ", json.encoder.encode_basestring_ascii) is None  # item by item
+        assert yamlio.dumps_json(rows, indent=2) == json.dumps(yamlio.null_nonfinite(rows)[0], indent=2)

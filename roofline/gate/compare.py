@@ -31,7 +31,9 @@ The gate's verdict: regression if any check regressed, else inconclusive if any 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain, repeat
+from operator import truediv
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -40,7 +42,16 @@ from roofline import ironlaw
 from roofline.gate.thresholds import COUNT_METRICS, Limit, Rules
 from roofline.report.baseline import Baseline, Identity, Point
 from roofline.report.machine import MachineInfo, differences
-from roofline.samples import Shift, median, quantile_rows, shift, shifts
+from roofline.samples import (
+    Shift,
+    median,
+    numpy_or_none,
+    quantile_columns,
+    quantile_rows,
+    shift,
+    shift_rows,
+    shifts,
+)
 from roofline.yamlio import dumps_json
 
 Verdict = Literal["pass", "improvement", "inconclusive", "regression", "new", "vanished"]
@@ -119,6 +130,52 @@ class GateResult(BaseModel):
         return sum(1 for p in self.points if p.verdict == verdict)
 
 
+# ------------------------------------------------------------------------------------------ making results
+
+#: False: every Check and PointResult validated by pydantic and every count compared in full (the tests compare
+#: both ways); True: the gate's own values, of the fields' types, set without validation (:func:`_trusted`)
+_TRUSTED = True
+_CHECK_FIELDS = tuple(Check.model_fields)
+#: (metric, rule, relative) -> the fields of an unchanged count's check but its values (:func:`_unchanged_count`)
+_COUNT_FIELDS: dict[tuple[str, str, bool], dict[str, Any]] = {}
+_SETTER = object.__setattr__
+
+
+def _trusted(cls: type[BaseModel], fields: dict[str, Any], given: Iterable[str]) -> Any:
+    """An instance of the pydantic model ``cls`` holding ``fields`` (every field, each of its type), made without
+    validating them: what ``cls(**{name: fields[name] for name in given})`` makes (the same ``__dict__`` and fields
+    set), for values the gate computed itself. pydantic's validation (2-3 us a model) and ``model_construct`` (more)
+    were most of a 100,000-point gate's time after its statistics: 500,000 checks and points."""
+    model = cls.__new__(cls)
+    _SETTER(model, "__dict__", fields)
+    _SETTER(model, "__pydantic_fields_set__", set(given))
+    _SETTER(model, "__pydantic_extra__", None)
+    _SETTER(model, "__pydantic_private__", None)
+    return model
+
+
+def _check(**fields: Any) -> Check:
+    """A Check of these fields: validated (``_TRUSTED`` off), else made as :func:`_trusted` (float fields given as
+    ints made floats, as pydantic does)."""
+    if not _TRUSTED:
+        return Check(**fields)
+    values = dict.fromkeys(_CHECK_FIELDS)
+    values["reason"] = ""
+    values.update(fields)
+    for name in ("baseline", "current", "change", "low", "high", "drift", "noise"):
+        value = values[name]
+        if value is not None and type(value) is not float:
+            values[name] = float(value)
+    return _trusted(Check, values, fields)
+
+
+def _point_result(key: str, label: str, verdict: Verdict, checks: list[Check], before: Point, after: Point) -> Any:
+    if not _TRUSTED:
+        return PointResult(key=key, label=label, verdict=verdict, checks=checks, baseline=before, current=after)
+    fields = {"key": key, "label": label, "verdict": verdict, "checks": checks, "baseline": before, "current": after}
+    return _trusted(PointResult, fields, fields)
+
+
 # ------------------------------------------------------------------------------------------ formatting
 
 
@@ -172,6 +229,8 @@ def interval_text(check: Check) -> str:
 def _count_check(metric: str, limits: Sequence[Limit], before: float | None, after: float | None) -> list[Check]:
     if before is None or after is None:
         return []
+    if _TRUSTED and type(before) in _NUMBERS and type(after) in _NUMBERS and before == after and math.isfinite(before):
+        return _unchanged_count(metric, limits, before, after)  # NB: nearly every count of a gate
     # (verdict, reason, limit) of each limit, merged before any Check is made: an unsigned count limit is two
     # limits (rise, fall) of one rule, shown once with the worse verdict (the first of equals)
     merged: dict[str, tuple[Verdict, str, Limit]] = {}
@@ -197,7 +256,7 @@ def _count_check(metric: str, limits: Sequence[Limit], before: float | None, aft
     for verdict, reason, limit in merged.values():
         change = rel_change if limit.relative else diff
         checks.append(
-            Check(
+            _check(
                 metric=metric,
                 rule=limit.text,
                 relative=limit.relative,
@@ -210,6 +269,38 @@ def _count_check(metric: str, limits: Sequence[Limit], before: float | None, aft
             )
         )
     return checks
+
+
+_NUMBERS = (int, float)
+
+
+def _unchanged_count(metric: str, limits: Sequence[Limit], before: float, after: float) -> list[Check]:
+    """:func:`_count_check` of a count that did not change (finite numbers, ``before == after``): every limit
+    passes (a limit is never negative) with no reason, one check per rule text, made without validation."""
+    diff = after - before
+    rel_change = diff / before if before else 0.0
+    checks: list[Check] = []
+    texts: set[str] = set()
+    for limit in limits:
+        if limit.text in texts:  # an unsigned rule's two directions: one check, the first (both pass)
+            continue
+        texts.add(limit.text)
+        change = rel_change if limit.relative else diff
+        fields = _COUNT_FIELDS.get((metric, limit.text, limit.relative))
+        if fields is None:
+            fields = {**dict.fromkeys(_CHECK_FIELDS), "method": "exact", "verdict": "pass", "reason": ""}
+            fields.update(metric=metric, rule=limit.text, relative=limit.relative)
+            _COUNT_FIELDS[metric, limit.text, limit.relative] = fields
+        fields = fields.copy()
+        fields["baseline"] = float(before)
+        fields["current"] = float(after)
+        fields["change"] = float(change) if math.isfinite(change) else None
+        checks.append(_trusted(Check, fields, _COUNT_GIVEN))
+    return checks
+
+
+#: the fields :func:`_count_check` gives a Check
+_COUNT_GIVEN = ("metric", "rule", "relative", "baseline", "current", "change", "method", "verdict", "reason")
 
 
 # ------------------------------------------------------------------------------------------ timed
@@ -225,9 +316,9 @@ def _samples(point: Point, metric: str, relative: bool) -> list[float] | None:
     roof = point.roof_time_s
     if not roof or roof <= 0:
         return None
-    # each sample's roofline time / time (ironlaw.efficiency, whose 0-time case _positive has ruled out)
-    efficiencies = [roof / s for s in samples]
-    return [math.log(e) for e in efficiencies] if relative else efficiencies
+    # each sample's roofline time / time (ironlaw.efficiency, whose 0-time case _positive has ruled out), in C
+    efficiencies = map(truediv, repeat(roof), samples)
+    return list(map(math.log, efficiencies)) if relative else list(efficiencies)
 
 
 def _positive(samples: Sequence[float]) -> bool:
@@ -309,17 +400,22 @@ _NOISE = ("noise", False)
 def _pair_shifts(pairs: Sequence[tuple[Point, Point]], rules: Rules) -> list[dict[tuple[str, bool], Any]]:
     """The shift of every timed limit's samples of every matched (baseline, current) pair, and the one-run noise of
     each pair of a one-run baseline, as _timed_check would compute them one by one, computed together
-    (roofline.samples.shifts and quantile_rows: numpy where importable, the same values)."""
+    (with numpy where importable: :func:`_array_statistics`; else roofline.samples.shifts and quantile_rows one
+    set at a time: the same values)."""
     found: list[dict[tuple[str, bool], Any]] = [{} for _ in pairs]
     if not rules.stats:
+        return found
+    limits = [limit for metric in ("time", "efficiency") for limit in rules.for_metric(metric)]
+    kinds = list(dict.fromkeys((limit.metric, limit.relative) for limit in limits))
+    numpy = numpy_or_none()
+    if numpy is not None:
+        _array_statistics(numpy, pairs, kinds, rules.confidence, found)
         return found
     one = [index for index, (before, _) in enumerate(pairs) if one_run(before)]
     spreads = iter(_log_spreads([side.samples_s for i in one for side in pairs[i]]))
     floor = math.log1p(ONE_RUN_NOISE)
     for index in one:  # NB: one_run_noise, the samples' spreads computed together
         found[index][_NOISE] = max(floor, next(spreads), next(spreads))
-    limits = [limit for metric in ("time", "efficiency") for limit in rules.for_metric(metric)]
-    kinds = dict.fromkeys((limit.metric, limit.relative) for limit in limits)
     for metric, relative in kinds:
         todo: list[tuple[list[float], list[float]]] = []
         where: list[int] = []
@@ -337,6 +433,96 @@ def _pair_shifts(pairs: Sequence[tuple[Point, Point]], rules: Rules) -> list[dic
     return found
 
 
+def _array_statistics(
+    numpy: Any,
+    pairs: Sequence[tuple[Point, Point]],
+    kinds: Sequence[tuple[str, bool]],
+    confidence: float,
+    found: list[dict[tuple[str, bool], Any]],
+) -> None:
+    """:func:`_pair_shifts` with numpy, set in ``found``: the pairs of the same sample counts as two arrays (made
+    once), each row checked as :func:`_positive` checks a set, the one-run noise's quantiles interpolated as
+    roofline.samples.quantile_rows does, efficiencies (roof / sample) by the same IEEE divisions, logs by math.log
+    mapped in C (numpy's own log may differ in the last bit), the shifts by roofline.samples.shift_rows."""
+    floor = math.log1p(ONE_RUN_NOISE)
+    by_size: dict[tuple[int, int], list[int]] = {}
+    for index, (before, after) in enumerate(pairs):
+        by_size.setdefault((len(before.samples_s), len(after.samples_s)), []).append(index)
+    for (n, m), indices in by_size.items():
+        befores = [pairs[i][0] for i in indices]
+        afters = [pairs[i][1] for i in indices]
+        x, x_ok = _sample_array(numpy, befores, n)
+        y, y_ok = _sample_array(numpy, afters, m)
+        one = [row for row, before in enumerate(befores) if one_run(before)]
+        if one:
+            noises = zip(_array_spreads(numpy, x, x_ok, one), _array_spreads(numpy, y, y_ok, one), strict=True)
+            for row, (low, high) in zip(one, noises, strict=True):
+                found[indices[row]][_NOISE] = max(floor, low, high)
+        for metric, relative in kinds:
+            key = (metric, relative)
+            timed = [row for row in range(len(indices)) if _value(befores[row], metric) and _value(afters[row], metric)]
+            if not timed:
+                continue
+            ok = x_ok & y_ok
+            if metric == "efficiency":
+                x_roof, x_roof_ok = _roofs(numpy, befores)
+                y_roof, y_roof_ok = _roofs(numpy, afters)
+                ok = ok & x_roof_ok & y_roof_ok
+            flags = ok.tolist()
+            rows = [row for row in timed if flags[row]]
+            for row in timed:
+                if not flags[row]:
+                    found[indices[row]][key] = None
+            if not rows:
+                continue
+            xs, ys = x[rows], y[rows]
+            if metric == "efficiency":
+                xs, ys = x_roof[rows, None] / xs, y_roof[rows, None] / ys  # NB: every sample above 0 here
+            if relative:
+                xs, ys = _logs(numpy, xs), _logs(numpy, ys)
+            for row, result in zip(rows, shift_rows(xs, ys, confidence), strict=True):
+                found[indices[row]][key] = result
+
+
+def _sample_array(numpy: Any, points: Sequence[Point], n: int) -> tuple[Any, Any]:
+    """The samples of ``points`` (n each) as the rows of an array, and whether each row is :func:`_positive`."""
+    raw = numpy.fromiter(chain.from_iterable(p.samples_s for p in points), dtype=float, count=n * len(points))
+    raw = raw.reshape(len(points), n)
+    ok = numpy.isfinite(raw).all(axis=1) & (raw > 0).all(axis=1) if n else numpy.zeros(len(points), dtype=bool)
+    return raw, ok
+
+
+def _roofs(numpy: Any, points: Sequence[Point]) -> tuple[Any, Any]:
+    """The points' roof times (1 where none) and where :func:`_samples` takes them (set, not 0 or below)."""
+    roofs = [point.roof_time_s for point in points]
+    ok = numpy.array([not (not roof or roof <= 0) for roof in roofs], dtype=bool)  # type: ignore[operator]
+    return numpy.array([roof if roof else 1.0 for roof in roofs], dtype=float), ok
+
+
+def _logs(numpy: Any, values: Any) -> Any:
+    """math.log of each value (an array's), as an array of the same shape."""
+    flat = values.ravel().tolist()
+    return numpy.fromiter(map(math.log, flat), dtype=float, count=len(flat)).reshape(values.shape)
+
+
+def _array_spreads(numpy: Any, raw: Any, ok: Any, rows: Sequence[int]) -> list[float]:
+    """:func:`_log_spread` of the given rows of ``raw`` (``ok``: each row :func:`_positive`)."""
+    n = raw.shape[1]
+    found = [0.0] * len(rows)
+    if n < 5:
+        return found
+    flags = ok.tolist()
+    counted = [k for k, row in enumerate(rows) if flags[row]]
+    if not counted:
+        return found
+    ordered = raw[[rows[k] for k in counted]]
+    ordered.sort(axis=1)
+    high, low = quantile_columns(ordered, (0.8, 0.2))
+    for k, ratio in zip(counted, (high / low).tolist(), strict=True):
+        found[k] = math.log(ratio) / 2
+    return found
+
+
 def _timed_check(
     limit: Limit, before: Point, after: Point, rules: Rules, computed: Shifts | None = None
 ) -> Check | None:
@@ -344,14 +530,13 @@ def _timed_check(
     base_value, cur_value = _value(before, metric), _value(after, metric)
     if base_value is None or cur_value is None:
         return None  # not timed, or no roof time: nothing to compare
+    relative = limit.relative
     bad = 1.0 if limit.direction == "+" else -1.0
-
-    def shown(value: float) -> float:
-        return math.expm1(value) if limit.relative else value
+    shown = math.expm1 if relative else _same
 
     # Everything is decided in "shift" units: log ratio (relative) or difference (absolute). A baseline of several
     # runs widens the limit by how far this point drifted between them: a run can land that far off unchanged.
-    drift = _drift(before, metric, limit.relative)
+    drift = _drift(before, metric, relative)
     # A one-run baseline cannot know the drift: an assumed noise widens the limit for a regression, and a change
     # beyond the limit itself but within that noise is inconclusive (judged with the samples only: --no-stats
     # compares single numbers on machines known to be quiet).
@@ -359,61 +544,62 @@ def _timed_check(
     if rules.stats and one_run(before):
         known_noise = computed.get(_NOISE) if computed is not None else None
         log_noise = one_run_noise(before, after) if known_noise is None else known_noise
-        noise = _in_units(log_noise, metric, limit.relative, base_value)
+        noise = _in_units(log_noise, metric, relative, base_value)
     runs = len(before.run_medians_s)
-    known = (limit.log_bound if limit.relative else bad * limit.value) + bad * drift  # the limit, drift included
+    known = (limit.log_bound if relative else bad * limit.value) + bad * drift  # the limit, drift included
     bound = known + bad * noise  # and the one-run noise: what a regression must pass
     mirror = -bound
-    limit_text, _ = _limit_texts(limit, bound, drift, noise, runs)
-    _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
     result: Shift | None = None
     if rules.stats:
-        if computed is not None and (metric, limit.relative) in computed:
-            result = computed[metric, limit.relative]
+        if computed is not None and (metric, relative) in computed:
+            result = computed[metric, relative]
         else:
-            x, y = _samples(before, metric, limit.relative), _samples(after, metric, limit.relative)
+            x, y = _samples(before, metric, relative), _samples(after, metric, relative)
             result = shift(x, y, rules.confidence) if x and y else None
-    common = {
+    fields = {
         "metric": metric,
         "rule": limit.text,
-        "relative": limit.relative,
+        "relative": relative,
         "baseline": base_value,
         "current": cur_value,
         "drift": shown(drift) if drift else None,
         "noise": shown(noise) if noise else None,
     }
+    # NB: the reasons' text is made for the checks that do not pass (most pass: no text to make)
     if result is not None:
         est, low, high = result.estimate, result.low, result.high
-        level = f"{100 * rules.confidence:g}% CI"
-        interval = _range(shown(low), shown(high), limit)
         if min(bad * low, bad * high) > bad * bound:  # the whole interval beyond the limit
             verdict: Verdict = "regression"
-            reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval}), beyond {limit_text}"
+            limit_text, _ = _limit_texts(limit, bound, drift, noise, runs)
+            reason = f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {_range(shown(low), shown(high), limit)})"
+            reason += f", beyond {limit_text}"
         elif min(bad * low, bad * high) > bad * known:  # beyond the limit, within the noise one run cannot know
             verdict = "inconclusive"
+            _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
             reason = (
-                f"{metric} {_signed(shown(est), limit)} ({level} {interval}), beyond {known_value} but within "
-                f"the run-to-run noise of a one-run baseline ({_noise_text(noise, metric, limit.relative)}): too "
-                f"noisy to decide; {ONE_RUN_ADVICE}"
+                f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {_range(shown(low), shown(high), limit)}), "
+                f"beyond {known_value} but within the run-to-run noise of a one-run baseline "
+                f"({_noise_text(noise, metric, relative)}): too noisy to decide; {ONE_RUN_ADVICE}"
             )
         elif bad * est > bad * known:
             verdict = "inconclusive"
+            _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
             if result.bounded:
-                reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval}) straddles {known_value}"
+                interval = _range(shown(low), shown(high), limit)
+                reason = f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {interval}) straddles {known_value}"
             else:
                 reason = (
                     f"{metric} {_signed(shown(est), limit)} beyond {known_value}, but too few samples "
-                    f"({result.n_baseline} and {result.n_current}) for a {level}"
+                    f"({result.n_baseline} and {result.n_current}) for a {_level(rules)}"
                 )
             reason += ": too noisy to decide"
         elif max(bad * low, bad * high) < bad * mirror:  # the whole interval beyond the mirrored limit
             verdict = "improvement"
-            reason = f"{metric} {_signed(shown(est), limit)} ({level} {interval})"
+            reason = f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {_range(shown(low), shown(high), limit)})"
         else:
             verdict = "pass"
             reason = ""
-        return Check(
-            **common,
+        fields.update(
             change=shown(est),
             low=shown(low) if math.isfinite(low) else -math.inf,
             high=shown(high) if math.isfinite(high) else math.inf,
@@ -421,24 +607,34 @@ def _timed_check(
             verdict=verdict,
             reason=reason,
         )
+        return _check(**fields)
     # Single numbers: the medians (bench) or means (diagnose) themselves (never a regression with stats on, so the
     # one-run noise does not apply: a change beyond the limit is inconclusive).
-    est = math.log(cur_value / base_value) if limit.relative else cur_value - base_value
+    est = math.log(cur_value / base_value) if relative else cur_value - base_value
     method: Method = "single numbers" if not rules.stats else "no samples"
     bound, mirror = known, -known
-    common["noise"] = None
-    limit_text, _ = _limit_texts(limit, bound, drift, 0.0, runs)
+    fields["noise"] = None
     if bad * est > bad * bound:
         if rules.stats:
             verdict = "inconclusive"
+            _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
             reason = f"{metric} {_signed(shown(est), limit)} beyond {known_value}, but no samples to tell it from noise"
         else:
+            limit_text, _ = _limit_texts(limit, bound, drift, 0.0, runs)
             verdict, reason = "regression", f"{metric} {_signed(shown(est), limit)} beyond {limit_text} (--no-stats)"
     elif bad * est < bad * mirror:
         verdict, reason = "improvement", f"{metric} {_signed(shown(est), limit)}"
     else:
         verdict, reason = "pass", ""
-    return Check(**common, change=shown(est), method=method, verdict=verdict, reason=reason)
+    return _check(**fields, change=shown(est), method=method, verdict=verdict, reason=reason)
+
+
+def _same(value: float) -> float:
+    return value
+
+
+def _level(rules: Rules) -> str:
+    return f"{100 * rules.confidence:g}% CI"
 
 
 def _limit_texts(limit: Limit, bound: float, drift: float, noise: float, runs: int) -> tuple[str, str]:
@@ -498,7 +694,7 @@ def compare_points(
             if check is not None:
                 checks.append(check)
     verdict = max((c.verdict for c in checks), key=SEVERITY.__getitem__, default="pass")
-    return PointResult(key=after.key, label=after.label, verdict=verdict, checks=checks, baseline=before, current=after)
+    return _point_result(after.key, after.label, verdict, checks, before, after)
 
 
 def _total(points: Sequence[Point], per_iteration: bool) -> Point:
