@@ -22,8 +22,8 @@ each tensor input read once + each output written once, where
 An op with no formula gets ``flops=None, bytes=None`` and the note :data:`NO_FORMULA`: it is listed as uncounted
 (:func:`roofline.diagnose.count.uncovered`), never counted as zero. Matmul-family FLOPs follow
 ``torch.utils.flop_counter``'s formulas where it has one (mm, addmm, bmm, baddbmm, _scaled_mm, the convolutions
-forward and backward), computed here from the shapes (tests compare them with torch's); attention is ours (causal masking, GQA), as are element-wise ops, norms, softmax, reductions, copies
-and index ops.
+forward and backward), computed here from the shapes (tests compare them with torch's); attention is ours (causal
+masking, GQA), as are element-wise ops, norms, softmax, reductions, copies and index ops.
 
 One module per op family; importing the package registers them all:
 
