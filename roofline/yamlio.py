@@ -422,7 +422,10 @@ def fast_loads(text: str | bytes) -> Any:
 
     - orjson refuses what json reads differently: NaN, Infinity, a number past a float (1e400), lone surrogates,
       a byte-order mark, text that is not UTF-8, nesting past 1,024 levels: json decides those;
-    - an integer literal of 19 or more digits (orjson reads one past 64 bits as a float): json decides;
+    - an integer literal past 64 bits (orjson reads it as a float): json decides. Such a float is 2**63 or more,
+      which orjson writes with a positive exponent (``1.8446744073709552e19``): only where the encoding made for
+      the key count below holds an ``e`` followed by a digit are the bytes scanned for literals of 19 or more
+      digits (a float of 1e16 or more, or such a text, in the document: the scan; else none can be there);
     - a key given twice in one object (orjson keeps the last; parse_json refuses it): each key has one colon
       after it, so the document holds as many colons as orjson's compact encoding of what it read only when no
       key was dropped. (An escaped colon, backslash-u003a, counts in one and not the other: json decides.)"""
@@ -442,14 +445,33 @@ def fast_loads(text: str | bytes) -> Any:
         data = orjson.loads(raw)
     except (orjson.JSONDecodeError, RecursionError):
         return UNDECIDED
-    if _long_integer(raw) or (b"\\" in raw and (b"\\u003a" in raw or b"\\u003A" in raw)):
+    if b"\\" in raw and (b"\\u003a" in raw or b"\\u003A" in raw):
         return UNDECIDED
     try:
-        if raw.count(b":") != _colons(orjson, data):
+        found = [False]  # whether orjson's encoding holds a float of 1e16 or more (one read from a long integer?)
+        if raw.count(b":") != _colons(orjson, data, found=found if _big_floats_shown(orjson) else None):
             return UNDECIDED  # a key given twice: json names it
     except (TypeError, RecursionError):  # orjson's encoder stops at 255 levels (JSONEncodeError, a TypeError)
         return UNDECIDED
+    if (found[0] or not _big_floats_shown(orjson)) and _long_integer(raw):
+        return UNDECIDED
     return data
+
+
+#: a positive exponent in orjson's encoding ("1.8446744073709552e19"): the only way it writes a float of 1e16 or
+#: more (checked once: :func:`_big_floats_shown`); it never writes an "e" followed by a digit elsewhere but in text
+_BIG_FLOAT = re.compile(rb"e[0-9]")
+_SHOWN: list[bool] = []
+
+
+def _big_floats_shown(orjson: Any) -> bool:
+    """Whether this orjson writes every float of magnitude 2**63 or more with a positive exponent (``e18``): then
+    an encoding without ``e`` and a digit holds no such float, so no integer literal past 64 bits was read as one
+    (the long-integer scan of the bytes is skipped). Any other orjson: the scan always runs."""
+    if not _SHOWN:
+        samples = (2.0**63, -(2.0**63), 2.0**64, 1e300, -1.7976931348623157e308)
+        _SHOWN.append(all(_BIG_FLOAT.search(orjson.dumps(value)) for value in samples))
+    return _SHOWN[0]
 
 
 def _long_integer(raw: bytes) -> bool:
@@ -461,15 +483,23 @@ def _long_integer(raw: bytes) -> bool:
     return False
 
 
-def _colons(orjson: Any, value: Any, depth: int = 0) -> int:
+def _colons(orjson: Any, value: Any, depth: int = 0, found: list[bool] | None = None) -> int:
     """The colons of orjson's compact encoding of ``value``: a key's own and those inside strings. The top levels
-    and long lists in parts, so that no copy of the whole document is made."""
+    and long lists in parts, so that no copy of the whole document is made. ``found``: its item set True where an
+    encoded part holds an ``e`` followed by a digit (:data:`_BIG_FLOAT`; a part already told is not searched)."""
     if isinstance(value, dict) and depth < 2:
         inside = sum(key.count(":") for key in value)
-        return len(value) + inside + sum(_colons(orjson, item, depth + 1) for item in value.values())
+        return len(value) + inside + sum(_colons(orjson, item, depth + 1, found) for item in value.values())
     if isinstance(value, list) and len(value) > _CHUNK_ITEMS:
-        return sum(orjson.dumps(value[i : i + _CHUNK_ITEMS]).count(b":") for i in range(0, len(value), _CHUNK_ITEMS))
-    return orjson.dumps(value).count(b":")
+        parts = (orjson.dumps(value[i : i + _CHUNK_ITEMS]) for i in range(0, len(value), _CHUNK_ITEMS))
+        return sum(_count(part, found) for part in parts)
+    return _count(orjson.dumps(value), found)
+
+
+def _count(encoded: bytes, found: list[bool] | None) -> int:
+    if found is not None and not found[0] and _BIG_FLOAT.search(encoded):
+        found[0] = True
+    return encoded.count(b":")
 
 
 def describe_validation_error(exc: ValidationError, doc: str = "") -> str:

@@ -62,6 +62,9 @@ DECIDED = [  # the fast decoder reads these itself
     '{"u": "\u00e9\u2028", "esc": "\\u00e9\\n\\t\\\\"}'.encode(),
     b'  {"spaced" :  1 ,"b":2}  ',
     b"123",
+    # 19-20 digits in 64 bits (ints either way), and digits in text: no float of 1e16 or more, so no scan runs
+    b'{"a": 9223372036854775807, "b": 18446744073709551615, "c": -9223372036854775808}',
+    b'{"digits": "123456789012345678901234567890", "f": 1e15, "g": 0.0001234567890123456789}',
     b'"a string"',
 ]
 UNDECIDABLE = [  # json reads these: they differ from orjson's reading, or orjson refuses them
@@ -71,7 +74,8 @@ UNDECIDABLE = [  # json reads these: they differ from orjson's reading, or orjso
     b'{"a\\u003a": 1, "a:": 2}',
     b'{"a": 123456789012345678901234567890}',
     b'{"a": -9223372036854775809}',
-    b'{"a": 9223372036854775807}',  # 19 digits: in range, but left to json (a float past 64 bits looks alike)
+    b'{"a": 1e300, "b": 123456789012345678901234567890}',  # a large float beside: the scan runs and finds it
+    b'{"a": 12345678901234567890.5}',  # a float of 20 integer digits: the scan finds them, json decides
     b"18446744073709551616",
     b'{"a": NaN, "b": Infinity, "c": -Infinity}',
     b'{"a": 1e400, "b": -1e400}',
@@ -430,3 +434,25 @@ def test_the_cli_process_keeps_and_freezes_only_when_it_is_the_entry_point():
     finally:
         process.set_entry(False)
     assert yamlio._FREEZE == [False]
+
+
+@NEEDS_ORJSON
+def test_the_long_integer_scan_runs_only_where_a_float_of_1e16_or_more_was_read(monkeypatch):
+    import roofline.yamlio as yamlio
+
+    monkeypatch.delenv("ROOFLINE_JSON", raising=False)
+    scanned: list[bytes] = []
+    real = yamlio._long_integer
+    monkeypatch.setattr(yamlio, "_long_integer", lambda raw: scanned.append(raw) or real(raw))
+    plain = b'{"rows": [{"t": 1.5e-05, "n": 9223372036854775807, "s": "1234567890123456789012"}], "x": 1e15}'
+    assert fast_loads(plain) == json.loads(plain)
+    assert scanned == []
+    big = b'{"rows": [{"t": 1e16}]}'
+    text = b'{"rows": [{"s": "size2e1"}]}'  # text that looks like an exponent: scanned too (nothing found)
+    assert fast_loads(big) == json.loads(big) and fast_loads(text) == json.loads(text)
+    assert scanned == [big, text]
+    long = b'{"rows": [{"t": 18446744073709551616}]}'
+    assert fast_loads(long) is UNDECIDED
+    monkeypatch.setattr(yamlio, "_SHOWN", [False])  # an orjson that writes big floats otherwise: always scanned
+    assert fast_loads(plain) is UNDECIDED  # (its 19-digit integer found: json reads it, the same document)
+    assert scanned[-1] == plain
