@@ -383,6 +383,7 @@ def _outputs(path) -> dict[str, object]:
     doc = points.report_document(report, name, per_call=False)
     return {
         "csv": export.to_csv(report, name),
+        **({"parquet": export.to_parquet(report, name)} if importlib.util.find_spec("pyarrow") else {}),
         "frame": export.points_frame(report, name).to_json(),
         "markdown": MarkdownReportRenderer(rows=500).render(doc),
         "json": report.to_json(),
@@ -399,6 +400,7 @@ def test_small_reports_read_and_written_the_same_on_every_path(small_reports, mo
         monkeypatch.setattr(export, "_table", _records_table_of)  # records make the table
         monkeypatch.setattr(export, "_csv_column", export._typed_csv_column)  # columns typed value by value
         monkeypatch.setattr(export, "_column", export._typed_column)
+        monkeypatch.setattr(export, "_arrow_table", lambda columns, values: None)  # pandas makes the Parquet
         monkeypatch.setattr("roofline.yamlio._dumps", _json_dumps)  # json's encoders
         plain = _outputs(path)
         monkeypatch.undo()
@@ -456,3 +458,31 @@ def test_the_long_integer_scan_runs_only_where_a_float_of_1e16_or_more_was_read(
     monkeypatch.setattr(yamlio, "_SHOWN", [False])  # an orjson that writes big floats otherwise: always scanned
     assert fast_loads(plain) is UNDECIDED  # (its 19-digit integer found: json reads it, the same document)
     assert scanned[-1] == plain
+
+
+PARQUET_ROWS = [  # columns of every kind the arrow table makes itself, nulls among them
+    _row(0, timed=True, stop="a", count=None, when=None),
+    _row(1, timed=False, stop=None, count=3, when=None, median_s=None),
+    _row(2, timed=True, stop="c", count=2**62, when=None, efficiency=0.5),
+]
+
+
+@pytest.mark.parametrize(
+    ("rows", "arrow"),
+    [
+        ([_row(i) for i in range(6)], True),
+        (PARQUET_ROWS, True),
+        ([_row(0, label="héllo"), _row(1, efficiency=math.nan)], False),  # text not plain, a NaN: pandas
+        ([*PARQUET_ROWS, _row(3, timed=None)], False),  # booleans with a null: pandas' object column
+        ([], False),
+    ],
+)
+def test_parquet_from_the_columns_is_the_file_pandas_writes(rows, arrow, monkeypatch):
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pandas")
+    report = _report(rows)
+    names, values = export._table(report, "r")
+    assert (export._arrow_table(names, values) is not None) == arrow
+    fast = export.to_parquet(report, "r")
+    monkeypatch.setattr(export, "_arrow_table", lambda columns, values: None)
+    assert fast == export.to_parquet(report, "r")
