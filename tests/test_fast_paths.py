@@ -486,3 +486,23 @@ def test_parquet_from_the_columns_is_the_file_pandas_writes(rows, arrow, monkeyp
     fast = export.to_parquet(report, "r")
     monkeypatch.setattr(export, "_arrow_table", lambda columns, values: None)
     assert fast == export.to_parquet(report, "r")
+
+
+def test_report_and_plot_freeze_what_they_made_in_the_cli_process(small_reports, cli, tmp_path, monkeypatch):
+    # what a page or a chart made (a matplotlib figure's reference cycles) is frozen, not collected, before the
+    # process ends (roofline.cli.process.frozen_after: a no-op outside the CLI's own process)
+    import contextlib
+
+    from roofline.cli import process
+
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def recorded():
+        entered.append("in")
+        yield
+
+    monkeypatch.setattr(process, "frozen_after", recorded)
+    assert cli("report", str(small_reports[0]), "-o", str(tmp_path / "r.md")).code == 0
+    assert cli("plot", str(small_reports[1]), "-o", str(tmp_path / "c.svg")).code == 0
+    assert entered == ["in", "in"]
