@@ -62,9 +62,6 @@ DECIDED = [  # the fast decoder reads these itself
     '{"u": "\u00e9\u2028", "esc": "\\u00e9\\n\\t\\\\"}'.encode(),
     b'  {"spaced" :  1 ,"b":2}  ',
     b"123",
-    # 19-20 digits in 64 bits (ints either way), and digits in text: no float of 1e16 or more, so no scan runs
-    b'{"a": 9223372036854775807, "b": 18446744073709551615, "c": -9223372036854775808}',
-    b'{"digits": "123456789012345678901234567890", "f": 1e15, "g": 0.0001234567890123456789}',
     b'"a string"',
 ]
 UNDECIDABLE = [  # json reads these: they differ from orjson's reading, or orjson refuses them
@@ -103,6 +100,25 @@ def test_the_fast_decoder_decides_plain_documents(data, monkeypatch):
     monkeypatch.delenv("ROOFLINE_JSON", raising=False)
     assert fast_loads(data) is not UNDECIDED
     assert json.dumps(fast_loads(data)) == json.dumps(json.loads(data))
+
+
+#: 19-20 digits in 64 bits (ints either way), and digits in text: no float of 1e16 or more, so no scan runs where
+#: orjson writes such floats as the scan's skipping needs (every version so far); where not, json reads them
+DECIDED_UNSCANNED = [
+    b'{"a": 9223372036854775807, "b": 18446744073709551615, "c": -9223372036854775808}',
+    b'{"digits": "123456789012345678901234567890", "f": 1e15, "g": 0.0001234567890123456789}',
+]
+
+
+@pytest.mark.parametrize("data", DECIDED_UNSCANNED)
+def test_documents_without_a_big_float_are_decided_without_the_scan(data, monkeypatch):
+    import roofline.yamlio as yamlio
+
+    fast, plain = _both(monkeypatch, data)
+    assert fast == plain
+    orjson = yamlio.fast_decoder()
+    if orjson is not None and yamlio._big_exponent(orjson) is not None:
+        assert json.dumps(fast_loads(data)) == json.dumps(json.loads(data))
 
 
 @pytest.mark.parametrize("data", UNDECIDABLE)
@@ -443,19 +459,20 @@ def test_the_long_integer_scan_runs_only_where_a_float_of_1e16_or_more_was_read(
     import roofline.yamlio as yamlio
 
     monkeypatch.delenv("ROOFLINE_JSON", raising=False)
+    assert yamlio._big_exponent(yamlio.fast_decoder()) is not None  # this orjson: e18 (3.8), e+18 (3.10 on)
     scanned: list[bytes] = []
     real = yamlio._long_integer
     monkeypatch.setattr(yamlio, "_long_integer", lambda raw: scanned.append(raw) or real(raw))
-    plain = b'{"rows": [{"t": 1.5e-05, "n": 9223372036854775807, "s": "1234567890123456789012"}], "x": 1e15}'
+    plain = b'{"rows": [{"t": 1.5e-05, "n": 9223372036854775807, "s": "1234567890123456789012 1e+03"}], "x": 1e15}'
     assert fast_loads(plain) == json.loads(plain)
     assert scanned == []
     big = b'{"rows": [{"t": 1e16}]}'
-    text = b'{"rows": [{"s": "size2e1"}]}'  # text that looks like an exponent: scanned too (nothing found)
+    text = b'{"rows": [{"s": "2e17 or 2e+17", "t": "1e+03 ns"}]}'  # text like a big float: scanned (none found)
     assert fast_loads(big) == json.loads(big) and fast_loads(text) == json.loads(text)
     assert scanned == [big, text]
     long = b'{"rows": [{"t": 18446744073709551616}]}'
     assert fast_loads(long) is UNDECIDED
-    monkeypatch.setattr(yamlio, "_SHOWN", [False])  # an orjson that writes big floats otherwise: always scanned
+    monkeypatch.setattr(yamlio, "_EXPONENT", [None])  # an orjson that writes big floats otherwise: always scanned
     assert fast_loads(plain) is UNDECIDED  # (its 19-digit integer found: json reads it, the same document)
     assert scanned[-1] == plain
 
