@@ -71,7 +71,8 @@ UNDECIDABLE = [  # json reads these: they differ from orjson's reading, or orjso
     b'{"a\\u003a": 1, "a:": 2}',
     b'{"a": 123456789012345678901234567890}',
     b'{"a": -9223372036854775809}',
-    b'{"a": 9223372036854775807}',  # 19 digits: in range, but left to json (a float past 64 bits looks alike)
+    b'{"a": 1e300, "b": 123456789012345678901234567890}',  # a large float beside: the scan runs and finds it
+    b'{"a": 12345678901234567890.5}',  # a float of 20 integer digits: the scan finds them, json decides
     b"18446744073709551616",
     b'{"a": NaN, "b": Infinity, "c": -Infinity}',
     b'{"a": 1e400, "b": -1e400}',
@@ -99,6 +100,25 @@ def test_the_fast_decoder_decides_plain_documents(data, monkeypatch):
     monkeypatch.delenv("ROOFLINE_JSON", raising=False)
     assert fast_loads(data) is not UNDECIDED
     assert json.dumps(fast_loads(data)) == json.dumps(json.loads(data))
+
+
+#: 19-20 digits in 64 bits (ints either way), and digits in text: no float of 1e16 or more, so no scan runs where
+#: orjson writes such floats as the scan's skipping needs (every version so far); where not, json reads them
+DECIDED_UNSCANNED = [
+    b'{"a": 9223372036854775807, "b": 18446744073709551615, "c": -9223372036854775808}',
+    b'{"digits": "123456789012345678901234567890", "f": 1e15, "g": 0.0001234567890123456789}',
+]
+
+
+@pytest.mark.parametrize("data", DECIDED_UNSCANNED)
+def test_documents_without_a_big_float_are_decided_without_the_scan(data, monkeypatch):
+    import roofline.yamlio as yamlio
+
+    fast, plain = _both(monkeypatch, data)
+    assert fast == plain
+    orjson = yamlio.fast_decoder()
+    if orjson is not None and yamlio._big_exponent(orjson) is not None:
+        assert json.dumps(fast_loads(data)) == json.dumps(json.loads(data))
 
 
 @pytest.mark.parametrize("data", UNDECIDABLE)
@@ -379,6 +399,7 @@ def _outputs(path) -> dict[str, object]:
     doc = points.report_document(report, name, per_call=False)
     return {
         "csv": export.to_csv(report, name),
+        **({"parquet": export.to_parquet(report, name)} if importlib.util.find_spec("pyarrow") else {}),
         "frame": export.points_frame(report, name).to_json(),
         "markdown": MarkdownReportRenderer(rows=500).render(doc),
         "json": report.to_json(),
@@ -395,6 +416,7 @@ def test_small_reports_read_and_written_the_same_on_every_path(small_reports, mo
         monkeypatch.setattr(export, "_table", _records_table_of)  # records make the table
         monkeypatch.setattr(export, "_csv_column", export._typed_csv_column)  # columns typed value by value
         monkeypatch.setattr(export, "_column", export._typed_column)
+        monkeypatch.setattr(export, "_arrow_table", lambda columns, values: None)  # pandas makes the Parquet
         monkeypatch.setattr("roofline.yamlio._dumps", _json_dumps)  # json's encoders
         plain = _outputs(path)
         monkeypatch.undo()
@@ -430,3 +452,74 @@ def test_the_cli_process_keeps_and_freezes_only_when_it_is_the_entry_point():
     finally:
         process.set_entry(False)
     assert yamlio._FREEZE == [False]
+
+
+@NEEDS_ORJSON
+def test_the_long_integer_scan_runs_only_where_a_float_of_1e16_or_more_was_read(monkeypatch):
+    import roofline.yamlio as yamlio
+
+    monkeypatch.delenv("ROOFLINE_JSON", raising=False)
+    assert yamlio._big_exponent(yamlio.fast_decoder()) is not None  # this orjson: e18 (3.8), e+18 (3.10 on)
+    scanned: list[bytes] = []
+    real = yamlio._long_integer
+    monkeypatch.setattr(yamlio, "_long_integer", lambda raw: scanned.append(raw) or real(raw))
+    plain = b'{"rows": [{"t": 1.5e-05, "n": 9223372036854775807, "s": "1234567890123456789012 1e+03"}], "x": 1e15}'
+    assert fast_loads(plain) == json.loads(plain)
+    assert scanned == []
+    big = b'{"rows": [{"t": 1e16}]}'
+    text = b'{"rows": [{"s": "2e17 or 2e+17", "t": "1e+03 ns"}]}'  # text like a big float: scanned (none found)
+    assert fast_loads(big) == json.loads(big) and fast_loads(text) == json.loads(text)
+    assert scanned == [big, text]
+    long = b'{"rows": [{"t": 18446744073709551616}]}'
+    assert fast_loads(long) is UNDECIDED
+    monkeypatch.setattr(yamlio, "_EXPONENT", [None])  # an orjson that writes big floats otherwise: always scanned
+    assert fast_loads(plain) is UNDECIDED  # (its 19-digit integer found: json reads it, the same document)
+    assert scanned[-1] == plain
+
+
+PARQUET_ROWS = [  # columns of every kind the arrow table makes itself, nulls among them
+    _row(0, timed=True, stop="a", count=None, when=None),
+    _row(1, timed=False, stop=None, count=3, when=None, median_s=None),
+    _row(2, timed=True, stop="c", count=2**62, when=None, efficiency=0.5),
+]
+
+
+@pytest.mark.parametrize(
+    ("rows", "arrow"),
+    [
+        ([_row(i) for i in range(6)], True),
+        (PARQUET_ROWS, True),
+        ([_row(0, label="héllo"), _row(1, efficiency=math.nan)], False),  # text not plain, a NaN: pandas
+        ([*PARQUET_ROWS, _row(3, timed=None)], False),  # booleans with a null: pandas' object column
+        ([], False),
+    ],
+)
+def test_parquet_from_the_columns_is_the_file_pandas_writes(rows, arrow, monkeypatch):
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pandas")
+    report = _report(rows)
+    names, values = export._table(report, "r")
+    assert (export._arrow_table(names, values) is not None) == arrow
+    fast = export.to_parquet(report, "r")
+    monkeypatch.setattr(export, "_arrow_table", lambda columns, values: None)
+    assert fast == export.to_parquet(report, "r")
+
+
+def test_report_and_plot_freeze_what_they_made_in_the_cli_process(small_reports, cli, tmp_path, monkeypatch):
+    # what a page or a chart made (a matplotlib figure's reference cycles) is frozen, not collected, before the
+    # process ends (roofline.cli.process.frozen_after: a no-op outside the CLI's own process)
+    import contextlib
+
+    from roofline.cli import process
+
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def recorded():
+        entered.append("in")
+        yield
+
+    monkeypatch.setattr(process, "frozen_after", recorded)
+    assert cli("report", str(small_reports[0]), "-o", str(tmp_path / "r.md")).code == 0
+    assert cli("plot", str(small_reports[1]), "-o", str(tmp_path / "c.svg")).code == 0
+    assert entered == ["in", "in"]

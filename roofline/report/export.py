@@ -209,10 +209,10 @@ def _plain_texts(values: list[Any], kinds: set[type]) -> bool:
 
 def points_frame(report: Any, name: str = "") -> pd.DataFrame:
     """A DataFrame of :func:`records`. Integer columns with gaps stay integers (pandas' nullable Int64)."""
-    import pandas as pd
+    import pandas  # noqa: F401  NB: first, so that a missing pandas is said before any work
 
     columns, values = _table(report, name)
-    return pd.DataFrame({column: _column(values[column]) for column in columns}, columns=columns)
+    return _frame(columns, values)
 
 
 def _table(report: Any, name: str) -> tuple[list[str], dict[str, list[Any]]]:
@@ -350,9 +350,64 @@ def to_parquet(report: Any, name: str = "") -> bytes:
             "Parquet output needs pyarrow: pip install pyarrow (or pip install 'roofline[parquet]'), "
             "or write --format csv"
         ) from None
+    import pyarrow.parquet as pq
+
     buffer = io.BytesIO()
-    points_frame(report, name).to_parquet(buffer, index=False)
+    columns, values = _table(report, name)
+    table = _arrow_table(columns, values)
+    if table is None:
+        _frame(columns, values).to_parquet(buffer, index=False)
+    else:
+        pq.write_table(table, buffer)
     return buffer.getvalue()
+
+
+def _frame(columns: list[str], values: dict[str, list[Any]]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame({column: _column(values[column]) for column in columns}, columns=columns)
+
+
+def _arrow_table(columns: list[str], values: dict[str, list[Any]]) -> Any:
+    """The pyarrow Table pandas writes of :func:`_frame` (the same types, nulls and pandas metadata: the same
+    Parquet file), made from the columns without the DataFrame, where every column is all floats, all integers
+    (in int64), all booleans, all plain text (:func:`_plain_texts`) or all null, each maybe with nulls but the
+    booleans; else None (the DataFrame makes it). The pandas metadata (each column's pandas and numpy type) is
+    pyarrow's of a one-row frame of each column's first value and the dtype pandas gives the column, and the
+    arrow types are that schema's: a column that does not convert to its type gives None too."""
+    import pandas as pd
+    import pyarrow as pa
+
+    if not columns or not values[columns[0]]:
+        return None
+    dtypes: dict[str, Any] = {}
+    for column in columns:
+        column_values = values[column]
+        kinds = set(map(type, column_values))
+        if kinds == {_NONE}:
+            dtypes[column] = object
+        elif kinds <= _FLOATS and _finite(column_values, kinds):
+            dtypes[column] = "float64"
+        elif kinds <= _INTS and _int64(column_values, kinds):
+            dtypes[column] = "Int64"
+        elif kinds == {bool}:
+            dtypes[column] = "bool"
+        elif kinds <= _TEXTS and _plain_texts(column_values, kinds):
+            dtypes[column] = pd.Series(["text"]).dtype  # NB: what pandas makes of a list of texts (str, object)
+        else:
+            return None
+    sample = {c: pd.Series([next((v for v in values[c] if v is not None), None)], dtype=dtypes[c]) for c in columns}
+    schema = pa.Schema.from_pandas(pd.DataFrame(sample, columns=columns), preserve_index=False)
+    try:
+        arrays = [
+            pa.nulls(len(values[c]), type=field.type)
+            if dtypes[c] is object
+            else pa.array(values[c], type=field.type, from_pandas=True)
+            for c, field in zip(columns, schema, strict=True)
+        ]
+        return pa.Table.from_arrays(arrays, schema=schema)
+    except (pa.ArrowException, TypeError, ValueError):
+        return None
 
 
 __all__ = [
