@@ -36,6 +36,11 @@ for _name, _sub in REDIRECTED.items():
     os.environ[_name] = os.path.join(SESSION_TMP, _sub)
     os.makedirs(os.environ[_name], exist_ok=True)
 atexit.register(shutil.rmtree, SESSION_TMP, ignore_errors=True)
+# Idle OpenMP threads sleep instead of spinning. torch's CPU ops run on every core; under -n auto each core also
+# runs an xdist worker (or a child process), so a thread that spins after each parallel op (libgomp's default) burns
+# the core another test is waiting for: a quarter of the suite's CPU time. Only how idle threads wait changes
+# (torch.get_num_threads() is the same, so reports and findings are too). Children inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Bytecode: where Python may not write it (PYTHONDONTWRITEBYTECODE), each process of the session (the xdist workers,
 # every child a test starts: CLI runs, ranks, pytest runs) would compile the modules it imports from source again
 # (seconds each). Their bytecode goes under the session's temporary directory instead (PYTHONPYCACHEPREFIX, shared
