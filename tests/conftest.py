@@ -33,6 +33,7 @@ REDIRECTED = {
     "TORCH_HOME": "torch",  # torch hub, ~/.cache/torch
     "CUDA_CACHE_PATH": "nv-compute-cache",  # ~/.nv/ComputeCache
     "HYPOTHESIS_STORAGE_DIRECTORY": "hypothesis",  # ./.hypothesis: its example database and caches
+    "RUSTUP_HOME": "rustup",  # pip asks `rustc --version` (test_packaging): a rustup proxy writes ~/.rustup/settings
 }
 for _name, _sub in REDIRECTED.items():
     os.environ[_name] = os.path.join(SESSION_TMP, _sub)
