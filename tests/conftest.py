@@ -17,9 +17,10 @@ os.environ.pop("ROOFLINE_DEVICE", None)
 os.environ.pop("ROOFLINE_SPECS_DIR", None)
 # Hermetic: nothing the tests run reads or writes the user's home. Every cache and config directory a library of
 # ours writes by default (~/.cache/roofline's calibrations, matplotlib's font cache and config, torch.compile's
-# inductor cache, Triton's kernels, the CUDA JIT cache, torch hub) goes under one temporary directory for the whole
-# session, children included (they inherit the environment); it is removed at exit. tests/test_first_hour.py runs a
-# slice of the suite under a fake HOME and checks that nothing appears there.
+# inductor cache, Triton's kernels, the CUDA JIT cache, torch hub, Hypothesis's example database) goes under one
+# temporary directory for the whole session, children included (they inherit the environment); it is removed at exit.
+# pytest-benchmark, where installed, would make ./.benchmarks: pyproject.toml's addopts leave that plugin out (no test
+# uses it). tests/test_first_hour.py runs a slice of the suite under a fake HOME and checks that nothing appears there.
 SESSION_TMP = tempfile.mkdtemp(prefix="roofline-test-")
 REDIRECTED = {
     "ROOFLINE_CACHE_DIR": "roofline-cache",  # calibrations (analyze --roofs auto would read the user's)
@@ -31,11 +32,19 @@ REDIRECTED = {
     "TRITON_HOME": "triton-home",  # newer Triton: ~/.triton
     "TORCH_HOME": "torch",  # torch hub, ~/.cache/torch
     "CUDA_CACHE_PATH": "nv-compute-cache",  # ~/.nv/ComputeCache
+    "HYPOTHESIS_STORAGE_DIRECTORY": "hypothesis",  # ./.hypothesis: its example database and caches
+    "RUSTUP_HOME": "rustup",  # pip asks `rustc --version` (test_packaging): a rustup proxy writes ~/.rustup/settings
 }
 for _name, _sub in REDIRECTED.items():
     os.environ[_name] = os.path.join(SESSION_TMP, _sub)
     os.makedirs(os.environ[_name], exist_ok=True)
 atexit.register(shutil.rmtree, SESSION_TMP, ignore_errors=True)
+# Idle OpenMP threads sleep instead of spinning. torch's CPU ops run on every core; under -n auto each core also
+# runs an xdist worker (or a child process), so a thread that spins after each parallel op (libgomp's default) burns
+# the core another test is waiting for (a fifth to a third of the CPU time of modules that run torch ops, measured).
+# Only how idle threads wait changes (torch.get_num_threads() is the same, so reports and findings are too).
+# Children inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Bytecode: where Python may not write it (PYTHONDONTWRITEBYTECODE), each process of the session (the xdist workers,
 # every child a test starts: CLI runs, ranks, pytest runs) would compile the modules it imports from source again
 # (seconds each). Their bytecode goes under the session's temporary directory instead (PYTHONPYCACHEPREFIX, shared

@@ -151,6 +151,7 @@ def _gpu() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.mark.xdist_group("docs-library")  # share the module's `library` (a dozen runs) on one worker
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.id for c in COMMANDS])
 def test_docs_command_runs_on_the_cpu(command: DocCommand, library, tmp_path, monkeypatch, cli):
     if command.slow:

@@ -57,6 +57,10 @@ SLICE = (
 )
 
 
+#: pytest's own ./.pytest_cache and pytest-benchmark's ./.benchmarks (where installed) stay out of the checkout
+NO_CACHES = ("-p", "no:cacheprovider", "-p", "no:benchmark")
+
+
 @pytest.mark.slow
 def test_a_slice_of_the_suite_writes_nothing_under_home(tmp_path):
     home = tmp_path / "home"
@@ -65,7 +69,7 @@ def test_a_slice_of_the_suite_writes_nothing_under_home(tmp_path):
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env.update(HOME=str(home), PYTHONPATH=path)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-o", "addopts=", "-p", "no:cacheprovider", *SLICE],
+        [sys.executable, "-m", "pytest", "-q", "-o", "addopts=", *NO_CACHES, *SLICE],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -2,6 +2,7 @@
 PYTHONPATH): fixed CPU roofs instead of a calibration, so that a rank never calibrates the CPU (seconds, and
 numbers that depend on the host)."""
 
+import roofline.measure.collectives
 import roofline.roofs
 from roofline.device import Device
 
@@ -16,3 +17,17 @@ FAKE_CPU = Device(
 )
 
 roofline.roofs.cpu_roofs = lambda torch: (FAKE_CPU, ["test roofs (tests/dist_site)"])
+
+# `calibrate --collectives` (the module's one sweep): the three smallest sizes of the CPU's sweep (4-64 KiB, not up
+# to 4 MiB) and 3 batches each, not 9. The test checks the sweep's shape (both kinds, nccl-tests' bus factors, a
+# fitted roof per kind, the cache file), never a bandwidth; the same code runs, on smaller messages.
+_sweep = roofline.measure.collectives.sweep
+
+
+def _test_sweep(**kwargs):
+    kwargs.setdefault("sizes", roofline.measure.collectives.CPU_SIZES[:3])
+    kwargs.setdefault("repeats", 3)
+    return _sweep(**kwargs)
+
+
+roofline.measure.collectives.sweep = _test_sweep
