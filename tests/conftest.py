@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import os
 import shutil
 import sys
@@ -156,9 +157,13 @@ def exit_code(main: Callable[[list[str]], object], args: Sequence[str]) -> int:
 
 
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]):
-    """Run `roofline ARGS` in-process through the real entry point (error boundary included)."""
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    """Run `roofline ARGS` in-process through the real entry point (error boundary included). A piped bench's
+    progress lines are off (they come once a run has taken 2 s, which a loaded machine reaches: a stderr of one
+    line would then hold two); a test of them sets ``roofline.cli.output.PLAIN_PROGRESS_EVERY_S`` itself."""
     from roofline.cli import main
+
+    monkeypatch.setattr("roofline.cli.output.PLAIN_PROGRESS_EVERY_S", math.inf)
 
     def run(*args: str) -> CliResult:
         capsys.readouterr()
