@@ -8,8 +8,9 @@ has an option and no placeholder in capitals (``REPORT.json``).
 
 Markers (docs/README.md "Commands in the docs"):
 
-- ``# GPU-only`` at the start of the line's comment, or ``gpu-only`` after the block's language
-  (```` ```bash gpu-only ````): the command needs a CUDA GPU; the test skips it without one.
+- ``# GPU-only`` at the start of the line's comment, ``gpu-only`` after the block's language
+  (```` ```bash gpu-only ````), or ``GPU-only`` in a table row's text outside its commands: the command needs a
+  CUDA GPU; the test skips it without one.
 - ``# slow`` at the start of the comment, or ``slow`` after the language: it takes long on a CPU (more than a few
   seconds); the test skips it.
 """
@@ -107,9 +108,10 @@ def commands(files: list[Path] | None = None) -> list[DocCommand]:
                 continue
             if fence is None:
                 if line.startswith("|"):
+                    gpu = "GPU-only" in _CELL.sub("", line)  # the row's words outside its commands
                     for cell in _CELL.findall(line):
                         if re.search(r"\s-", cell) and not _PLACEHOLDER.search(cell):
-                            found.append(DocCommand(rel, number, cell, False, False))
+                            found.append(DocCommand(rel, number, cell, gpu, False))
                 continue
             if not shell or not _START.match(line.strip()):
                 continue

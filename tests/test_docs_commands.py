@@ -192,6 +192,8 @@ def test_the_extractor_reads_blocks_markers_continuations_and_tables(tmp_path, m
         "```text\nroofline specs list\n```\n"
         "```console gpu-only\n$ roofline bench bench-gpu > out.json; roofline specs list\n```\n"
         "| a | `roofline analyze gemm -m 8 -d b200` | `roofline plot` | `roofline predict REPORT.json --json` |\n"
+        "| GPU-only | `roofline bench gemm -m 8192 -n 8192` | `roofline specs list --json` |\n"
+        "| b | `roofline specs list --json` | not on a GPU only |\n"
     )
     monkeypatch.setattr(docs_commands, "ROOT", tmp_path)
     found = docs_commands.commands([doc])
@@ -201,6 +203,9 @@ def test_the_extractor_reads_blocks_markers_continuations_and_tables(tmp_path, m
         (6, "roofline calibrate   # slow", False, True),
         (12, "$ roofline bench bench-gpu > out.json; roofline specs list", True, False),
         (14, "roofline analyze gemm -m 8 -d b200", False, False),
+        (15, "roofline bench gemm -m 8192 -n 8192", True, False),
+        (15, "roofline specs list --json", True, False),
+        (16, "roofline specs list --json", False, False),
     ]
     assert found[1].argv_lists() == [(["bench", "gemm", "-m", "8192", "-n", "8192"], None, False)]
     assert found[3].argv_lists() == [(["bench", "bench-gpu"], "out.json", False), (["specs", "list"], None, False)]
