@@ -366,6 +366,11 @@ def l2_roofed(point: OpPoint, oc: OpCounters, l2_bandwidth: float | None) -> OpP
         update = _memory_time(point, memory_s)
     else:
         said += " (no L2 bandwidth known for this device: its memory time stays DRAM's)"
+    return _noted(point, said, update)
+
+
+def _noted(point: OpPoint, said: str, update: dict[str, object]) -> OpPoint:
+    """``point`` with ``update`` and ``said`` added to its limiter evidence (after what it said already)."""
     evidence = f"{point.limiter_evidence}; {said}" if point.limiter_evidence else said
     return point.model_copy(update={**update, "limiter_evidence": evidence})
 
@@ -405,8 +410,7 @@ def l1_noted(point: OpPoint, oc: OpCounters, l1_bandwidth: float | None) -> OpPo
             said += ", within its memory time)"
     else:
         said += " (no L1 bandwidth known for this device: its memory time stays as it was)"
-    evidence = f"{point.limiter_evidence}; {said}" if point.limiter_evidence else said
-    return point.model_copy(update={**update, "limiter_evidence": evidence})
+    return _noted(point, said, update)
 
 
 def relabel(
