@@ -31,7 +31,7 @@ The gate's verdict: regression if any check regressed, else inconclusive if any 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, repeat
 from operator import truediv
 from typing import Any, Literal
@@ -495,7 +495,7 @@ def _sample_array(numpy: Any, points: Sequence[Point], n: int) -> tuple[Any, Any
 def _roofs(numpy: Any, points: Sequence[Point]) -> tuple[Any, Any]:
     """The points' roof times (1 where none) and where :func:`_samples` takes them (set, not 0 or below)."""
     roofs = [point.roof_time_s for point in points]
-    ok = numpy.array([not (not roof or roof <= 0) for roof in roofs], dtype=bool)  # type: ignore[operator]
+    ok = numpy.array([bool(roof) and roof > 0 for roof in roofs], dtype=bool)  # type: ignore[operator]
     return numpy.array([roof if roof else 1.0 for roof in roofs], dtype=float), ok
 
 
@@ -571,22 +571,20 @@ def _timed_check(
         if min(bad * low, bad * high) > bad * bound:  # the whole interval beyond the limit
             verdict: Verdict = "regression"
             limit_text, _ = _limit_texts(limit, bound, drift, noise, runs)
-            reason = f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {_range(shown(low), shown(high), limit)})"
-            reason += f", beyond {limit_text}"
+            reason = f"{_measured(result, limit, rules, shown)}, beyond {limit_text}"
         elif min(bad * low, bad * high) > bad * known:  # beyond the limit, within the noise one run cannot know
             verdict = "inconclusive"
             _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
             reason = (
-                f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {_range(shown(low), shown(high), limit)}), "
-                f"beyond {known_value} but within the run-to-run noise of a one-run baseline "
+                f"{_measured(result, limit, rules, shown)}, beyond {known_value} but within the run-to-run noise of "
+                "a one-run baseline "
                 f"({_noise_text(noise, metric, relative)}): too noisy to decide; {ONE_RUN_ADVICE}"
             )
         elif bad * est > bad * known:
             verdict = "inconclusive"
             _, known_value = _limit_texts(limit, known, drift, 0.0, runs)
             if result.bounded:
-                interval = _range(shown(low), shown(high), limit)
-                reason = f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {interval}) straddles {known_value}"
+                reason = f"{_measured(result, limit, rules, shown)} straddles {known_value}"
             else:
                 reason = (
                     f"{metric} {_signed(shown(est), limit)} beyond {known_value}, but too few samples "
@@ -595,7 +593,7 @@ def _timed_check(
             reason += ": too noisy to decide"
         elif max(bad * low, bad * high) < bad * mirror:  # the whole interval beyond the mirrored limit
             verdict = "improvement"
-            reason = f"{metric} {_signed(shown(est), limit)} ({_level(rules)} {_range(shown(low), shown(high), limit)})"
+            reason = _measured(result, limit, rules, shown)
         else:
             verdict = "pass"
             reason = ""
@@ -627,6 +625,12 @@ def _timed_check(
     else:
         verdict, reason = "pass", ""
     return _check(**fields, change=shown(est), method=method, verdict=verdict, reason=reason)
+
+
+def _measured(result: Shift, limit: Limit, rules: Rules, shown: Callable[[float], float]) -> str:
+    """A reason's measured part: the metric's change and its confidence interval, as shown."""
+    interval = _range(shown(result.low), shown(result.high), limit)
+    return f"{limit.metric} {_signed(shown(result.estimate), limit)} ({_level(rules)} {interval})"
 
 
 def _same(value: float) -> float:
