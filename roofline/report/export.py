@@ -149,15 +149,31 @@ def _column(values: list[Any]) -> Any:
     floats, text mixed with numbers as JSON text, a NaN or infinity as a missing value (empty in CSV, null in
     Parquet). Floats, integers, booleans and plain text (ASCII, no escape character) in C passes."""
     kinds = set(map(type, values))
-    if kinds <= _FLOATS and float in kinds and _finite(values, kinds):
+    plain = _plain(values, kinds)
+    if plain == "float":
         return [math.nan if v is None else v for v in values] if _NONE in kinds else list(values)
-    if kinds <= _BOOLS or (kinds <= _TEXTS and _plain_texts(values, kinds)):
+    if plain in ("bool", "text"):
         return list(values)
-    if kinds <= _INTS and _int64(values, kinds):
+    if plain == "int":
         import pandas as pd
 
         return pd.array(values, dtype="Int64")
     return _typed_column(values)
+
+
+def _plain(values: list[Any], kinds: set[type]) -> str:
+    """What a column of ``kinds`` holds where its values pass in C, each maybe with nulls: 'float' (finite
+    floats), 'bool' (booleans; all null too), 'text' (plain text: :func:`_plain_texts`), 'int' (int64 integers);
+    '' none of those (the column goes value by value)."""
+    if kinds <= _FLOATS and float in kinds and _finite(values, kinds):
+        return "float"
+    if kinds <= _BOOLS:
+        return "bool"
+    if kinds <= _TEXTS and _plain_texts(values, kinds):
+        return "text"
+    if kinds <= _INTS and _int64(values, kinds):
+        return "int"
+    return ""
 
 
 def _typed_column(values: list[Any]) -> Any:
@@ -382,17 +398,17 @@ def _arrow_table(columns: list[str], values: dict[str, list[Any]]) -> Any:
         return None
     dtypes: dict[str, Any] = {}
     for column in columns:
-        column_values = values[column]
-        kinds = set(map(type, column_values))
+        kinds = set(map(type, values[column]))
+        plain = _plain(values[column], kinds)
         if kinds == {_NONE}:
             dtypes[column] = object
-        elif kinds <= _FLOATS and _finite(column_values, kinds):
+        elif plain == "float":
             dtypes[column] = "float64"
-        elif kinds <= _INTS and _int64(column_values, kinds):
+        elif plain == "int":
             dtypes[column] = "Int64"
-        elif kinds == {bool}:
+        elif plain == "bool" and kinds == {bool}:  # NB: booleans with nulls: pandas makes them objects
             dtypes[column] = "bool"
-        elif kinds <= _TEXTS and _plain_texts(column_values, kinds):
+        elif plain == "text":
             dtypes[column] = pd.Series(["text"]).dtype  # NB: what pandas makes of a list of texts (str, object)
         else:
             return None
